@@ -8,11 +8,12 @@
 package versions
 
 import (
-	"path"
 	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/edgeflow/edgeflow/internal/fileset"
 )
 
 // parsed pairs a version string with its semantic version.
@@ -191,7 +192,9 @@ func Ignored(version string, ignoreGlobs []string) bool {
 	return slices.ContainsFunc(ignoreGlobs, func(glob string) bool { return matchGlob(glob, version) })
 }
 
+// matchGlob uses the catalog's glob dialect, the one ValidatePackage checks
+// ignoreVersions with, so a glob that validates matches as written.
 func matchGlob(glob, version string) bool {
-	ok, err := path.Match(glob, version)
-	return err == nil && ok
+	pattern, err := fileset.Compile(glob)
+	return err == nil && pattern.Match(version)
 }

@@ -77,6 +77,8 @@ func TestIgnored(t *testing.T) {
 		{"0.3.1", []string{"0.*"}, true},
 		{"1.0.1", []string{"1.0.?"}, true},
 		{"1.0.10", []string{"1.0.?"}, false},
+		{"1.0.2", []string{"1.0.{1,2}"}, true}, // the catalog's glob dialect, braces included
+		{"1.0.3", []string{"1.0.{1,2}"}, false},
 		{"1.0.0", []string{"[", "1.*"}, true}, // an invalid glob does not stop the others
 		{"[", []string{"["}, false},           // and matches nothing itself
 	}
