@@ -1,0 +1,132 @@
+// Package workerhost is the shared main of every worker pool: flags, the
+// Temporal connection, a health endpoint and a graceful stop that lets
+// in-flight activities finish.
+package workerhost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/edgeflow/edgeflow/internal/config"
+)
+
+// Options are the flags every pool has.
+type Options struct {
+	Temporal           config.Temporal
+	TaskQueue          string
+	MaxActivities      int
+	MaxWorkflowTasks   int
+	MaxActivityPollers int
+	HealthAddr         string
+	StopTimeout        time.Duration
+}
+
+// RegisterFlags adds the pool flags to fs with defaults for this pool.
+func (o *Options) RegisterFlags(fs *flag.FlagSet, queue string, maxActivities int, healthPort string) {
+	o.Temporal.RegisterFlags(fs)
+	fs.StringVar(&o.TaskQueue, "task-queue", config.Env("TASK_QUEUE", queue), "task queue this pool serves (env TASK_QUEUE)")
+	fs.IntVar(&o.MaxActivities, "max-activities", config.EnvInt("MAX_ACTIVITIES", maxActivities), "activities run at once (env MAX_ACTIVITIES)")
+	fs.IntVar(&o.MaxWorkflowTasks, "max-workflow-tasks", config.EnvInt("MAX_WORKFLOW_TASKS", 64), "workflow tasks run at once (env MAX_WORKFLOW_TASKS)")
+	fs.IntVar(&o.MaxActivityPollers, "activity-pollers", config.EnvInt("ACTIVITY_POLLERS", 4), "concurrent activity task polls (env ACTIVITY_POLLERS)")
+	fs.StringVar(&o.HealthAddr, "health-addr", config.Env("HEALTH_ADDR", "127.0.0.1:"+healthPort), "health endpoint address; empty disables it (env HEALTH_ADDR)")
+	fs.DurationVar(&o.StopTimeout, "stop-timeout", 2*time.Minute, "how long in-flight activities may run after a stop signal")
+}
+
+// Logger is the process logger: text for a terminal, JSON when LOG_FORMAT=json.
+func Logger(component string) *slog.Logger {
+	var h slog.Handler
+	if os.Getenv("LOG_FORMAT") == "json" {
+		h = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	} else {
+		h = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	}
+	return slog.New(h).With("component", component)
+}
+
+// Run connects, lets register add workflows and activities, serves until
+// SIGINT/SIGTERM, then stops polling and waits for in-flight work.
+func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
+	c, err := o.Temporal.Dial(log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := worker.New(c, o.TaskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize:     o.MaxActivities,
+		MaxConcurrentWorkflowTaskExecutionSize: o.MaxWorkflowTasks,
+		MaxConcurrentActivityTaskPollers:       o.MaxActivityPollers,
+		WorkerStopTimeout:                      o.StopTimeout,
+		EnableSessionWorker:                    false,
+	})
+	register(w)
+
+	var ready atomic.Bool
+	if o.HealthAddr != "" {
+		ln, err := net.Listen("tcp", o.HealthAddr)
+		if err != nil {
+			return fmt.Errorf("health endpoint %s: %w", o.HealthAddr, err)
+		}
+		srv := &http.Server{Handler: healthHandler(c, o.TaskQueue, &ready), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker on %s: %w", o.TaskQueue, err)
+	}
+	ready.Store(true)
+	log.Info("worker started", "taskQueue", o.TaskQueue, "temporal", o.Temporal.HostPort, "namespace", o.Temporal.Namespace,
+		"maxActivities", o.MaxActivities, "health", o.HealthAddr)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+	ready.Store(false)
+	log.Info("stopping: no new tasks; waiting for in-flight activities", "timeout", o.StopTimeout)
+	w.Stop()
+	log.Info("stopped")
+	return nil
+}
+
+func healthHandler(c client.Client, queue string, ready *atomic.Bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		status := map[string]any{"taskQueue": queue, "worker": ready.Load()}
+		code := http.StatusOK
+		if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+			status["temporal"] = err.Error()
+			code = http.StatusServiceUnavailable
+		} else {
+			status["temporal"] = "ok"
+		}
+		if !ready.Load() {
+			code = http.StatusServiceUnavailable
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(status)
+	})
+	return mux
+}
+
+// Fatal prints err and exits with status 1 — for mains.
+func Fatal(log *slog.Logger, err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		log.Error(err.Error())
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,220 @@
+// Command publish publishes one package on a running stack: every new
+// version (or just --version), and waits for the result, exiting non-zero if
+// it fails.
+//
+//	go run ./starters/publish --package jquery
+//	go run ./starters/publish --package jquery --version 3.7.1 --follow
+//	go run ./starters/publish --package mylib --catalog ./my-catalog --json
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/edgeflow/edgeflow/activities"
+	"github.com/edgeflow/edgeflow/internal/catalog"
+	"github.com/edgeflow/edgeflow/internal/cli"
+	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/workflows"
+)
+
+func main() {
+	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: publish --package NAME [--version V] [--catalog DIR] [--follow] [--json] [--detach]\n\n"+
+			"Publishes a package's new versions (or one version) and waits for the result.\n"+
+			"Exit codes: 0 published, 1 failed, 2 bad usage or invalid package, 3 Temporal unreachable.\n\n")
+		fs.PrintDefaults()
+	}
+	var tc config.Temporal
+	tc.RegisterFlags(fs)
+	name := fs.String("package", "", "package name (required)")
+	version := fs.String("version", "", "publish exactly this version")
+	catalogDir := fs.String("catalog", "", "read the package file from this catalog and send it with the request")
+	follow := fs.Bool("follow", false, "show live progress")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	detach := fs.Bool("detach", false, "start and return without waiting")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(cli.ExitUsage)
+	}
+	if *name == "" {
+		fs.Usage()
+		cli.Exit(cli.ExitUsage, "publish: --package is required")
+	}
+	var pkg *catalog.Package
+	if *catalogDir != "" {
+		p, err := catalog.LoadFile(filepath.Join(*catalogDir, strings.ToLower((*name)[:1]), *name+".json"))
+		if err != nil {
+			cli.Exit(cli.ExitUsage, "publish: %v", err)
+		}
+		if problems := catalog.ValidatePackage(p); len(problems) > 0 {
+			for _, pr := range problems {
+				fmt.Fprintln(os.Stderr, pr.String())
+			}
+			cli.Exit(cli.ExitUsage, "publish: %s is invalid (%d problems)", *name, len(problems))
+		}
+		pkg = &p
+	}
+	c, err := tc.Dial(nil)
+	if err != nil {
+		cli.Exit(cli.ExitUnavailable, "publish: %v", err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+
+	var run client.WorkflowRun
+	if *version != "" {
+		ref := activities.VersionRef{PackageRef: activities.PackageRef{Name: *name, Package: pkg}, Version: *version}
+		co := workflows.PublishChildOptions(*name, *version)
+		run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: co.WorkflowID, TaskQueue: co.TaskQueue, WorkflowIDReusePolicy: co.WorkflowIDReusePolicy,
+			// A run already publishing this version is followed, not duplicated.
+			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			TypedSearchAttributes:    co.TypedSearchAttributes, StaticSummary: co.StaticSummary,
+		}, workflows.PublishVersion, workflows.PublishInput{VersionRef: ref})
+	} else {
+		in := workflows.UpdatesInput{Only: []string{*name}}
+		if pkg != nil {
+			in.Packages = []catalog.Package{*pkg}
+		}
+		run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: "publish-package/" + *name, TaskQueue: workflows.PipelineQueue,
+			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.PackageKey.ValueSet(*name)),
+			StaticSummary:            "Publish new versions of " + *name,
+		}, workflows.PackageUpdates, in)
+	}
+	if err != nil {
+		cli.Exit(cli.ExitUnavailable, "publish: start: %v", err)
+	}
+	if !*asJSON {
+		fmt.Fprintf(os.Stderr, "started %s\n  %s\n", run.GetID(), cli.WorkflowURL(tc.Namespace, run.GetID()))
+	}
+	if *detach {
+		if *asJSON {
+			cli.PrintJSON(map[string]string{"workflowId": run.GetID(), "runId": run.GetRunID()})
+		}
+		return
+	}
+	stop := make(chan struct{})
+	if *follow {
+		go followProgress(ctx, c, run, *version != "", stop)
+	}
+	code := cli.ExitOK
+	var result any
+	if *version != "" {
+		var out workflows.PublishOutput
+		err = run.Get(ctx, &out)
+		result = out
+		if err == nil && !*asJSON {
+			close(stop)
+			stop = nil
+			printVersion(*name, *version, out)
+		}
+	} else {
+		var out workflows.UpdatesStats
+		err = run.Get(ctx, &out)
+		result = out
+		if err == nil && out.Failed > 0 {
+			code = cli.ExitFailed
+		}
+		if err == nil && len(out.Problems) > 0 && out.NewVersions == 0 {
+			code = cli.ExitFailed
+		}
+		if err == nil && !*asJSON {
+			close(stop)
+			stop = nil
+			printUpdates(*name, out)
+		}
+	}
+	if stop != nil {
+		close(stop)
+	}
+	if err != nil {
+		if *asJSON {
+			cli.PrintJSON(map[string]string{"workflowId": run.GetID(), "error": rootCause(err)})
+		}
+		cli.Exit(cli.ExitFailed, "publish: %s failed: %s", run.GetID(), rootCause(err))
+	}
+	if *asJSON {
+		cli.PrintJSON(result)
+	}
+	os.Exit(code)
+}
+
+func rootCause(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+func followProgress(ctx context.Context, c client.Client, run client.WorkflowRun, single bool, stop chan struct{}) {
+	bar := &cli.Progress{Out: os.Stderr, Label: run.GetID()}
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			bar.Done()
+			return
+		case <-t.C:
+		}
+		v, err := c.QueryWorkflow(ctx, run.GetID(), "", workflows.ProgressQuery)
+		if err != nil {
+			continue
+		}
+		if single {
+			var p workflows.PublishProgress
+			if v.Get(&p) == nil {
+				bar.Update(p.FilesDone, p.Files, fmt.Sprintf("%s, %d/%d batches, %d reused", p.Stage, p.BatchesDone, p.Batches, p.Reused))
+			}
+		} else {
+			var s workflows.UpdatesStats
+			if v.Get(&s) == nil {
+				bar.Update(s.Published+s.AlreadyPublished+s.InProgress+s.Failed, s.NewVersions,
+					fmt.Sprintf("versions; %d/%d packages checked", s.Checked, s.Packages))
+			}
+		}
+	}
+}
+
+func printVersion(name, version string, out workflows.PublishOutput) {
+	if out.AlreadyPublished {
+		fmt.Printf("%s@%s was already published: nothing to do\n", name, version)
+		return
+	}
+	r := out.Result
+	fmt.Printf("published %s@%s: %d files (%d bytes), %d of %d source files reused (%.0f%%), latest is %s\n",
+		name, version, r.Files, r.Bytes, r.Reused, r.SourceFiles, 100*r.ReuseRate, r.Latest)
+	if out.Processing.MinifyFailed > 0 {
+		fmt.Printf("  %d files could not be minified and were published as they are:\n", out.Processing.MinifyFailed)
+		for _, w := range out.Processing.Warnings {
+			fmt.Printf("    %s\n", w)
+		}
+	}
+}
+
+func printUpdates(name string, s workflows.UpdatesStats) {
+	fmt.Printf("%s: %d new versions, %d published, %d already published, %d in progress elsewhere, %d failed\n",
+		name, s.NewVersions, s.Published, s.AlreadyPublished, s.InProgress, s.Failed)
+	for _, p := range s.Problems {
+		fmt.Printf("  problem: %s\n", p)
+	}
+	for _, f := range s.Failures {
+		fmt.Printf("  failed: %s\n", f)
+	}
+}

@@ -1,0 +1,34 @@
+// Command compress is the worker pool of the `compress` task queue: minify,
+// brotli 11, gzip 9 and SRI for every file. It is CPU-bound; scale it alone
+// (e.g. `docker compose up --scale compress=4`). Each process runs several
+// batches at once so bucket I/O overlaps, while its CPU limiter keeps no more
+// compressions running than it has cores.
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"runtime"
+
+	"go.temporal.io/sdk/worker"
+
+	"github.com/edgeflow/edgeflow/activities"
+	"github.com/edgeflow/edgeflow/internal/workerhost"
+	"github.com/edgeflow/edgeflow/workflows"
+)
+
+func main() {
+	fs := flag.NewFlagSet("compress", flag.ExitOnError)
+	var opts workerhost.Options
+	opts.RegisterFlags(fs, workflows.CompressQueue, 2*runtime.GOMAXPROCS(0), "8092")
+	var cfg activities.PublishConfig
+	cfg.RegisterFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	log := workerhost.Logger("compress")
+	pub, err := cfg.Build(context.Background())
+	workerhost.Fatal(log, err)
+	workerhost.Fatal(log, workerhost.Run(opts, log, func(w worker.Worker) {
+		pub.RegisterCompress(w)
+	}))
+}

@@ -1,0 +1,295 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/edgeflow/edgeflow/activities"
+)
+
+// a is used only to name activity methods; workflows never call it directly.
+var a *activities.Publish
+
+// BatchDoneSignal is what a batch child sends its version when it finishes.
+const BatchDoneSignal = "batch-done"
+
+// ProgressQuery returns a PublishProgress.
+const ProgressQuery = "progress"
+
+// PublishInput asks for one version; Resume carries state across continue-as-new.
+type PublishInput struct {
+	activities.VersionRef
+	// MaxPendingBatches bounds children in flight, well under Temporal's
+	// 2,000 pending children per workflow.
+	MaxPendingBatches int           `json:"maxPendingBatches,omitempty"`
+	Resume            *PublishState `json:"resume,omitempty"`
+}
+
+// PublishState is the part of a version's progress that must survive
+// continue-as-new: the plan summary and the completion count the batch
+// children signal (the seed's Durable Object counter).
+type PublishState struct {
+	Plan    activities.DownloadResult `json:"plan"`
+	Started int                       `json:"started"`
+	Done    []uint64                  `json:"done"` // bitset by batch index
+	Totals  activities.BatchSummary   `json:"totals"`
+	Runs    int                       `json:"runs"`
+}
+
+func (s *PublishState) isDone(b int) bool { return s.Done[b/64]&(1<<(b%64)) != 0 }
+func (s *PublishState) markDone(b int)    { s.Done[b/64] |= 1 << (b % 64) }
+
+// DoneCount counts the batches that reported.
+func (s *PublishState) DoneCount() int {
+	n := 0
+	for _, w := range s.Done {
+		for ; w != 0; w &= w - 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// BatchDone is the signal payload of a finished batch.
+type BatchDone struct {
+	Batch   int                      `json:"batch"`
+	Summary *activities.BatchSummary `json:"summary,omitempty"`
+	Error   string                   `json:"error,omitempty"`
+}
+
+// PublishProgress answers ProgressQuery.
+type PublishProgress struct {
+	Stage          string `json:"stage"`
+	Batches        int    `json:"batches"`
+	BatchesDone    int    `json:"batchesDone"`
+	Files          int    `json:"files"`
+	FilesDone      int    `json:"filesDone"`
+	Reused         int    `json:"reused"`
+	ContinuedAsNew int    `json:"continuedAsNew"`
+}
+
+// PublishOutput is a version's result.
+type PublishOutput struct {
+	AlreadyPublished bool                      `json:"alreadyPublished,omitempty"`
+	Plan             activities.DownloadResult `json:"plan"`
+	Processing       activities.BatchSummary   `json:"processing"`
+	Result           *activities.PublishResult `json:"result,omitempty"`
+}
+
+// historyBudget is the event count after which a version continues as new;
+// far below the 51,200-event limit, so a 100,000-file version never nears it.
+const historyBudget = 10000
+
+func pipelineOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           PipelineQueue,
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 8,
+		},
+	})
+}
+
+// PublishVersion downloads one version, fans its files out to batch children
+// on the compress pool, waits for their completion signals, and publishes.
+// Its workflow ID is PublishID(name, version).
+func PublishVersion(ctx workflow.Context, in PublishInput) (*PublishOutput, error) {
+	name, version := in.Name, in.Version
+	st := in.Resume
+	stage := "downloading"
+	if st != nil {
+		stage = "processing"
+	}
+	progress := func() PublishProgress {
+		p := PublishProgress{Stage: stage}
+		if st != nil {
+			p.Batches, p.BatchesDone, p.Files, p.FilesDone, p.Reused, p.ContinuedAsNew =
+				st.Plan.Batches, st.DoneCount(), st.Plan.ToProcess, st.Totals.Files, st.Plan.Reused, st.Runs
+		}
+		return p
+	}
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (PublishProgress, error) { return progress(), nil }); err != nil {
+		return nil, err
+	}
+	setDetails := func() {
+		p := progress()
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s@%s** — %s: %d/%d batches, %d/%d files processed, %d reused",
+			name, version, p.Stage, p.BatchesDone, p.Batches, p.FilesDone, p.Files, p.Reused))
+	}
+	ctx = pipelineOptions(ctx)
+
+	if st == nil {
+		setDetails()
+		var plan activities.DownloadResult
+		if err := workflow.ExecuteActivity(ctx, a.Download, in.VersionRef).Get(ctx, &plan); err != nil {
+			return nil, fmt.Errorf("%s@%s: download: %w", name, version, err)
+		}
+		if plan.AlreadyPublished {
+			stage = "already published"
+			setDetails()
+			return &PublishOutput{AlreadyPublished: true}, nil
+		}
+		st = &PublishState{Plan: plan, Done: make([]uint64, (plan.Batches+63)/64)}
+		stage = "processing"
+	}
+
+	if err := awaitBatches(ctx, in, st, setDetails); err != nil {
+		return nil, err
+	}
+	if st.DoneCount() < st.Plan.Batches {
+		// awaitBatches stopped for continue-as-new.
+		st.Runs++
+		next := in
+		next.Resume = st
+		return nil, workflow.NewContinueAsNewError(ctx, PublishVersion, next)
+	}
+
+	stage = "publishing"
+	setDetails()
+	var res activities.PublishResult
+	if err := workflow.ExecuteActivity(ctx, a.Commit, activities.FinishInput{Name: name, Version: version}).Get(ctx, &res); err != nil {
+		return nil, fmt.Errorf("%s@%s: publish: %w", name, version, err)
+	}
+	stage = "published"
+	setDetails()
+	workflow.GetLogger(ctx).Info("published", "package", name, "version", version, "files", res.Files,
+		"reuseRate", res.ReuseRate, "latest", res.Latest)
+	return &PublishOutput{Plan: st.Plan, Processing: st.Totals, Result: &res}, nil
+}
+
+// awaitBatches keeps at most MaxPendingBatches children running and counts
+// their completion signals. It returns early, with the state consistent,
+// when the history is due for continue-as-new.
+func awaitBatches(ctx workflow.Context, in PublishInput, st *PublishState, setDetails func()) error {
+	window := in.MaxPendingBatches
+	if window <= 0 {
+		window = 500
+	}
+	signals := workflow.GetSignalChannel(ctx, BatchDoneSignal)
+	var failure error
+	record := func(d BatchDone) {
+		if d.Batch < 0 || d.Batch >= st.Plan.Batches || st.isDone(d.Batch) {
+			return // duplicate or foreign signal: the count must not drift
+		}
+		if d.Error != "" {
+			failure = fmt.Errorf("%s@%s: batch %d: %s", in.Name, in.Version, d.Batch, d.Error)
+			return
+		}
+		st.markDone(d.Batch)
+		if d.Summary != nil {
+			t := &st.Totals
+			t.Files += d.Summary.Files
+			t.Twins += d.Summary.Twins
+			t.MinifyFailed += d.Summary.MinifyFailed
+			t.BytesIn += d.Summary.BytesIn
+			t.BytesOut += d.Summary.BytesOut
+			t.CPUMillis += d.Summary.CPUMillis
+			if len(t.Warnings) < 10 {
+				t.Warnings = append(t.Warnings, d.Summary.Warnings...)
+			}
+		}
+	}
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) {
+		var d BatchDone
+		c.Receive(ctx, &d)
+		record(d)
+	})
+	pendingStarts := 0
+	for st.DoneCount() < st.Plan.Batches {
+		for st.Started < st.Plan.Batches && st.Started-st.DoneCount() < window {
+			batch := st.Started
+			pendingStarts++
+			sel.AddFuture(startBatch(ctx, in, st.Plan, batch), func(f workflow.Future) {
+				pendingStarts--
+				if err := f.Get(ctx, nil); err != nil && !isAlreadyStarted(err) {
+					failure = fmt.Errorf("%s@%s: start batch %d: %w", in.Name, in.Version, batch, err)
+				}
+			})
+			st.Started++
+		}
+		sel.Select(ctx)
+		if failure != nil {
+			return failure
+		}
+		setDetails()
+		info := workflow.GetInfo(ctx)
+		if st.DoneCount() < st.Plan.Batches && (info.GetCurrentHistoryLength() > historyBudget || info.GetContinueAsNewSuggested()) {
+			// Every child must have started (its signal then reaches the next
+			// run), and every signal already delivered must be counted.
+			for pendingStarts > 0 && failure == nil {
+				sel.Select(ctx)
+			}
+			var d BatchDone
+			for signals.ReceiveAsync(&d) {
+				record(d)
+			}
+			return failure
+		}
+	}
+	return nil
+}
+
+func startBatch(ctx workflow.Context, in PublishInput, plan activities.DownloadResult, batch int) workflow.Future {
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID: BatchID(in.Name, in.Version, batch),
+		TaskQueue:  PipelineQueue,
+		// Children outlive a continue-as-new of their version and report by signal.
+		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(PackageKey.ValueSet(in.Name), VersionKey.ValueSet(in.Version)),
+		StaticSummary:         fmt.Sprintf("%s@%s batch %d of %d", in.Name, in.Version, batch+1, plan.Batches),
+	})
+	child := workflow.ExecuteChildWorkflow(cctx, ProcessBatch, BatchRequest{
+		Name: in.Name, Version: in.Version, Batch: batch, Options: plan.Options,
+	})
+	return child.GetChildWorkflowExecution()
+}
+
+func isAlreadyStarted(err error) bool {
+	var started *temporal.ChildWorkflowExecutionAlreadyStartedError
+	return errors.As(err, &started) || strings.Contains(err.Error(), "already started")
+}
+
+// BatchRequest is a batch child's input; the parent is found from workflow info.
+type BatchRequest = activities.BatchInput
+
+// ProcessBatch runs one batch's CPU work on the compress pool and signals the
+// version that started it, success or failure.
+func ProcessBatch(ctx workflow.Context, in BatchRequest) (*activities.BatchSummary, error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: CompressQueue,
+		// A batch holds at most a few MB, but one file can be 25 MiB and
+		// brotli 11 runs at well under 1 MB/s per core.
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5,
+		},
+	})
+	var summary activities.BatchSummary
+	runErr := workflow.ExecuteActivity(actx, a.ProcessBatch, in).Get(ctx, &summary)
+	done := BatchDone{Batch: in.Batch}
+	if runErr != nil {
+		done.Error = runErr.Error()
+	} else {
+		done.Summary = &summary
+	}
+	if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
+		// Empty run ID: the signal reaches whichever run of the version is current.
+		if err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", BatchDoneSignal, done).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("could not report to the version", "error", err)
+		}
+	}
+	if runErr != nil {
+		return nil, runErr
+	}
+	return &summary, nil
+}

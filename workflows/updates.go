@@ -1,0 +1,180 @@
+package workflows
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/edgeflow/edgeflow/activities"
+	"github.com/edgeflow/edgeflow/internal/catalog"
+)
+
+// UpdatesInput configures one check of the catalog. All fields are optional:
+// the Schedule starts it with none. Names/Cursor/Stats carry progress across
+// continue-as-new.
+type UpdatesInput struct {
+	// Only restricts the check to these packages.
+	Only []string `json:"only,omitempty"`
+	// Packages are catalog entries sent by a starter instead of read from the
+	// workers' catalog.
+	Packages []catalog.Package `json:"packages,omitempty"`
+	// CheckBatch is how many packages one check activity handles.
+	CheckBatch int `json:"checkBatch,omitempty"`
+	// MaxParallelVersions bounds versions publishing at once.
+	MaxParallelVersions int `json:"maxParallelVersions,omitempty"`
+
+	Names  []string     `json:"names,omitempty"`
+	Cursor int          `json:"cursor,omitempty"`
+	Stats  UpdatesStats `json:"stats"`
+}
+
+// UpdatesStats is what a check found and did.
+type UpdatesStats struct {
+	Packages         int      `json:"packages"`
+	Checked          int      `json:"checked"`
+	NotModified      int      `json:"notModified"`
+	NewVersions      int      `json:"newVersions"`
+	Published        int      `json:"published"`
+	AlreadyPublished int      `json:"alreadyPublished"`
+	InProgress       int      `json:"inProgress"`
+	Failed           int      `json:"failed"`
+	Problems         []string `json:"problems,omitempty"` // first few, for the summary
+	Failures         []string `json:"failures,omitempty"` // first few
+}
+
+const maxListedProblems = 20
+
+// PackageUpdates checks every catalog package for versions not yet published
+// and publishes each of them (all of them, not one per run) as a child
+// PublishVersion with a deterministic ID.
+func PackageUpdates(ctx workflow.Context, in UpdatesInput) (*UpdatesStats, error) {
+	if in.CheckBatch <= 0 {
+		in.CheckBatch = 25
+	}
+	if in.MaxParallelVersions <= 0 {
+		in.MaxParallelVersions = 8
+	}
+	st := &in.Stats
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (UpdatesStats, error) { return *st, nil }); err != nil {
+		return nil, err
+	}
+	ctx = pipelineOptions(ctx)
+	sent := map[string]*catalog.Package{}
+	for i := range in.Packages {
+		sent[in.Packages[i].Name] = &in.Packages[i]
+	}
+	if in.Names == nil {
+		switch {
+		case len(in.Only) > 0:
+			in.Names = append([]string(nil), in.Only...)
+		case len(in.Packages) > 0:
+			for _, p := range in.Packages {
+				in.Names = append(in.Names, p.Name)
+			}
+		default:
+			if err := workflow.ExecuteActivity(ctx, a.ListCatalog).Get(ctx, &in.Names); err != nil {
+				return nil, fmt.Errorf("list catalog: %w", err)
+			}
+		}
+		sort.Strings(in.Names)
+		st.Packages = len(in.Names)
+	}
+	for in.Cursor < len(in.Names) {
+		end := min(in.Cursor+in.CheckBatch, len(in.Names))
+		refs := make([]activities.PackageRef, 0, end-in.Cursor)
+		for _, n := range in.Names[in.Cursor:end] {
+			refs = append(refs, activities.PackageRef{Name: n, Package: sent[n]})
+		}
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("checking packages %d–%d of %d; %d new versions so far, %d published, %d failed",
+			in.Cursor+1, end, len(in.Names), st.NewVersions, st.Published, st.Failed))
+		var checks []activities.PackageCheck
+		if err := workflow.ExecuteActivity(ctx, a.CheckPackages, refs).Get(ctx, &checks); err != nil {
+			return nil, fmt.Errorf("check packages %v: %w", in.Names[in.Cursor:end], err)
+		}
+		publishNewVersions(ctx, in, checks, sent, st)
+		in.Cursor = end
+		info := workflow.GetInfo(ctx)
+		if in.Cursor < len(in.Names) && (info.GetCurrentHistoryLength() > historyBudget || info.GetContinueAsNewSuggested()) {
+			return nil, workflow.NewContinueAsNewError(ctx, PackageUpdates, in)
+		}
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("checked %d packages: %d new versions, %d published, %d already published or in progress, %d failed",
+		st.Checked, st.NewVersions, st.Published, st.AlreadyPublished+st.InProgress, st.Failed))
+	return st, nil
+}
+
+// publishNewVersions runs a batch's new versions as children, at most
+// MaxParallelVersions at once, and waits for all of them.
+func publishNewVersions(ctx workflow.Context, in UpdatesInput, checks []activities.PackageCheck, sent map[string]*catalog.Package, st *UpdatesStats) {
+	type job struct {
+		ref activities.VersionRef
+	}
+	var jobs []job
+	for _, c := range checks {
+		st.Checked++
+		if c.NotModified {
+			st.NotModified++
+		}
+		if c.Problem != "" {
+			if len(st.Problems) < maxListedProblems {
+				st.Problems = append(st.Problems, c.Name+": "+c.Problem)
+			}
+			continue
+		}
+		for _, v := range c.NewVersions {
+			st.NewVersions++
+			jobs = append(jobs, job{activities.VersionRef{PackageRef: activities.PackageRef{Name: c.Name, Package: sent[c.Name]}, Version: v.Version, Dist: v.Dist}})
+		}
+	}
+	sel := workflow.NewSelector(ctx)
+	running := 0
+	next := 0
+	for next < len(jobs) || running > 0 {
+		for next < len(jobs) && running < in.MaxParallelVersions {
+			ref := jobs[next].ref
+			next++
+			running++
+			f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, PublishChildOptions(ref.Name, ref.Version)), PublishVersion, PublishInput{VersionRef: ref})
+			sel.AddFuture(f, func(f workflow.Future) {
+				running--
+				var out PublishOutput
+				err := f.Get(ctx, &out)
+				switch {
+				case err == nil && out.AlreadyPublished:
+					st.AlreadyPublished++
+				case err == nil:
+					st.Published++
+				case isAlreadyStarted(err):
+					st.InProgress++
+				default:
+					st.Failed++
+					if len(st.Failures) < maxListedProblems {
+						st.Failures = append(st.Failures, err.Error())
+					}
+				}
+			})
+		}
+		sel.Select(ctx)
+	}
+}
+
+// PublishChildOptions are the options of a PublishVersion run, as a child or
+// started by a client: a deterministic ID (a failed version may run again,
+// a published one never), findable by Package and Version.
+func PublishChildOptions(name, version string) workflow.ChildWorkflowOptions {
+	return workflow.ChildWorkflowOptions{
+		WorkflowID:            PublishID(name, version),
+		TaskQueue:             PipelineQueue,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+		// A version finishes even if the check that found it is terminated.
+		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowRunTimeout:    0,
+		WorkflowTaskTimeout:   10 * time.Second,
+		TypedSearchAttributes: temporal.NewSearchAttributes(PackageKey.ValueSet(name), VersionKey.ValueSet(version)),
+		StaticSummary:         "Publish " + name + "@" + version,
+	}
+}
