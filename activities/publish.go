@@ -248,6 +248,8 @@ type VersionRef struct {
 	PackageRef
 	Version string         `json:"version"`
 	Dist    *registry.Dist `json:"dist,omitempty"`
+	// BatchLimits overrides the worker's batch sizing for this version.
+	BatchLimits *publish.BatchLimits `json:"batchLimits,omitempty"`
 }
 
 // DownloadResult summarises a version's plan; the plan itself is in the bucket.
@@ -341,7 +343,11 @@ func (a *Publish) Download(ctx context.Context, in VersionRef) (*DownloadResult,
 	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, publish.ReuseIndexKey(pkg.Name), &reuse); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
 		return nil, err
 	}
-	plan := publish.BuildPlan(pkg.Name, in.Version, fingerprint, files, &reuse, twinDecider(opts, shipped), a.batchLimits())
+	limits := a.batchLimits()
+	if in.BatchLimits != nil && in.BatchLimits.MaxBytes > 0 && in.BatchLimits.MaxFiles > 0 {
+		limits = *in.BatchLimits
+	}
+	plan := publish.BuildPlan(pkg.Name, in.Version, fingerprint, files, &reuse, twinDecider(opts, shipped), limits)
 	plan.Package = pkg
 	for _, s := range extracted.Skipped {
 		plan.Skipped = append(plan.Skipped, publish.Skip{Path: s.Path, Reason: s.Reason})

@@ -27,8 +27,11 @@ type PublishInput struct {
 	activities.VersionRef
 	// MaxPendingBatches bounds children in flight, well under Temporal's
 	// 2,000 pending children per workflow.
-	MaxPendingBatches int           `json:"maxPendingBatches,omitempty"`
-	Resume            *PublishState `json:"resume,omitempty"`
+	MaxPendingBatches int `json:"maxPendingBatches,omitempty"`
+	// HistoryBudget is the event count after which the run continues as new;
+	// zero means historyBudget.
+	HistoryBudget int           `json:"historyBudget,omitempty"`
+	Resume        *PublishState `json:"resume,omitempty"`
 }
 
 // PublishState is the part of a version's progress that must survive
@@ -172,6 +175,10 @@ func awaitBatches(ctx workflow.Context, in PublishInput, st *PublishState, setDe
 	if window <= 0 {
 		window = 500
 	}
+	budget := in.HistoryBudget
+	if budget <= 0 {
+		budget = historyBudget
+	}
 	signals := workflow.GetSignalChannel(ctx, BatchDoneSignal)
 	var failure error
 	record := func(d BatchDone) {
@@ -221,7 +228,7 @@ func awaitBatches(ctx workflow.Context, in PublishInput, st *PublishState, setDe
 		}
 		setDetails()
 		info := workflow.GetInfo(ctx)
-		if st.DoneCount() < st.Plan.Batches && (info.GetCurrentHistoryLength() > historyBudget || info.GetContinueAsNewSuggested()) {
+		if st.DoneCount() < st.Plan.Batches && (info.GetCurrentHistoryLength() > budget || info.GetContinueAsNewSuggested()) {
 			// Every child must have started (its signal then reaches the next
 			// run), and every signal already delivered must be counted.
 			for pendingStarts > 0 && failure == nil {

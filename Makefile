@@ -1,0 +1,58 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+SHELL := /bin/bash
+GO    ?= go
+TOOLS := $(CURDIR)/.tools/bin
+
+# Pinned dev tools, built from the Go module proxy once (a few minutes each).
+TEMPORAL_CLI_MODULE  := github.com/temporalio/cli/cmd/temporal@v1.5.1
+MINIO_MODULE         := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
+
+BINARIES := pipeline compress edge devstack
+
+.PHONY: run test test-short bench build tools lint clean
+
+run: tools build ## the whole system in the foreground (Ctrl-C stops it)
+	./bin/devstack
+
+test: tools ## unit, workflow and integration tests (real Temporal dev server and MinIO)
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 40m -p 2 ./...
+
+test-short: ## unit tests only: no dev server, no MinIO, no browser
+	$(GO) test -short -count=1 ./...
+
+bench: tools ## every benchmark, with a summary table
+	$(GO) run ./cmd/benchtable
+
+build: ## worker pools, edge and the dev launcher into ./bin
+	@mkdir -p bin
+	$(GO) build -o bin/pipeline ./workers/pipeline
+	$(GO) build -o bin/compress ./workers/compress
+	$(GO) build -o bin/edge ./edge
+	$(GO) build -o bin/devstack ./cmd/devstack
+
+tools: $(TOOLS)/temporal $(TOOLS)/minio
+
+# A usable binary already on PATH is linked instead of built.
+$(TOOLS)/temporal:
+	@mkdir -p $(TOOLS)
+	@if p=$$(command -v temporal) && $$p --version >/dev/null 2>&1; then \
+		echo "using $$p"; ln -sf $$p $@; \
+	else \
+		echo ">> building the Temporal CLI ($(TEMPORAL_CLI_MODULE)); once, a few minutes on 2 cores"; \
+		GOBIN=$(TOOLS) $(GO) install -v $(TEMPORAL_CLI_MODULE) 2>&1 | awk '{ printf "\r\033[K   compiling %s", $$0; fflush() } END { print "" }'; \
+		test -x $@; \
+	fi
+
+$(TOOLS)/minio:
+	@mkdir -p $(TOOLS)
+	@if p=$$(command -v minio) && $$p --version >/dev/null 2>&1; then \
+		echo "using $$p"; ln -sf $$p $@; \
+	else \
+		echo ">> building MinIO ($(MINIO_MODULE)); once, a few minutes on 2 cores"; \
+		GOBIN=$(TOOLS) $(GO) install -v $(MINIO_MODULE) 2>&1 | awk '{ printf "\r\033[K   compiling %s", $$0; fflush() } END { print "" }'; \
+		test -x $@; \
+	fi
+
+clean: ## remove built binaries and local data (keeps the built tools)
+	rm -rf bin .data

@@ -1,0 +1,209 @@
+// Command devstack is what `make run` runs: the whole system on one machine,
+// in the foreground. It starts the Temporal dev server (Web UI, SQLite file so
+// runs survive a restart, search attributes registered) and MinIO, creates the
+// buckets, starts every worker pool and the edge as child processes with
+// prefixed logs, creates (or updates) the package-update Schedule and triggers
+// it once. Ctrl-C stops the children in order: the edge and workers first (they
+// drain), then MinIO and Temporal.
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/devstack"
+	"github.com/edgeflow/edgeflow/internal/metadata"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/schedules"
+	"github.com/edgeflow/edgeflow/workflows"
+)
+
+var outMu sync.Mutex
+
+// prefixWriter writes each line of a child's output with its name in front.
+func prefixWriter(name, color string) io.Writer {
+	r, w := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			outMu.Lock()
+			fmt.Printf("\033[%sm%-9s|\033[0m %s\n", color, name, sc.Text())
+			outMu.Unlock()
+		}
+	}()
+	return w
+}
+
+func say(format string, args ...any) {
+	outMu.Lock()
+	defer outMu.Unlock()
+	fmt.Printf("\033[1mdevstack |\033[0m "+format+"\n", args...)
+}
+
+func main() {
+	if err := run(); err != nil {
+		say("error: %v", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	root, err := devstack.RepoRoot()
+	if err != nil {
+		return err
+	}
+	dataDir := config.Env("DATA_DIR", filepath.Join(root, ".data"))
+	binDir := config.Env("BIN_DIR", filepath.Join(root, "bin"))
+	ip := config.Env("BIND_IP", "127.0.0.1")
+	temporalPort := config.EnvInt("TEMPORAL_PORT", 7233)
+	uiPort := config.EnvInt("TEMPORAL_UI_PORT", 8233)
+	minioPort := config.EnvInt("MINIO_PORT", 9000)
+	consolePort := config.EnvInt("MINIO_CONSOLE_PORT", 9001)
+	edgeAddr := config.Env("EDGE_ADDR", net.JoinHostPort(ip, "8080"))
+	accessKey := config.Env("S3_ACCESS_KEY", "edgeflow")
+	secretKey := config.Env("S3_SECRET_KEY", "edgeflow-dev-secret")
+	every, err := time.ParseDuration(config.Env("UPDATE_EVERY", "10m"))
+	if err != nil {
+		return fmt.Errorf("UPDATE_EVERY: %w", err)
+	}
+	for _, d := range []string{dataDir, filepath.Join(dataDir, "minio")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, p := range []struct {
+		name string
+		port int
+	}{{"Temporal", temporalPort}, {"Temporal Web UI", uiPort}, {"MinIO", minioPort}, {"MinIO console", consolePort}} {
+		if l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p.port))); err != nil {
+			return fmt.Errorf("%s port %d is taken (is another stack running?): set its env var to another port; see README", p.name, p.port)
+		} else {
+			l.Close()
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	say("starting Temporal dev server (data in %s)", dataDir)
+	temporal, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{
+		DBFile: filepath.Join(dataDir, "temporal.db"), IP: ip, Port: temporalPort, UIPort: uiPort,
+		Logs: prefixWriter("temporal", "36"),
+	})
+	if err != nil {
+		return err
+	}
+	defer temporal.Stop(30 * time.Second)
+	say("starting MinIO")
+	minio, err := devstack.StartMinIO(ctx, devstack.MinIOOptions{
+		DataDir: filepath.Join(dataDir, "minio"), IP: ip, Port: minioPort, ConsolePort: consolePort,
+		AccessKey: accessKey, SecretKey: secretKey, Logs: prefixWriter("minio", "35"),
+	})
+	if err != nil {
+		return err
+	}
+	defer minio.Stop(30 * time.Second)
+
+	store, err := objectstore.New(objectstore.Config{Endpoint: minio.Endpoint, AccessKey: accessKey, SecretKey: secretKey})
+	if err != nil {
+		return err
+	}
+	b := metadata.DefaultBuckets
+	if err := store.EnsureBuckets(ctx, b.Files, b.Mirror, b.Meta, b.Incoming); err != nil {
+		return err
+	}
+
+	env := append(os.Environ(),
+		"TEMPORAL_ADDRESS="+temporal.HostPort, "S3_ENDPOINT="+minio.Endpoint,
+		"S3_ACCESS_KEY="+accessKey, "S3_SECRET_KEY="+secretKey,
+		"CATALOG_DIR="+config.Env("CATALOG_DIR", filepath.Join(root, "catalog")),
+		"EDGE_ADDR="+edgeAddr,
+	)
+	children := []struct{ name, color string }{{"pipeline", "32"}, {"compress", "33"}, {"edge", "34"}}
+	var procs []*exec.Cmd
+	for _, ch := range children {
+		cmd := exec.Command(filepath.Join(binDir, ch.name))
+		cmd.Env = env
+		w := prefixWriter(ch.name, ch.color)
+		cmd.Stdout, cmd.Stderr = w, w
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("start %s (built by `make build`?): %w", ch.name, err)
+		}
+		procs = append(procs, cmd)
+	}
+	exited := make(chan string, len(procs))
+	alive := len(procs)
+	for i, p := range procs {
+		go func() { _ = p.Wait(); exited <- children[i].name }()
+	}
+	defer func() {
+		say("stopping: edge and workers drain in-flight work first")
+		for _, p := range procs {
+			if p.ProcessState == nil {
+				_ = syscall.Kill(-p.Process.Pid, syscall.SIGINT)
+			}
+		}
+		deadline := time.After(2 * time.Minute)
+		for ; alive > 0; alive-- {
+			select {
+			case <-exited:
+			case <-deadline:
+				for _, p := range procs {
+					_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+				}
+				return
+			}
+		}
+	}()
+
+	c, err := client.Dial(client.Options{HostPort: temporal.HostPort, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	created, err := schedules.Upsert(ctx, c, workflows.UpdatesScheduleID, every)
+	if err != nil {
+		return fmt.Errorf("schedule: %w", err)
+	}
+	if err := c.ScheduleClient().GetHandle(ctx, workflows.UpdatesScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+		return fmt.Errorf("trigger schedule: %w", err)
+	}
+	verb := "updated"
+	if created {
+		verb = "created"
+	}
+	say("schedule %q %s (every %s) and triggered: the sample catalog publishes within a minute or two", workflows.UpdatesScheduleID, verb, every)
+	say("")
+	say("  Temporal Web UI  %s  (filter: Package = \"mitt\")", temporal.UIURL)
+	say("  Edge (CDN + API) http://%s", edgeAddr)
+	say("  MinIO console    %s  (user %s, password from S3_SECRET_KEY)", minio.ConsoleURL, accessKey)
+	say("")
+	say("try: curl http://%s/libraries/mitt   |  open http://%s/", edgeAddr, edgeAddr)
+	say("     go run ./starters/publish --package nprogress --version 0.2.0 --follow")
+	say("     go run ./starters/schedule describe")
+	say("Ctrl-C stops everything; the next `make run` reuses the data in %s", dataDir)
+
+	select {
+	case <-ctx.Done():
+		return nil
+	case name := <-exited:
+		alive--
+		return fmt.Errorf("%s exited unexpectedly; see its log above", name)
+	}
+}

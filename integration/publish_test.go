@@ -1,0 +1,355 @@
+package integration
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/andybalholm/brotli"
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/edgeflow/edgeflow/activities"
+	"github.com/edgeflow/edgeflow/internal/catalog"
+	"github.com/edgeflow/edgeflow/internal/metadata"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/process"
+	"github.com/edgeflow/edgeflow/internal/publish"
+	"github.com/edgeflow/edgeflow/workflows"
+)
+
+func demoPackage(name string) catalog.Package {
+	return catalog.Package{
+		Name: name, Description: "a demo library", License: "MIT", Filename: "demo.min.js",
+		Keywords: []string{"demo"},
+		Autoupdate: catalog.Autoupdate{Source: "npm", Target: name,
+			FileMap: []catalog.FileMapEntry{{BasePath: "dist", Files: []string{"**/*.@(js|css|png)"}}}},
+	}
+}
+
+const modernJS = `/*! demo v%s | MIT */
+export class Counter {
+  #count = 0;
+  increment(step) { this.#count += step ?? 1; return this.#count; }
+  get value() { return this.#count; }
+}
+export const read = (obj) => obj?.deeply?.nested ?? "default value for version %s";
+export async function load(url) { const r = await fetch(url); return r.json(); }
+`
+
+func demoTarball(version string, cssBody string) []byte {
+	return npmTarball(
+		tarEntry{Name: "package.json", Body: `{"name":"demo","version":"` + version + `"}`},
+		tarEntry{Name: "README.md", Body: "# demo"},
+		tarEntry{Name: "dist/demo.js", Body: fmt.Sprintf(modernJS, version, version)},
+		tarEntry{Name: "dist/demo.css", Body: cssBody},
+		tarEntry{Name: "dist/img/logo.png", Body: "\x89PNG\r\n\x1a\nnot really a png but stored as is"},
+	)
+}
+
+const demoCSS = ".demo { color: red; padding: 0px 0px 0px 0px; }\n.demo:hover { color: blue; }\n"
+
+func runPublish(t *testing.T, ref activities.VersionRef, mutate func(*workflows.PublishInput)) (client.WorkflowRun, workflows.PublishOutput, error) {
+	t.Helper()
+	in := workflows.PublishInput{VersionRef: ref}
+	if mutate != nil {
+		mutate(&in)
+	}
+	co := workflows.PublishChildOptions(ref.Name, ref.Version)
+	run, err := env.Client.ExecuteWorkflow(testContext(t), client.StartWorkflowOptions{
+		ID: co.WorkflowID, TaskQueue: co.TaskQueue, WorkflowIDReusePolicy: co.WorkflowIDReusePolicy,
+		TypedSearchAttributes: co.TypedSearchAttributes,
+	}, workflows.PublishVersion, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out workflows.PublishOutput
+	err = run.Get(testContext(t), &out)
+	return run, out, err
+}
+
+func runUpdates(t *testing.T, id string, in workflows.UpdatesInput) workflows.UpdatesStats {
+	t.Helper()
+	run, err := env.Client.ExecuteWorkflow(testContext(t), client.StartWorkflowOptions{ID: id, TaskQueue: workflows.PipelineQueue}, workflows.PackageUpdates, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats workflows.UpdatesStats
+	if err := run.Get(testContext(t), &stats); err != nil {
+		t.Fatalf("PackageUpdates: %v", err)
+	}
+	return stats
+}
+
+func getVersion(t *testing.T, name, version string) metadata.Version {
+	t.Helper()
+	var v metadata.Version
+	if _, err := env.Store.GetJSON(testContext(t), buckets.Meta, metadata.VersionKey(name, version), &v); err != nil {
+		t.Fatalf("version document %s@%s: %v", name, version, err)
+	}
+	return v
+}
+
+func TestPublishEndToEnd(t *testing.T) {
+	startWorkers(t)
+	ctx := testContext(t)
+	pkg := demoPackage("demo")
+	npm.add("demo", "1.0.0", demoTarball("1.0.0", demoCSS))
+
+	// The first version alone, so the second can reuse its outputs.
+	run, out, err := runPublish(t, activities.VersionRef{PackageRef: activities.PackageRef{Name: "demo", Package: &pkg}, Version: "1.0.0"}, nil)
+	if err != nil {
+		t.Fatalf("publish 1.0.0: %v", err)
+	}
+	if out.Result == nil || out.Result.Files != 5 {
+		t.Fatalf("1.0.0 published %+v, want 5 files (js, min.js, css, min.css, png)", out.Result)
+	}
+	replay(t, run)
+
+	v1 := getVersion(t, "demo", "1.0.0")
+	wantPaths := []string{"demo.css", "demo.js", "demo.min.css", "demo.min.js", "img/logo.png"}
+	var got []string
+	for _, f := range v1.Files {
+		got = append(got, f.Path)
+	}
+	if strings.Join(got, ",") != strings.Join(wantPaths, ",") {
+		t.Fatalf("files = %v, want %v", got, wantPaths)
+	}
+	for _, f := range v1.Files {
+		key := metadata.FileKey("demo", "1.0.0", f.Path)
+		for _, bucket := range []string{buckets.Files, buckets.Mirror} {
+			data, err := env.Store.Get(ctx, bucket, key)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", bucket, key, err)
+			}
+			if process.SRI(data) != f.SRI {
+				t.Errorf("%s/%s: stored bytes do not match the SRI in the version document", bucket, key)
+			}
+			if int64(len(data)) != f.Size {
+				t.Errorf("%s/%s: size %d, document says %d", bucket, key, len(data), f.Size)
+			}
+			if f.Path == "img/logo.png" {
+				if f.BrotliSize != 0 {
+					t.Errorf("png got a brotli representation")
+				}
+				if _, err := env.Store.Stat(ctx, bucket, key+".br"); !errors.Is(err, objectstore.ErrNotFound) {
+					t.Errorf("png .br stored: %v", err)
+				}
+				continue
+			}
+			br, err := env.Store.Get(ctx, bucket, key+".br")
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := io.ReadAll(brotli.NewReader(bytes.NewReader(br)))
+			if err != nil || !bytes.Equal(plain, data) {
+				t.Errorf("%s.br does not decompress to the original (%v)", key, err)
+			}
+			gz, err := env.Store.Get(ctx, bucket, key+".gz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(gz))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, _ = io.ReadAll(zr)
+			if !bytes.Equal(plain, data) {
+				t.Errorf("%s.gz does not decompress to the original", key)
+			}
+		}
+	}
+	minJS, _ := v1.Lookup("demo.min.js")
+	if minJS.MinifiedFrom != "demo.js" {
+		t.Errorf("demo.min.js MinifiedFrom = %q", minJS.MinifiedFrom)
+	}
+	minified, _ := env.Store.Get(ctx, buckets.Files, metadata.FileKey("demo", "1.0.0", "demo.min.js"))
+	for _, syntax := range []string{"this.#", "class Counter", "??", "?.", "async function", "/*! demo v1.0.0"} {
+		if !bytes.Contains(minified, []byte(syntax)) {
+			t.Errorf("minified JS lost %q: %s", syntax, minified)
+		}
+	}
+
+	// Two more versions: 1.1.0 keeps the CSS (reused), 1.2.0 is hostile.
+	npm.add("demo", "1.1.0", demoTarball("1.1.0", demoCSS))
+	npm.add("demo", "1.2.0", npmTarball(tarEntry{Name: "dist/a.js", Body: "a"}, tarEntry{Name: "dist/evil.js", Link: "../../../etc/passwd"}))
+	stats := runUpdates(t, "updates-demo-1", workflows.UpdatesInput{Packages: []catalog.Package{pkg}})
+	if stats.NewVersions != 2 || stats.Published != 1 || stats.Failed != 1 {
+		t.Fatalf("updates: %+v; want 2 new, 1 published, 1 failed (hostile)", stats)
+	}
+	if !strings.Contains(strings.Join(stats.Failures, " "), "1.2.0") {
+		t.Errorf("failure does not name the hostile version: %v", stats.Failures)
+	}
+	v2 := getVersion(t, "demo", "1.1.0")
+	if v2.Stats.ReusedFiles != 2 || v2.Stats.SourceFiles != 3 {
+		// demo.css and logo.png are unchanged; demo.js differs (version in its banner).
+		t.Errorf("1.1.0 reused %d of %d source files, want 2 of 3", v2.Stats.ReusedFiles, v2.Stats.SourceFiles)
+	}
+	css1, _ := v1.Lookup("demo.min.css")
+	css2, _ := v2.Lookup("demo.min.css")
+	if css1.SRI != css2.SRI || css2.SRI == "" {
+		t.Errorf("reused demo.min.css has SRI %q, first version %q", css2.SRI, css1.SRI)
+	}
+	reusedBytes, err := env.Store.Get(ctx, buckets.Mirror, metadata.FileKey("demo", "1.1.0", "demo.min.css.br"))
+	if err != nil || len(reusedBytes) == 0 {
+		t.Errorf("reused output not copied to the mirror: %v", err)
+	}
+	if _, err := env.Store.Stat(ctx, buckets.Meta, activities.RejectedKey("demo", "1.2.0")); err != nil {
+		t.Errorf("hostile version not marked rejected: %v", err)
+	}
+	if _, err := env.Store.Stat(ctx, buckets.Meta, metadata.VersionKey("demo", "1.2.0")); !errors.Is(err, objectstore.ErrNotFound) {
+		t.Errorf("hostile version has a version document")
+	}
+
+	var doc metadata.Package
+	if _, err := env.Store.GetJSON(ctx, buckets.Meta, metadata.PackageKey("demo"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(doc.Versions, ",") != "1.0.0,1.1.0" || doc.Latest != "1.1.0" || doc.Description != "a demo library" {
+		t.Errorf("package document: versions %v latest %q description %q", doc.Versions, doc.Latest, doc.Description)
+	}
+	var index metadata.Index
+	if _, err := env.Store.GetJSON(ctx, buckets.Meta, metadata.SearchIndexKey, &index); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range index.Libraries {
+		if e.Name == "demo" && e.Latest == "1.1.0" && strings.HasPrefix(e.SRI, "sha512-") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("search index lacks demo@1.1.0 with SRI: %+v", index.Libraries)
+	}
+	if left, _ := env.Store.List(ctx, buckets.Incoming, metadata.StagingPrefix("demo", "1.1.0")); len(left) != 0 {
+		t.Errorf("staging not cleaned: %d objects left", len(left))
+	}
+
+	// Nothing new: the registry answers 304, nothing is retried (the hostile
+	// version is rejected for good), nothing is republished.
+	before := npm.notModified.Load()
+	stats = runUpdates(t, "updates-demo-2", workflows.UpdatesInput{Packages: []catalog.Package{pkg}})
+	if stats.NewVersions != 0 || stats.NotModified != 1 {
+		t.Errorf("second check: %+v; want nothing new and a 304", stats)
+	}
+	if npm.notModified.Load() != before+1 {
+		t.Errorf("the registry was not asked conditionally")
+	}
+
+	// Publishing a published version again is a no-op: the completed run's
+	// ID cannot be reused, so the client gets that run back and nothing runs.
+	again, _, err := runPublish(t, activities.VersionRef{PackageRef: activities.PackageRef{Name: "demo", Package: &pkg}, Version: "1.0.0"}, nil)
+	if err != nil || again.GetRunID() != run.GetRunID() {
+		t.Errorf("republish started run %s (%v); want the original run %s back", again.GetRunID(), err, run.GetRunID())
+	}
+	// And a run that gets past the ID (say, after its history was deleted) finds
+	// the version document and stops at once.
+	if _, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "republish-demo-1.0.0", TaskQueue: workflows.PipelineQueue},
+		workflows.PublishVersion, workflows.PublishInput{VersionRef: activities.VersionRef{PackageRef: activities.PackageRef{Name: "demo", Package: &pkg}, Version: "1.0.0"}}); err != nil {
+		t.Fatal(err)
+	}
+	var direct workflows.PublishOutput
+	if err := env.Client.GetWorkflow(ctx, "republish-demo-1.0.0", "").Get(ctx, &direct); err != nil || !direct.AlreadyPublished {
+		t.Errorf("second publish of 1.0.0: %+v %v; want already published", direct, err)
+	}
+
+	// Every run is findable by its package and version.
+	query := `Package = "demo" AND Version = "1.1.0" AND WorkflowType = "PublishVersion"`
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := env.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		if err == nil && len(resp.Executions) == 1 && resp.Executions[0].Status == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no completed run found by %q: %v %v", query, resp, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestPublishManyBatchesContinuesAsNew publishes a version split into one
+// batch per file with a tiny history budget: the run continues as new several
+// times while batch children keep signalling, and no batch is lost or counted twice.
+func TestPublishManyBatchesContinuesAsNew(t *testing.T) {
+	startWorkers(t)
+	var entries []tarEntry
+	for i := 0; i < 40; i++ {
+		entries = append(entries, tarEntry{Name: fmt.Sprintf("dist/part-%02d.js", i), Body: fmt.Sprintf("export const part%d = %d;\n", i, i*i)})
+	}
+	pkg := demoPackage("many")
+	pkg.Autoupdate.FileMap = []catalog.FileMapEntry{{BasePath: "dist", Files: []string{"*.js"}}}
+	npm.add("many", "1.0.0", npmTarball(entries...))
+	run, out, err := runPublish(t, activities.VersionRef{
+		PackageRef: activities.PackageRef{Name: "many", Package: &pkg}, Version: "1.0.0",
+		BatchLimits: &publish.BatchLimits{MaxBytes: 1, MaxFiles: 1},
+	}, func(in *workflows.PublishInput) { in.HistoryBudget = 60; in.MaxPendingBatches = 6 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result == nil || out.Result.SourceFiles != 40 || out.Result.Files != 80 || out.Processing.Files != 40 {
+		t.Fatalf("result %+v processing %+v; want 40 sources, 80 files", out.Result, out.Processing)
+	}
+	// The first run ended by continuing as new.
+	first := firstRunID(t, run.GetID())
+	hist := env.Client.GetWorkflowHistory(testContext(t), run.GetID(), first, false, enums.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	ev, err := hist.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.GetEventType() != enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW {
+		t.Errorf("first run closed with %v, want continued-as-new", ev.GetEventType())
+	}
+	if got := len(getVersion(t, "many", "1.0.0").Files); got != 80 {
+		t.Errorf("version document lists %d files, want 80", got)
+	}
+}
+
+func firstRunID(t *testing.T, workflowID string) string {
+	t.Helper()
+	resp, err := env.Client.ListWorkflow(testContext(t), &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf(`WorkflowId = %q`, workflowID),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	var firstStart time.Time
+	for _, e := range resp.Executions {
+		if first == "" || e.StartTime.AsTime().Before(firstStart) {
+			first, firstStart = e.Execution.RunId, e.StartTime.AsTime()
+		}
+	}
+	if first == "" {
+		t.Fatalf("no runs of %s", workflowID)
+	}
+	return first
+}
+
+// replay re-runs a finished run's history against the current workflow code:
+// any nondeterminism fails the test.
+func replay(t *testing.T, run client.WorkflowRun) {
+	t.Helper()
+	iter := env.Client.GetWorkflowHistory(testContext(t), run.GetID(), run.GetRunID(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	hist := &historypb.History{}
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist.Events = append(hist.Events, ev)
+	}
+	r := worker.NewWorkflowReplayer()
+	workflows.RegisterPublish(r)
+	if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
+		t.Fatalf("replay %s: %v", run.GetID(), err)
+	}
+}

@@ -1,0 +1,114 @@
+package integration
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// fakeNPM is a local npm registry serving abbreviated package documents (with
+// ETags, so unchanged packages get 304) and tarballs the tests build.
+type fakeNPM struct {
+	*httptest.Server
+	mu          sync.Mutex
+	packages    map[string]map[string][]byte // name → version → tarball
+	notModified atomic.Int64
+	documents   atomic.Int64
+}
+
+func newFakeNPM() *fakeNPM {
+	f := &fakeNPM{packages: map[string]map[string][]byte{}}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	return f
+}
+
+func (f *fakeNPM) add(name, version string, tarball []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.packages[name] == nil {
+		f.packages[name] = map[string][]byte{}
+	}
+	f.packages[name][version] = tarball
+}
+
+func (f *fakeNPM) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	path := strings.TrimPrefix(r.URL.Path, "/")
+	if strings.HasPrefix(path, "tarballs/") {
+		parts := strings.SplitN(strings.TrimPrefix(path, "tarballs/"), "/", 2)
+		if len(parts) == 2 {
+			if tb, ok := f.packages[parts[0]][strings.TrimSuffix(parts[1], ".tgz")]; ok {
+				w.Write(tb)
+				return
+			}
+		}
+		http.NotFound(w, r)
+		return
+	}
+	versions, ok := f.packages[path]
+	if !ok {
+		http.Error(w, `{"error":"Not found"}`, http.StatusNotFound)
+		return
+	}
+	doc := map[string]any{"name": path}
+	vs := map[string]any{}
+	for v, tb := range versions {
+		sum := sha512.Sum512(tb)
+		vs[v] = map[string]any{"name": path, "version": v, "dist": map[string]string{
+			"tarball":   fmt.Sprintf("%s/tarballs/%s/%s.tgz", f.URL, path, v),
+			"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sum[:]),
+		}}
+	}
+	doc["versions"] = vs
+	body, _ := json.Marshal(doc)
+	sum := sha512.Sum512(body)
+	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
+	if r.Header.Get("If-None-Match") == etag {
+		f.notModified.Add(1)
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	f.documents.Add(1)
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Content-Type", "application/vnd.npm.install-v1+json")
+	w.Write(body)
+}
+
+// tarEntry is one member of a test tarball; Link makes it a symlink.
+type tarEntry struct {
+	Name, Body, Link string
+}
+
+// npmTarball builds a .tgz with every entry under package/, like `npm pack`.
+func npmTarball(entries ...tarEntry) []byte {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, e := range entries {
+		name := e.Name
+		if !strings.HasPrefix(name, "/") && !strings.HasPrefix(name, "../") {
+			name = "package/" + name
+		}
+		h := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(e.Body)), Typeflag: tar.TypeReg}
+		if e.Link != "" {
+			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, e.Link, 0
+		}
+		tw.WriteHeader(h)
+		if e.Link == "" {
+			tw.Write([]byte(e.Body))
+		}
+	}
+	tw.Close()
+	gz.Close()
+	return buf.Bytes()
+}

@@ -1,0 +1,118 @@
+// Package testenv gives integration tests the real parts: a Temporal dev
+// server and a MinIO on free ports, started once per test package (from
+// TestMain) and stopped afterwards.
+package testenv
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/edgeflow/edgeflow/internal/devstack"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+)
+
+// Env is a running stack for tests.
+type Env struct {
+	Temporal *devstack.Temporal
+	MinIO    *devstack.MinIO
+	Client   client.Client
+	Store    *objectstore.Store
+	dir      string
+}
+
+// Options selects the parts to start.
+type Options struct {
+	Temporal bool
+	MinIO    bool
+}
+
+// Start starts the parts. Their logs go to a file in the temp dir, printed
+// by Stop when the tests failed.
+func Start(o Options) (*Env, error) {
+	dir, err := os.MkdirTemp("", "edgeflow-test-")
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{dir: dir}
+	logs, err := os.Create(dir + "/stack.log")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if o.MinIO {
+		e.MinIO, err = devstack.StartMinIO(ctx, devstack.MinIOOptions{DataDir: dir + "/minio", AccessKey: "testaccess", SecretKey: "testsecret123", Logs: logs})
+		if err != nil {
+			e.Stop()
+			return nil, err
+		}
+		e.Store, err = objectstore.New(objectstore.Config{Endpoint: e.MinIO.Endpoint, AccessKey: "testaccess", SecretKey: "testsecret123"})
+		if err != nil {
+			e.Stop()
+			return nil, err
+		}
+	}
+	if o.Temporal {
+		e.Temporal, err = devstack.StartTemporal(ctx, devstack.TemporalOptions{Headless: true, Logs: logs})
+		if err != nil {
+			e.Stop()
+			return nil, err
+		}
+		e.Client, err = client.Dial(client.Options{HostPort: e.Temporal.HostPort,
+			Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+		if err != nil {
+			e.Stop()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Stop stops everything and removes the data.
+func (e *Env) Stop() {
+	if e.Client != nil {
+		e.Client.Close()
+	}
+	if e.Temporal != nil {
+		_ = e.Temporal.Stop(10 * time.Second)
+	}
+	if e.MinIO != nil {
+		_ = e.MinIO.Stop(10 * time.Second)
+	}
+	_ = os.RemoveAll(e.dir)
+}
+
+// Main runs a package's tests with an Env, for TestMain. With -short the
+// Env is not started and env is nil: tests needing it skip themselves.
+func Main(m *testing.M, o Options, env **Env) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	e, err := Start(o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		os.Exit(1)
+	}
+	*env = e
+	code := m.Run()
+	e.Stop()
+	os.Exit(code)
+}
+
+// Require skips a test under -short, where no Env is started.
+func Require(t testing.TB, e *Env) {
+	t.Helper()
+	if e == nil {
+		t.Skip("integration test: needs the dev server and MinIO (not started with -short)")
+	}
+}
