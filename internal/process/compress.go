@@ -14,10 +14,14 @@ import (
 // Compression settings. They determine output bytes, so Fingerprint names them.
 const (
 	brotliQuality = 11
-	// brotliWindowBits is the library's default window (0 in WriterOptions
-	// means 22); spelled out so the fingerprint states it.
-	brotliWindowBits = 22
-	gzipLevel        = 9
+	// brotliMaxWindowBits is the library's default window (4 MiB). Smaller
+	// inputs get the smallest window that holds them, as the brotli command
+	// line tool does: the output is the same size, but quality 11's match
+	// finder is sized by the window and zeroed per file, so a 4 KiB file
+	// compresses ~17x faster with a fitted window (measured: 109 ms → 6.5 ms).
+	brotliMaxWindowBits = 22
+	brotliMinWindowBits = 10
+	gzipLevel           = 9
 )
 
 // SRI returns the Subresource Integrity value of data: "sha512-" followed by
@@ -27,21 +31,32 @@ func SRI(data []byte) string {
 	return "sha512-" + base64.StdEncoding.EncodeToString(sum[:])
 }
 
-// brotliWriters reuses quality-11 writers: each one owns a binary-tree match
-// finder of 2×2^22 uint32 (32 MiB) plus ring buffers, which a fresh writer
-// allocates and zeroes on every call — most of the cost for small files.
-var brotliWriters = sync.Pool{
-	New: func() any {
-		return brotli.NewWriterOptions(nil, brotli.WriterOptions{Quality: brotliQuality, LGWin: brotliWindowBits})
-	},
+// brotliWindowBits is the smallest window that holds n bytes, within the
+// format's limits (the window is 2^bits - 16 bytes).
+func brotliWindowBits(n int) int {
+	bits := brotliMinWindowBits
+	for bits < brotliMaxWindowBits && (1<<bits)-16 < n {
+		bits++
+	}
+	return bits
 }
 
-// Brotli compresses data at quality 11 with the default 4 MiB window.
+// brotliWriters reuses quality-11 writers, one pool per window size: a writer
+// owns a binary-tree match finder sized by its window plus ring buffers,
+// which a fresh writer allocates and zeroes on every call.
+var brotliWriters [brotliMaxWindowBits + 1]sync.Pool
+
+// Brotli compresses data at quality 11 with a window fitted to its size.
 func Brotli(data []byte) ([]byte, error) {
 	var out bytes.Buffer
 	out.Grow(len(data)/3 + 64)
-	w := brotliWriters.Get().(*brotli.Writer)
-	w.Reset(&out)
+	bits := brotliWindowBits(len(data))
+	w, _ := brotliWriters[bits].Get().(*brotli.Writer)
+	if w == nil {
+		w = brotli.NewWriterOptions(&out, brotli.WriterOptions{Quality: brotliQuality, LGWin: bits})
+	} else {
+		w.Reset(&out)
+	}
 	if _, err := w.Write(data); err != nil {
 		return nil, fmt.Errorf("brotli: %w", err)
 	}
@@ -49,7 +64,7 @@ func Brotli(data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("brotli: %w", err)
 	}
 	// Only writers that finished cleanly go back; a failed one is dropped.
-	brotliWriters.Put(w)
+	brotliWriters[bits].Put(w)
 	return out.Bytes(), nil
 }
 

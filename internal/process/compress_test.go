@@ -153,12 +153,12 @@ func TestCompressionConcurrentPoolReuse(t *testing.T) {
 	wg.Wait()
 }
 
-// Brotli must produce exactly what a fresh quality-11 writer with the default
+// Brotli must produce exactly what a fresh quality-11 writer with the fitted
 // window produces: pooling is an optimisation, not a format change.
 func TestBrotliMatchesFreshWriter(t *testing.T) {
 	input := generateJSCorpus(30<<10, 4)
 	var fresh bytes.Buffer
-	w := brotli.NewWriterLevel(&fresh, brotli.BestCompression)
+	w := brotli.NewWriterOptions(&fresh, brotli.WriterOptions{Quality: 11, LGWin: brotliWindowBits(len(input))})
 	if _, err := w.Write(input); err != nil {
 		t.Fatal(err)
 	}
@@ -172,5 +172,13 @@ func TestBrotliMatchesFreshWriter(t *testing.T) {
 	}
 	if !bytes.Equal(got, fresh.Bytes()) {
 		t.Errorf("pooled brotli output (%d bytes) differs from a fresh writer's (%d bytes)", len(got), fresh.Len())
+	}
+}
+
+func TestBrotliWindowFitsInput(t *testing.T) {
+	for _, c := range []struct{ n, bits int }{{0, 10}, {1000, 10}, {1008, 10}, {1009, 11}, {30 << 10, 15}, {4 << 20, 22}, {64 << 20, 22}} {
+		if got := brotliWindowBits(c.n); got != c.bits {
+			t.Errorf("brotliWindowBits(%d) = %d, want %d", c.n, got, c.bits)
+		}
 	}
 }

@@ -32,7 +32,7 @@ type Output struct {
 // processRevision versions this package's own rules: content-type and
 // compressible tables, minifier options, license-comment handling. Bump it
 // whenever one of them changes what is published.
-const processRevision = 1
+const processRevision = 2
 
 // Modules whose code determines output bytes, with the versions go.mod
 // requires; used when the binary carries no build information.
@@ -54,7 +54,7 @@ func Fingerprint(opts Options) string {
 	for _, m := range outputModules {
 		fmt.Fprintf(&b, ";%s=%s", m.key, versions[m.path])
 	}
-	fmt.Fprintf(&b, ";br=%d/%d;gz=%d", brotliQuality, brotliWindowBits, gzipLevel)
+	fmt.Fprintf(&b, ";br=%d/fit%d-%d;gz=%d", brotliQuality, brotliMinWindowBits, brotliMaxWindowBits, gzipLevel)
 	b.WriteString(";js=")
 	if opts.MinifyJS {
 		b.WriteString("es" + strconv.Itoa(jsOutputVersion))

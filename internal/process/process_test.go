@@ -138,7 +138,7 @@ func TestFingerprint(t *testing.T) {
 	if all != Fingerprint(allMinify) {
 		t.Error("fingerprint is not stable")
 	}
-	for _, part := range []string{"process=", "minify=v", "parse=v", "brotli=v", "compress=v", "br=11/22", "gz=9", "js=es2009", "css=3"} {
+	for _, part := range []string{"process=", "minify=v", "parse=v", "brotli=v", "compress=v", "br=11/fit10-22", "gz=9", "js=es2009", "css=3"} {
 		if !strings.Contains(all, part) {
 			t.Errorf("fingerprint %q lacks %q", all, part)
 		}
