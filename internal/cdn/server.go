@@ -54,15 +54,15 @@ type Config struct {
 // handlers (a waiting-room gate, health checks) can be mounted in the same
 // process.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	meta    *metaReader
-	files   *lru[fileCacheKey, []byte]
+	cfg   Config
+	log   *slog.Logger
+	meta  *metaReader
+	files *lru[fileCacheKey, []byte]
 	// fileFlight merges concurrent cache misses for one representation.
 	fileFlight singleflight.Group
-	mux     *http.ServeMux
-	web     *webUI
-	primary *primaryHealth
+	mux        *http.ServeMux
+	web        *webUI
+	primary    *primaryHealth
 }
 
 // Defaults for Config fields left zero.
@@ -114,6 +114,7 @@ func New(cfg Config) *Server {
 	}
 	s.web = newWebUI(s)
 	s.mux.HandleFunc("GET /ajax/libs/", s.serveFile)
+	s.mux.HandleFunc("GET /ajax/libs", s.serveFile) // a 404, not the mux's redirect to "/ajax/libs/"
 	s.mux.HandleFunc("GET /libraries", s.apiLibraries)
 	s.mux.HandleFunc("GET /libraries/{name}", s.apiLibrary)
 	s.mux.HandleFunc("GET /libraries/{name}/{version}", s.apiVersion)
@@ -126,22 +127,16 @@ func New(cfg Config) *Server {
 // it are served by ServeHTTP behind the same path checks.
 func (s *Server) Routes() *http.ServeMux { return s.mux }
 
-// ServeHTTP rejects hostile paths under the edge's own prefixes before the
-// mux sees them: the mux would answer a ".." path with a redirect to its
-// cleaned form, and the edge answers it with a 4xx instead.
+// ServeHTTP rejects hostile paths before the mux sees them: the mux would
+// answer a ".." path with a redirect to its cleaned form, and the edge
+// answers it with a 4xx instead. Handlers mounted on Routes get the same
+// protection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if hasEdgePrefix(r.URL.Path) {
-		if status, reason := checkRequestPath(r); status != 0 {
-			s.rejectPath(w, r, status, reason)
-			return
-		}
+	if status, reason := checkRequestPath(r); status != 0 {
+		s.rejectPath(w, r, status, reason)
+		return
 	}
 	s.mux.ServeHTTP(w, r)
-}
-
-func hasEdgePrefix(p string) bool {
-	return strings.HasPrefix(p, "/ajax/") || p == "/libraries" || strings.HasPrefix(p, "/libraries/") ||
-		strings.HasPrefix(p, "/browse/") || strings.HasPrefix(p, staticPrefix)
 }
 
 // maxPathLength bounds request paths; no published file comes close.
