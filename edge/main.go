@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	cacheMiB := fs.Int("cache-mib", config.EnvInt("EDGE_CACHE_MIB", 256), "in-memory file cache size in MiB; 0 disables it (env EDGE_CACHE_MIB)")
 	maxCachedKiB := fs.Int("max-cached-file-kib", config.EnvInt("EDGE_MAX_CACHED_FILE_KIB", 1024), "largest file kept in the cache, KiB (env EDGE_MAX_CACHED_FILE_KIB)")
 	metaTTL := fs.Duration("meta-ttl", envDuration("EDGE_META_TTL", cdn.DefaultMetaTTL), "how long package documents and the search index are cached (env EDGE_META_TTL)")
+	metaTimeout := fs.Duration("meta-timeout", envDuration("EDGE_META_TIMEOUT", cdn.DefaultMetaTimeout), "deadline for fetching a metadata document not cached yet (env EDGE_META_TIMEOUT)")
 	primaryTimeout := fs.Duration("primary-timeout", envDuration("EDGE_PRIMARY_TIMEOUT", cdn.DefaultPrimaryTimeout), "primary store deadline before the mirror answers (env EDGE_PRIMARY_TIMEOUT)")
 	publicURL := fs.String("public-url", config.Env("EDGE_PUBLIC_URL", ""), "scheme://host for absolute URLs in responses; empty: from each request (env EDGE_PUBLIC_URL)")
 	logLevel := fs.String("log-level", config.Env("EDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env EDGE_LOG_LEVEL)")
@@ -80,6 +81,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		CacheBytes:     int64(*cacheMiB) << 20,
 		MaxCachedFile:  int64(*maxCachedKiB) << 10,
 		MetaTTL:        *metaTTL,
+		MetaTimeout:    *metaTimeout,
 		PrimaryTimeout: *primaryTimeout,
 		PublicURL:      *publicURL,
 		Logger:         logger,

@@ -37,29 +37,26 @@ const (
 	// metaErrorBackoff is how long a stale document is served after a failed
 	// refresh before the next attempt.
 	metaErrorBackoff = 2 * time.Second
-	// metaFetchTimeout bounds one metadata fetch. Requests that hold a cached
-	// copy never wait for it (see docCache).
-	metaFetchTimeout = 10 * time.Second
 )
 
-func newMetaReader(store *objectstore.Store, bucket string, ttl, negativeTTL time.Duration, log *slog.Logger, now func() time.Time) *metaReader {
+func newMetaReader(store *objectstore.Store, bucket string, ttl, negativeTTL, fetchTimeout time.Duration, log *slog.Logger, now func() time.Time) *metaReader {
 	return &metaReader{
 		store:  store,
 		bucket: bucket,
 		packages: &docCache[*packageInfo]{
 			kind: "package", entries: newLRU[string, *docEntry[*packageInfo]](packageCacheBudget),
-			ttl: ttl, negativeTTL: negativeTTL, errorBackoff: metaErrorBackoff, fetchTimeout: metaFetchTimeout,
+			ttl: ttl, negativeTTL: negativeTTL, errorBackoff: metaErrorBackoff, fetchTimeout: fetchTimeout,
 			cost: packageCost, log: log, now: now,
 		},
 		versions: &docCache[*metadata.Version]{
 			// Version documents never change once published: no expiry.
 			kind: "version", entries: newLRU[string, *docEntry[*metadata.Version]](versionCacheBudget),
-			ttl: 0, negativeTTL: negativeTTL, errorBackoff: metaErrorBackoff, fetchTimeout: metaFetchTimeout,
+			ttl: 0, negativeTTL: negativeTTL, errorBackoff: metaErrorBackoff, fetchTimeout: fetchTimeout,
 			cost: versionCost, log: log, now: now,
 		},
 		index: &docCache[*searchIndex]{
 			kind: "index", entries: newLRU[string, *docEntry[*searchIndex]](indexCacheBudget),
-			ttl: ttl, negativeTTL: negativeTTL, errorBackoff: metaErrorBackoff, fetchTimeout: metaFetchTimeout,
+			ttl: ttl, negativeTTL: negativeTTL, errorBackoff: metaErrorBackoff, fetchTimeout: fetchTimeout,
 			cost: func(*searchIndex) int64 { return 1 }, log: log, now: now,
 		},
 	}

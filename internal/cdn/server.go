@@ -35,6 +35,10 @@ type Config struct {
 	MetaTTL time.Duration
 	// NegativeTTL is how long a missing metadata document is remembered (default 5s).
 	NegativeTTL time.Duration
+	// MetaTimeout bounds one metadata fetch (default 5s). Only requests for
+	// documents never seen before wait for it; the others are answered from
+	// the cached copy while it refreshes.
+	MetaTimeout time.Duration
 	// PrimaryTimeout bounds a fetch from the primary store (the whole body for
 	// cacheable files, the response headers for streamed ones) before the
 	// mirror is asked instead (default 2s).
@@ -69,6 +73,7 @@ type Server struct {
 const (
 	DefaultMetaTTL        = 30 * time.Second
 	DefaultNegativeTTL    = 5 * time.Second
+	DefaultMetaTimeout    = 5 * time.Second
 	DefaultPrimaryTimeout = 2 * time.Second
 	DefaultMirrorTimeout  = 30 * time.Second
 	DefaultMaxCachedFile  = 1 << 20
@@ -81,6 +86,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.NegativeTTL <= 0 {
 		cfg.NegativeTTL = DefaultNegativeTTL
+	}
+	if cfg.MetaTimeout <= 0 {
+		cfg.MetaTimeout = DefaultMetaTimeout
 	}
 	if cfg.PrimaryTimeout <= 0 {
 		cfg.PrimaryTimeout = DefaultPrimaryTimeout
@@ -107,7 +115,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		meta:    newMetaReader(cfg.Primary, cfg.Buckets.Meta, cfg.MetaTTL, cfg.NegativeTTL, cfg.Logger, cfg.Now),
+		meta:    newMetaReader(cfg.Primary, cfg.Buckets.Meta, cfg.MetaTTL, cfg.NegativeTTL, cfg.MetaTimeout, cfg.Logger, cfg.Now),
 		files:   newLRU[fileCacheKey, []byte](cfg.CacheBytes),
 		mux:     http.NewServeMux(),
 		primary: &primaryHealth{now: cfg.Now},

@@ -1,0 +1,231 @@
+package cdn
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+)
+
+// storeProxy stands between the edge and MinIO so a test can take the
+// primary store away while the edge is serving: refuse closes the port and
+// every open connection, stall accepts connections and never answers.
+type storeProxy struct {
+	target string
+	mode   atomic.Int32
+	mu     sync.Mutex
+	ln     net.Listener
+	addr   string
+	conns  map[net.Conn]struct{}
+}
+
+const (
+	proxyForward int32 = iota
+	proxyStall
+	proxyRefuse
+)
+
+func newStoreProxy(t *testing.T, target string) *storeProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("proxy listen: %v", err)
+	}
+	p := &storeProxy{target: target, ln: ln, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}}
+	go p.accept(ln)
+	t.Cleanup(func() { p.set(proxyRefuse) })
+	return p
+}
+
+func (p *storeProxy) accept(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if !p.track(c) {
+			c.Close()
+			continue
+		}
+		go p.handle(c)
+	}
+}
+
+func (p *storeProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mode.Load() == proxyRefuse {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *storeProxy) handle(c net.Conn) {
+	if p.mode.Load() == proxyStall {
+		_, _ = io.Copy(io.Discard, c) // hold the connection open, never answer
+		return
+	}
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[up] = struct{}{}
+	p.mu.Unlock()
+	go func() { _, _ = io.Copy(up, c); up.Close() }()
+	_, _ = io.Copy(c, up)
+	c.Close()
+}
+
+// set switches the mode and drops every connection made so far, so pooled
+// keep-alive connections cannot carry on as before.
+func (p *storeProxy) set(mode int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode.Store(mode)
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+	if mode == proxyRefuse && p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+}
+
+// proxiedEdge is an edge whose primary store goes through a proxy and whose
+// mirror is MinIO itself.
+func proxiedEdge(t *testing.T, adjust func(*Config)) (*storeProxy, string, *logBuffer) {
+	t.Helper()
+	proxy := newStoreProxy(t, testEnv.minio.Endpoint)
+	primary, err := objectstore.New(objectstore.Config{Endpoint: proxy.addr, AccessKey: testEnv.minio.AccessKey, SecretKey: testEnv.minio.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts, logs := newTestEdge(t, func(c *Config) {
+		c.Primary = primary
+		c.PrimaryTimeout = 400 * time.Millisecond
+		c.MetaTimeout = time.Second
+		if adjust != nil {
+			adjust(c)
+		}
+	})
+	return proxy, ts.URL, logs
+}
+
+func TestMirrorAnswersWhenPrimaryIsDown(t *testing.T) {
+	// No file cache: every request must reach a store.
+	proxy, base, logs := proxiedEdge(t, func(c *Config) { c.CacheBytes = 0 })
+	js := fixtureData(t, testVersion, "testlib.js")
+	big := fixtureData(t, testVersion, "big.bin")
+
+	resp := get(t, fileURL(base, testVersion, "testlib.js"), nil)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Edge-Source") != "primary" {
+		t.Fatalf("before the outage: status %d, source %q", resp.StatusCode, resp.Header.Get("X-Edge-Source"))
+	}
+
+	proxy.set(proxyRefuse)
+	for _, c := range []struct {
+		path string
+		ae   string
+		want []byte
+	}{
+		{"testlib.js", "", js},
+		{"testlib.js", "gzip", js}, // another representation, never fetched before
+		{"data/info.json", "br", fixtureData(t, testVersion, "data/info.json")},
+		{"big.bin", "", big}, // streamed
+	} {
+		resp := get(t, fileURL(base, testVersion, c.path), map[string]string{"Accept-Encoding": c.ae})
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s during the outage: status %d (%q)", c.path, resp.StatusCode, resp.body)
+		}
+		if got := resp.Header.Get("X-Edge-Source"); got != "mirror" {
+			t.Errorf("%s: X-Edge-Source %q, want mirror", c.path, got)
+		}
+		if got := decode(t, resp.Header.Get("Content-Encoding"), resp.body); string(got) != string(c.want) {
+			t.Errorf("%s: mirror bytes differ (%d vs %d)", c.path, len(got), len(c.want))
+		}
+	}
+	// Ranges too.
+	resp = get(t, fileURL(base, testVersion, "big.bin"), map[string]string{"Range": "bytes=10-19"})
+	if resp.StatusCode != 206 || string(resp.body) != string(big[10:20]) || resp.Header.Get("X-Edge-Source") != "mirror" {
+		t.Errorf("range during the outage: status %d source %q", resp.StatusCode, resp.Header.Get("X-Edge-Source"))
+	}
+	if !strings.Contains(logs.String(), "served from the mirror") || !strings.Contains(logs.String(), "trying the other store") {
+		t.Errorf("the fallback was not logged:\n%s", logs)
+	}
+}
+
+func TestMirrorAnswersWhenPrimaryStalls(t *testing.T) {
+	proxy, base, _ := proxiedEdge(t, func(c *Config) { c.CacheBytes = 0 })
+	// Warm the metadata through the healthy primary.
+	if resp := get(t, fileURL(base, testVersion, "testlib.css"), nil); resp.StatusCode != 200 {
+		t.Fatalf("warm-up: status %d", resp.StatusCode)
+	}
+	proxy.set(proxyStall)
+	start := time.Now()
+	resp := get(t, fileURL(base, testVersion, "testlib.css"), nil)
+	elapsed := time.Since(start)
+	if resp.StatusCode != 200 || string(resp.body) != testLibCSS || resp.Header.Get("X-Edge-Source") != "mirror" {
+		t.Fatalf("stalled primary: status %d source %q body %q", resp.StatusCode, resp.Header.Get("X-Edge-Source"), resp.body)
+	}
+	if elapsed < 400*time.Millisecond || elapsed > 5*time.Second {
+		t.Errorf("answer took %s; want about the 400ms primary timeout", elapsed)
+	}
+	// The breaker now sends requests straight to the mirror.
+	start = time.Now()
+	resp = get(t, fileURL(base, testVersion, "testlib.js"), nil)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Edge-Source") != "mirror" {
+		t.Fatalf("after the stall: status %d source %q", resp.StatusCode, resp.Header.Get("X-Edge-Source"))
+	}
+	if elapsed := time.Since(start); elapsed > 300*time.Millisecond {
+		t.Errorf("second request waited %s for the stalled primary", elapsed)
+	}
+}
+
+func TestStaleMetadataIsServedWhilePrimaryIsDown(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	proxy, base, logs := proxiedEdge(t, func(c *Config) { c.Now = now; c.MetaTTL = time.Second })
+	if resp := get(t, base+"/libraries/"+testLib, nil); resp.StatusCode != 200 {
+		t.Fatalf("warm-up: status %d", resp.StatusCode)
+	}
+	get(t, fileURL(base, testVersion, "testlib.js"), nil)
+	proxy.set(proxyRefuse)
+	clock.Add(int64(time.Hour)) // every cached document is now stale
+	for range 3 {
+		if resp := get(t, base+"/libraries/"+testLib+"?fields=version", nil); resp.StatusCode != 200 || !strings.Contains(string(resp.body), testVersion) {
+			t.Fatalf("stale package document: status %d body %s", resp.StatusCode, resp.body)
+		}
+		if resp := get(t, fileURL(base, testVersion, "testlib.min.js"), nil); resp.StatusCode != 200 {
+			t.Fatalf("file during the outage: status %d", resp.StatusCode)
+		}
+	}
+	waitFor(t, func() bool {
+		return strings.Contains(logs.String(), "metadata refresh failed; serving the cached copy")
+	})
+	// Never-seen metadata cannot be served: 503, not a 404 that caches would keep.
+	if resp := get(t, base+"/libraries/jquery", nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("unseen library during the outage: status %d, want 503", resp.StatusCode)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
