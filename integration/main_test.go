@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/edgeflow/edgeflow/activities"
+	"github.com/edgeflow/edgeflow/internal/catalog"
 	"github.com/edgeflow/edgeflow/internal/metadata"
 	"github.com/edgeflow/edgeflow/internal/process"
 	"github.com/edgeflow/edgeflow/internal/registry"
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 }
 
 // startWorkers runs both publish pools against the test stack until the test ends.
-func startWorkers(t *testing.T) {
+func startWorkers(t testing.TB) {
 	t.Helper()
 	testenv.Require(t, env)
 	if pub == nil {
@@ -62,7 +64,22 @@ func startWorkers(t *testing.T) {
 	}
 }
 
-func testContext(t *testing.T) context.Context {
+// publishOnce runs PublishVersion for one version and waits for it.
+func publishOnce(ctx context.Context, pkg catalog.Package, version string) (*workflows.PublishOutput, error) {
+	co := workflows.PublishChildOptions(pkg.Name, version)
+	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: co.WorkflowID, TaskQueue: co.TaskQueue, WorkflowIDReusePolicy: co.WorkflowIDReusePolicy,
+		TypedSearchAttributes: co.TypedSearchAttributes,
+	}, workflows.PublishVersion, workflows.PublishInput{VersionRef: activities.VersionRef{
+		PackageRef: activities.PackageRef{Name: pkg.Name, Package: &pkg}, Version: version}})
+	if err != nil {
+		return nil, err
+	}
+	var out workflows.PublishOutput
+	return &out, run.Get(ctx, &out)
+}
+
+func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx

@@ -1,0 +1,187 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/edgeflow/edgeflow/internal/benchdata"
+	"github.com/edgeflow/edgeflow/internal/catalog"
+	"github.com/edgeflow/edgeflow/internal/metadata"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/process"
+	"github.com/edgeflow/edgeflow/workflows"
+)
+
+// The publish benchmarks run on the same dev server and MinIO as the tests.
+// Each compares the durable pipeline with a baseline measured in the same run.
+
+func benchPackage(name string) catalog.Package {
+	p := demoPackage(name)
+	p.Filename = "js/element/element-0000.js"
+	p.Autoupdate.FileMap = []catalog.FileMapEntry{{BasePath: "", Files: []string{"**/*.@(js|css)"}}}
+	return p
+}
+
+func tarballOf(files map[string][]byte) []byte {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	entries := make([]tarEntry, len(paths))
+	for i, p := range paths {
+		entries[i] = tarEntry{Name: p, Body: string(files[p])}
+	}
+	return npmTarball(entries...)
+}
+
+// baselinePublish is the same work with no Temporal: a plain worker pool on
+// all cores does minify + brotli + gzip + SRI per file and the same writes to
+// the primary and the mirror bucket. It returns the summed per-file CPU time.
+func baselinePublish(ctx context.Context, prefix string, files map[string][]byte) (time.Duration, error) {
+	var cpu atomic.Int64
+	limiter := process.NewLimiter(0)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for path, data := range files {
+		g.Go(func() error {
+			var outs []process.Output
+			var err error
+			if e := limiter.Do(gctx, func() {
+				start := time.Now()
+				outs, _, err = process.ProcessFile(path, data, process.Options{MinifyJS: true, MinifyCSS: true}, nil)
+				cpu.Add(int64(time.Since(start)))
+			}); e != nil {
+				return e
+			}
+			if err != nil {
+				return err
+			}
+			w, wctx := errgroup.WithContext(gctx)
+			for _, o := range outs {
+				key := prefix + o.Path
+				put := func(bucket, key string, b []byte) {
+					w.Go(func() error { return env.Store.Put(wctx, bucket, key, b, o.ContentType) })
+				}
+				for _, bucket := range []string{buckets.Files, buckets.Mirror} {
+					put(bucket, key, o.Data)
+					if o.Brotli != nil {
+						put(bucket, key+".br", o.Brotli)
+					}
+					if o.Gzip != nil {
+						put(bucket, key+".gz", o.Gzip)
+					}
+				}
+			}
+			return w.Wait()
+		})
+	}
+	err := g.Wait()
+	return time.Duration(cpu.Load()), err
+}
+
+var benchSeq atomic.Int64
+
+// BenchmarkPublish1000Files publishes a generated 1,000-file, ~20 MB package
+// end to end and compares it with the baseline (target ≤ 1.25×), then
+// publishes its next version with 5% of the files changed (target ≤ 0.15× of
+// the first: reuse at work).
+func BenchmarkPublish1000Files(b *testing.B) {
+	startWorkersB(b)
+	ctx := context.Background()
+	files := benchdata.Package(7, 1000, 20<<20)
+	next := benchdata.NextVersion(files, 0.05, 8)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		name := fmt.Sprintf("bench%d", benchSeq.Add(1))
+		pkg := benchPackage(name)
+		npm.add(name, "1.0.0", tarballOf(files))
+		npm.add(name, "1.1.0", tarballOf(next))
+		b.StartTimer()
+
+		start := time.Now()
+		cpu, err := baselinePublish(ctx, "baseline/"+name+"/", files)
+		if err != nil {
+			b.Fatal(err)
+		}
+		base := time.Since(start)
+
+		start = time.Now()
+		out := publishB(b, pkg, "1.0.0")
+		first := time.Since(start)
+
+		start = time.Now()
+		out2 := publishB(b, pkg, "1.1.0")
+		second := time.Since(start)
+
+		b.ReportMetric(float64(benchdata.Total(files))/1e6, "MB")
+		b.ReportMetric(base.Seconds(), "baseline-s")
+		b.ReportMetric(first.Seconds(), "pipeline-s")
+		b.ReportMetric(first.Seconds()/base.Seconds(), "pipeline/baseline")
+		b.ReportMetric(cpu.Seconds(), "process-cpu-s")
+		b.ReportMetric(float64(out.Processing.CPUMillis)/1000, "pipeline-cpu-s")
+		b.ReportMetric(second.Seconds(), "next-version-s")
+		b.ReportMetric(second.Seconds()/first.Seconds(), "next/first")
+		b.ReportMetric(out2.Result.ReuseRate, "reuse-rate")
+	}
+}
+
+// BenchmarkPublish20FilesVisible measures a small release from workflow start
+// to its version document being readable (target ≤ 3 s).
+func BenchmarkPublish20FilesVisible(b *testing.B) {
+	startWorkersB(b)
+	files := benchdata.Package(11, 20, 200<<10)
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		name := fmt.Sprintf("small%d", benchSeq.Add(1))
+		npm.add(name, "1.0.0", tarballOf(files))
+		b.StartTimer()
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { _, err := publishOnce(context.Background(), benchPackage(name), "1.0.0"); done <- err }()
+		for {
+			if _, err := env.Store.Stat(context.Background(), buckets.Meta, metadata.VersionKey(name, "1.0.0")); err == nil {
+				break
+			} else if !errors.Is(err, objectstore.ErrNotFound) {
+				b.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					b.Fatal(err)
+				}
+			default:
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		total += time.Since(start)
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(total.Seconds()/float64(b.N), "start-to-visible-s")
+}
+
+func startWorkersB(b *testing.B) {
+	b.Helper()
+	if env == nil {
+		b.Skip("needs the dev server and MinIO (not started with -short)")
+	}
+	startWorkers(b)
+}
+
+func publishB(b *testing.B, pkg catalog.Package, version string) *workflows.PublishOutput {
+	out, err := publishOnce(context.Background(), pkg, version)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
