@@ -191,14 +191,17 @@ func (a *Publish) checkPackage(ctx context.Context, ref PackageRef) PackageCheck
 		res.Problem = err.Error()
 		return res
 	}
-	if rejected, err := a.Primary.List(ctx, a.Buckets.Meta, "rejected/"+pkg.Name+"/"); err == nil {
-		for _, r := range rejected {
-			published[strings.TrimSuffix(strings.TrimPrefix(r.Key, "rejected/"+pkg.Name+"/"), ".json")] = true
+	rejected := map[string]bool{}
+	if markers, err := a.Primary.List(ctx, a.Buckets.Meta, "rejected/"+pkg.Name+"/"); err == nil {
+		for _, r := range markers {
+			rejected[strings.TrimSuffix(strings.TrimPrefix(r.Key, "rejected/"+pkg.Name+"/"), ".json")] = true
 		}
 	}
 	available := make([]string, 0, len(listing))
 	for v := range listing {
-		available = append(available, v)
+		if !rejected[v] {
+			available = append(available, v)
+		}
 	}
 	firstImport := a.FirstImport
 	if firstImport <= 0 {

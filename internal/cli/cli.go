@@ -36,7 +36,9 @@ func PrintJSON(v any) {
 }
 
 // UIURL is the Web UI base URL (env TEMPORAL_UI_URL).
-func UIURL() string { return strings.TrimRight(config.Env("TEMPORAL_UI_URL", "http://127.0.0.1:8233"), "/") }
+func UIURL() string {
+	return strings.TrimRight(config.Env("TEMPORAL_UI_URL", "http://127.0.0.1:8233"), "/")
+}
 
 // WorkflowURL links to a run in the Web UI.
 func WorkflowURL(namespace, workflowID string) string {

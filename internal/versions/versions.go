@@ -102,9 +102,11 @@ func Sort(versions []string) {
 // NewVersions returns the versions of available to publish now, ascending.
 //
 // When some version of the package is already published, that is every
-// parsable available version (prereleases included) that is neither published
-// nor ignored: all of them, oldest first, so a burst of releases between two
-// checks is never skipped and the latest is committed last.
+// parsable available version (prereleases included) newer than the oldest
+// published one that is neither published nor ignored: all of them, oldest
+// first, so a burst of releases between two checks (backports included) is
+// never skipped and the latest is committed last. History older than what
+// was imported stays out, as at the first import; publish it explicitly.
 //
 // When nothing is published yet (the package is new to the catalog), only the
 // firstImport newest stable versions are taken, so adding a library with a
@@ -124,7 +126,9 @@ func NewVersions(available []string, published map[string]bool, ignore []string,
 	}
 	slices.SortFunc(candidates, compareParsed)
 
-	if !anyPublished(published) {
+	if floor := oldestPublished(published); floor != nil {
+		candidates = slices.DeleteFunc(candidates, func(p parsed) bool { return p.sem.Compare(floor) <= 0 })
+	} else {
 		stable := slices.DeleteFunc(slices.Clone(candidates), func(p parsed) bool { return !isStable(p) })
 		if len(stable) > 0 {
 			candidates = stable
@@ -141,13 +145,18 @@ func NewVersions(available []string, published map[string]bool, ignore []string,
 	return out
 }
 
-func anyPublished(published map[string]bool) bool {
-	for _, ok := range published {
-		if ok {
-			return true
+// oldestPublished is the lowest parsable published version, or nil.
+func oldestPublished(published map[string]bool) *semver.Version {
+	var oldest *semver.Version
+	for v, ok := range published {
+		if !ok {
+			continue
+		}
+		if p := parse(v); p != nil && (oldest == nil || p.Compare(oldest) < 0) {
+			oldest = p
 		}
 	}
-	return false
+	return oldest
 }
 
 // Resolve picks the version of versions that spec asks for:

@@ -113,6 +113,18 @@ func TestNewVersions(t *testing.T) {
 			want:        []string{"1.0.0", "1.1.0", "1.2.0", "2.0.0-beta.1", "2.0.0", "2.1.0-rc.1"},
 		},
 		{
+			name:      "history older than the oldest published version stays out",
+			available: available,
+			published: map[string]bool{"2.0.0": true},
+			want:      []string{"2.1.0-rc.1"},
+		},
+		{
+			name:      "a backport newer than the oldest published version is taken",
+			available: append([]string{"1.2.1"}, available...),
+			published: map[string]bool{"1.2.0": true, "2.0.0": true},
+			want:      []string{"1.2.1", "2.0.0-beta.1", "2.1.0-rc.1"},
+		},
+		{
 			name:      "ignored globs are skipped",
 			available: available,
 			published: map[string]bool{"0.9.0": true},
