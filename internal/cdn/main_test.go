@@ -81,6 +81,11 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "seed fixtures:", err)
 		return 1
 	}
+	defer func() {
+		if benchFx.dir != "" {
+			os.RemoveAll(benchFx.dir)
+		}
+	}()
 	return m.Run()
 }
 
