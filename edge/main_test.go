@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer collects the process's log output from the serving goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// The process wiring needs no store: the stores connect lazily, and neither
+// /healthz nor a rejected path touches them. Serving from the buckets is
+// covered by internal/cdn's tests on a real MinIO.
+func TestRunServesHealthAndShutsDownGracefully(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &syncBuffer{}
+	addrs := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-s3-endpoint", "127.0.0.1:1", "-cache-mib", "8"}, logs, func(addr string) { addrs <- addr })
+	}()
+	var base string
+	select {
+	case addr := <-addrs:
+		base = "http://" + addr
+	case err := <-done:
+		t.Fatalf("run ended before listening: %v\n%s", err, logs)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not listening after 10s\n%s", logs)
+	}
+
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "ok\n" {
+		t.Errorf("/healthz: %d %q", resp.StatusCode, body)
+	}
+	// The edge's path guard is in front of mounted routes too.
+	resp, err = http.Get(base + "/ajax/libs/x/1.0.0/..%2f..%2fetc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("hostile path through the process: %d", resp.StatusCode)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("shutdown: %v\n%s", err, logs)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not return after cancellation")
+	}
+	if !strings.Contains(logs.String(), "shutting down") {
+		t.Errorf("no shutdown log:\n%s", logs)
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Error("still serving after shutdown")
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	cases := map[string][]string{
+		"unknown flag":    {"-nope"},
+		"extra argument":  {"serve"},
+		"bad log level":   {"-log-level", "loud"},
+		"negative cache":  {"-cache-mib", "-1"},
+		"zero file limit": {"-max-cached-file-kib", "0"},
+		"bad address":     {"-addr", "127.0.0.1:notaport"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := run(context.Background(), args, io.Discard, nil)
+			if err == nil || err == flag.ErrHelp {
+				t.Fatalf("run(%q) = %v, want an error", args, err)
+			}
+		})
+	}
+}
