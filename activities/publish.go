@@ -688,12 +688,15 @@ type PublishResult struct {
 	Reused      int     `json:"reused"`
 	SourceFiles int     `json:"sourceFiles"`
 	ReuseRate   float64 `json:"reuseRate"`
+	Copies      int     `json:"copies"` // objects Materialize copies afterwards
 }
 
-// Commit puts reused outputs in place, then commits the version:
-// the version document, then the package document listing it (the edge
-// serves a version only once both exist), then the reuse and search indexes.
-// Every step is idempotent, so a retried attempt finishes what a failed one began.
+// Commit commits a processed version: the version document (reused files
+// point at the bytes an earlier version stored), then the package document
+// listing it — the edge serves a version only once both exist — then the
+// reuse and search indexes. Every step is idempotent, so a retried attempt
+// finishes what a failed one began. Materialize then copies reused files to
+// this version's own keys.
 func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, error) {
 	var plan publish.Plan
 	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Incoming, publish.PlanKey(in.Name, in.Version), &plan); err != nil {
@@ -706,9 +709,6 @@ func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, e
 	asm, err := publish.Assemble(&plan, processed, process.MinifiedPath)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrBadArchive, nil)
-	}
-	if err := a.copyAll(ctx, asm.Copies); err != nil {
-		return nil, err
 	}
 	doc, err := publish.VersionDocument(plan.Name, plan.Version, plan.Fingerprint, asm)
 	if err != nil {
@@ -758,7 +758,20 @@ func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, e
 		activity.GetLogger(ctx).Warn("staging cleanup failed", "error", err)
 	}
 	return &PublishResult{Files: doc.Stats.Files, Bytes: doc.Stats.Bytes, Latest: pkgDoc.Latest,
-		Reused: reused, SourceFiles: doc.Stats.SourceFiles, ReuseRate: doc.Stats.ReuseRate()}, nil
+		Reused: reused, SourceFiles: doc.Stats.SourceFiles, ReuseRate: doc.Stats.ReuseRate(), Copies: len(asm.Copies)}, nil
+}
+
+// Materialize copies every reused file of a committed version (primary and
+// mirror) to the version's own keys, so the buckets hold a complete tree per
+// version for S3 clients and mirrors. The edge needs none of it: committed
+// files are servable from where their bytes are stored.
+func (a *Publish) Materialize(ctx context.Context, in FinishInput) (int, error) {
+	var doc metadata.Version
+	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.VersionKey(in.Name, in.Version), &doc); err != nil {
+		return 0, err
+	}
+	copies := publish.Materializations(&doc)
+	return len(copies), a.copyAll(ctx, copies)
 }
 
 func contains(list []string, s string) bool {

@@ -67,7 +67,7 @@ func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
 // RegisterPipeline registers the network-bound publish activities.
 func (a *Publish) RegisterPipeline(w worker.Registry) {
 	for name, fn := range map[string]any{
-		"ListCatalog": a.ListCatalog, "CheckPackages": a.CheckPackages, "Download": a.Download, "Commit": a.Commit,
+		"ListCatalog": a.ListCatalog, "CheckPackages": a.CheckPackages, "Download": a.Download, "Commit": a.Commit, "Materialize": a.Materialize,
 	} {
 		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

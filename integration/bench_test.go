@@ -118,7 +118,8 @@ func BenchmarkPublish1000Files(b *testing.B) {
 		first := time.Since(start)
 
 		start = time.Now()
-		out2 := publishB(b, pkg, "1.1.0")
+		var secondVisible time.Duration
+		out2 := publishWatching(b, pkg, "1.1.0", func() { secondVisible = time.Since(start) })
 		second := time.Since(start)
 
 		b.ReportMetric(float64(benchdata.Total(files))/1e6, "MB")
@@ -127,8 +128,10 @@ func BenchmarkPublish1000Files(b *testing.B) {
 		b.ReportMetric(first.Seconds()/base.Seconds(), "pipeline/baseline")
 		b.ReportMetric(cpu.Seconds(), "process-cpu-s")
 		b.ReportMetric(float64(out.Processing.CPUMillis)/1000, "pipeline-cpu-s")
-		b.ReportMetric(second.Seconds(), "next-version-s")
-		b.ReportMetric(second.Seconds()/first.Seconds(), "next/first")
+		b.ReportMetric(secondVisible.Seconds(), "next-visible-s")
+		b.ReportMetric(secondVisible.Seconds()/first.Seconds(), "next-visible/first")
+		b.ReportMetric(second.Seconds(), "next-complete-s")
+		b.ReportMetric(float64(out2.Result.Copies), "next-copies")
 		b.ReportMetric(out2.Result.ReuseRate, "reuse-rate")
 	}
 }
@@ -145,27 +148,7 @@ func BenchmarkPublish20FilesVisible(b *testing.B) {
 		npm.add(name, "1.0.0", tarballOf(files))
 		b.StartTimer()
 		start := time.Now()
-		done := make(chan error, 1)
-		go func() { _, err := publishOnce(context.Background(), benchPackage(name), "1.0.0"); done <- err }()
-		for {
-			if _, err := env.Store.Stat(context.Background(), buckets.Meta, metadata.VersionKey(name, "1.0.0")); err == nil {
-				break
-			} else if !errors.Is(err, objectstore.ErrNotFound) {
-				b.Fatal(err)
-			}
-			select {
-			case err := <-done:
-				if err != nil {
-					b.Fatal(err)
-				}
-			default:
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		total += time.Since(start)
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
+		publishWatching(b, benchPackage(name), "1.0.0", func() { total += time.Since(start) })
 	}
 	b.ReportMetric(total.Seconds()/float64(b.N), "start-to-visible-s")
 }
@@ -184,4 +167,37 @@ func publishB(b *testing.B, pkg catalog.Package, version string) *workflows.Publ
 		b.Fatal(err)
 	}
 	return out
+}
+
+// publishWatching publishes a version and calls visible as soon as its
+// version document can be read (the edge serves it from then on).
+func publishWatching(b *testing.B, pkg catalog.Package, version string, visible func()) *workflows.PublishOutput {
+	type result struct {
+		out *workflows.PublishOutput
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { out, err := publishOnce(context.Background(), pkg, version); done <- result{out, err} }()
+	seen := false
+	for {
+		if !seen {
+			if _, err := env.Store.Stat(context.Background(), buckets.Meta, metadata.VersionKey(pkg.Name, version)); err == nil {
+				seen = true
+				visible()
+			} else if !errors.Is(err, objectstore.ErrNotFound) {
+				b.Fatal(err)
+			}
+		}
+		select {
+		case r := <-done:
+			if r.err != nil {
+				b.Fatal(r.err)
+			}
+			if !seen {
+				visible()
+			}
+			return r.out
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }

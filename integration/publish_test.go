@@ -198,6 +198,10 @@ func TestPublishEndToEnd(t *testing.T) {
 	if css1.SRI != css2.SRI || css2.SRI == "" {
 		t.Errorf("reused demo.min.css has SRI %q, first version %q", css2.SRI, css1.SRI)
 	}
+	if want := metadata.FileKey("demo", "1.0.0", "demo.min.css"); css2.StoredAt != want {
+		t.Errorf("reused demo.min.css points at %q, want the bytes 1.0.0 stored at %q", css2.StoredAt, want)
+	}
+	// After the workflow, reused files have their own keys too (materialized).
 	reusedBytes, err := env.Store.Get(ctx, buckets.Mirror, metadata.FileKey("demo", "1.1.0", "demo.min.css.br"))
 	if err != nil || len(reusedBytes) == 0 {
 		t.Errorf("reused output not copied to the mirror: %v", err)

@@ -160,6 +160,14 @@ func PublishVersion(ctx workflow.Context, in PublishInput) (*PublishOutput, erro
 	if err := workflow.ExecuteActivity(ctx, a.Commit, activities.FinishInput{Name: name, Version: version}).Get(ctx, &res); err != nil {
 		return nil, fmt.Errorf("%s@%s: publish: %w", name, version, err)
 	}
+	stage = "materializing"
+	setDetails()
+	if res.Copies > 0 {
+		// The version is already served; this gives reused files their own keys.
+		if err := workflow.ExecuteActivity(ctx, a.Materialize, activities.FinishInput{Name: name, Version: version}).Get(ctx, nil); err != nil {
+			return nil, fmt.Errorf("%s@%s: materialize reused files: %w", name, version, err)
+		}
+	}
 	stage = "published"
 	setDetails()
 	workflow.GetLogger(ctx).Info("published", "package", name, "version", version, "files", res.Files,

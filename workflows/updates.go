@@ -24,7 +24,7 @@ type UpdatesInput struct {
 	Packages []catalog.Package `json:"packages,omitempty"`
 	// CheckBatch is how many packages one check activity handles.
 	CheckBatch int `json:"checkBatch,omitempty"`
-	// MaxParallelVersions bounds versions publishing at once.
+	// MaxParallelVersions bounds versions publishing at once (one per package).
 	MaxParallelVersions int `json:"maxParallelVersions,omitempty"`
 
 	Names  []string     `json:"names,omitempty"`
@@ -107,13 +107,12 @@ func PackageUpdates(ctx workflow.Context, in UpdatesInput) (*UpdatesStats, error
 	return st, nil
 }
 
-// publishNewVersions runs a batch's new versions as children, at most
-// MaxParallelVersions at once, and waits for all of them.
+// publishNewVersions runs a batch's new versions as children and waits for
+// all of them. Versions of one package run one after another, oldest first,
+// so each can reuse what the previous one processed; packages run in
+// parallel, at most MaxParallelVersions at once.
 func publishNewVersions(ctx workflow.Context, in UpdatesInput, checks []activities.PackageCheck, sent map[string]*catalog.Package, st *UpdatesStats) {
-	type job struct {
-		ref activities.VersionRef
-	}
-	var jobs []job
+	var lanes [][]activities.VersionRef
 	for _, c := range checks {
 		st.Checked++
 		if c.NotModified {
@@ -125,38 +124,50 @@ func publishNewVersions(ctx workflow.Context, in UpdatesInput, checks []activiti
 			}
 			continue
 		}
+		var lane []activities.VersionRef
 		for _, v := range c.NewVersions {
 			st.NewVersions++
-			jobs = append(jobs, job{activities.VersionRef{PackageRef: activities.PackageRef{Name: c.Name, Package: sent[c.Name]}, Version: v.Version, Dist: v.Dist}})
+			lane = append(lane, activities.VersionRef{PackageRef: activities.PackageRef{Name: c.Name, Package: sent[c.Name]}, Version: v.Version, Dist: v.Dist})
+		}
+		if len(lane) > 0 {
+			lanes = append(lanes, lane)
 		}
 	}
 	sel := workflow.NewSelector(ctx)
+	var startNext func(lane []activities.VersionRef)
 	running := 0
-	next := 0
-	for next < len(jobs) || running > 0 {
-		for next < len(jobs) && running < in.MaxParallelVersions {
-			ref := jobs[next].ref
-			next++
-			running++
-			f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, PublishChildOptions(ref.Name, ref.Version)), PublishVersion, PublishInput{VersionRef: ref})
-			sel.AddFuture(f, func(f workflow.Future) {
-				running--
-				var out PublishOutput
-				err := f.Get(ctx, &out)
-				switch {
-				case err == nil && out.AlreadyPublished:
-					st.AlreadyPublished++
-				case err == nil:
-					st.Published++
-				case isAlreadyStarted(err):
-					st.InProgress++
-				default:
-					st.Failed++
-					if len(st.Failures) < maxListedProblems {
-						st.Failures = append(st.Failures, err.Error())
-					}
+	startNext = func(lane []activities.VersionRef) {
+		ref := lane[0]
+		f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, PublishChildOptions(ref.Name, ref.Version)), PublishVersion, PublishInput{VersionRef: ref})
+		sel.AddFuture(f, func(f workflow.Future) {
+			var out PublishOutput
+			err := f.Get(ctx, &out)
+			switch {
+			case err == nil && out.AlreadyPublished:
+				st.AlreadyPublished++
+			case err == nil:
+				st.Published++
+			case isAlreadyStarted(err):
+				st.InProgress++
+			default:
+				st.Failed++
+				if len(st.Failures) < maxListedProblems {
+					st.Failures = append(st.Failures, err.Error())
 				}
-			})
+			}
+			if len(lane) > 1 {
+				startNext(lane[1:])
+			} else {
+				running--
+			}
+		})
+	}
+	next := 0
+	for next < len(lanes) || running > 0 {
+		for next < len(lanes) && running < in.MaxParallelVersions {
+			running++
+			startNext(lanes[next])
+			next++
 		}
 		sel.Select(ctx)
 	}

@@ -87,6 +87,20 @@ type File struct {
 	GzipSize    int64  `json:"gzipSize,omitempty"`
 	// MinifiedFrom is set on a generated minified twin: the path of its source.
 	MinifiedFrom string `json:"minifiedFrom,omitempty"`
+	// StoredAt is the object key (in Files and Mirror) of bytes an earlier
+	// version already stored, when this file reuses them; its precompressed
+	// representations sit beside it. Empty means FileKey of this version. A
+	// reused file is servable from there the moment the version is committed;
+	// the copy to this version's own key is made after the commit.
+	StoredAt string `json:"storedAt,omitempty"`
+}
+
+// Key is the object key the file's bytes are read from.
+func (f File) Key(name, version string) string {
+	if f.StoredAt != "" {
+		return f.StoredAt
+	}
+	return FileKey(name, version, f.Path)
 }
 
 // Stats summarises the work a publish did.

@@ -11,7 +11,8 @@ import (
 type CopyOp struct{ Src, Dst string }
 
 // Assembly is everything publishing needs: every file's result, in path
-// order, and the copies that put reused outputs in place.
+// order (reused ones pointing at where their bytes are stored), and the
+// copies that later give each reused output its own key in this version.
 type Assembly struct {
 	Results []FileResult
 	Copies  []CopyOp
@@ -56,12 +57,12 @@ func Assemble(p *Plan, processed map[string]FileResult, twinPath TwinPath) (*Ass
 	return a, nil
 }
 
-// moved rewrites a stored result for a new path and lists the copies that
-// bring its objects there.
+// moved rewrites a stored result for a new path, pointing at the stored
+// bytes, and lists the copies that bring its objects to the new path.
 func moved(r FileResult, name, fromVersion, toVersion, toPath string, twinPath TwinPath) (FileResult, []CopyOp, error) {
 	var copies []CopyOp
 	add := func(f metadata.File, dstPath string) {
-		src, dst := metadata.FileKey(name, fromVersion, f.Path), metadata.FileKey(name, toVersion, dstPath)
+		src, dst := f.Key(name, fromVersion), metadata.FileKey(name, toVersion, dstPath)
 		copies = append(copies, CopyOp{src, dst})
 		if f.BrotliSize > 0 {
 			copies = append(copies, CopyOp{src + metadata.BrotliSuffix, dst + metadata.BrotliSuffix})
@@ -72,6 +73,7 @@ func moved(r FileResult, name, fromVersion, toVersion, toPath string, twinPath T
 	}
 	out := r
 	out.File.Path = toPath
+	out.File.StoredAt = r.File.Key(name, fromVersion)
 	add(r.File, toPath)
 	if r.Twin != nil {
 		tp, ok := twinPath(toPath)
@@ -81,6 +83,7 @@ func moved(r FileResult, name, fromVersion, toVersion, toPath string, twinPath T
 		twin := *r.Twin
 		twin.Path = tp
 		twin.MinifiedFrom = toPath
+		twin.StoredAt = r.Twin.Key(name, fromVersion)
 		out.Twin = &twin
 		add(*r.Twin, tp)
 	}
@@ -118,4 +121,24 @@ func VersionDocument(name, version, fingerprint string, a *Assembly) (*metadata.
 	v.Stats.SourceFiles = len(a.Results)
 	v.Stats.Files = len(v.Files)
 	return v, nil
+}
+
+// Materializations lists the copies that give every file of a committed
+// version that points at stored bytes (StoredAt) its own key.
+func Materializations(v *metadata.Version) []CopyOp {
+	var copies []CopyOp
+	for _, f := range v.Files {
+		if f.StoredAt == "" {
+			continue
+		}
+		dst := metadata.FileKey(v.Name, v.Version, f.Path)
+		copies = append(copies, CopyOp{f.StoredAt, dst})
+		if f.BrotliSize > 0 {
+			copies = append(copies, CopyOp{f.StoredAt + metadata.BrotliSuffix, dst + metadata.BrotliSuffix})
+		}
+		if f.GzipSize > 0 {
+			copies = append(copies, CopyOp{f.StoredAt + metadata.GzipSuffix, dst + metadata.GzipSuffix})
+		}
+	}
+	return copies
 }
