@@ -511,19 +511,21 @@ func parseDigits(s string) (int64, bool) {
 	return n, true
 }
 
-// fileCacheKey names one representation of one published file.
+// fileCacheKey names one representation of one published file by the object
+// holding its bytes: a file reused from an earlier version is read (and
+// cached once) where that version stored it.
 type fileCacheKey struct {
-	name, version, path string
-	enc                 encoding
+	object string
+	enc    encoding
 }
 
 func representationKey(ver *metadata.Version, f metadata.File, enc encoding) fileCacheKey {
-	return fileCacheKey{name: ver.Name, version: ver.Version, path: f.Path, enc: enc}
+	return fileCacheKey{object: f.Key(ver.Name, ver.Version), enc: enc}
 }
 
 // objectKey is the bucket key of the representation.
 func (k fileCacheKey) objectKey() string {
-	return metadata.FileKey(k.name, k.version, k.path) + k.enc.suffix()
+	return k.object + k.enc.suffix()
 }
 
 // cacheEntryOverhead approximates the memory of a cache entry beyond its body.
@@ -546,7 +548,7 @@ func (s *Server) smallBody(ctx context.Context, key fileCacheKey, size int64) (d
 		if err != nil {
 			return nil, err
 		}
-		s.files.Add(key, data, int64(len(data))+cacheEntryOverhead+int64(len(key.path)))
+		s.files.Add(key, data, int64(len(data))+cacheEntryOverhead+int64(len(key.object)))
 		return result{data, source}, nil
 	})
 	select {
