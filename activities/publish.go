@@ -352,8 +352,11 @@ func (a *Publish) Download(ctx context.Context, in VersionRef) (*DownloadResult,
 	}
 	plan := publish.BuildPlan(pkg.Name, in.Version, fingerprint, files, &reuse, twinDecider(opts, shipped), limits)
 	plan.Package = pkg
-	for _, s := range extracted.Skipped {
+	for i, s := range extracted.Skipped {
 		plan.Skipped = append(plan.Skipped, publish.Skip{Path: s.Path, Reason: s.Reason})
+		if i < 20 {
+			activity.GetLogger(ctx).Warn("file skipped", "package", pkg.Name, "version", in.Version, "path", s.Path, "reason", s.Reason)
+		}
 	}
 	if err := a.stageBatches(ctx, plan, sourceOf); err != nil {
 		return nil, err
