@@ -1,0 +1,86 @@
+# syntax=docker/dockerfile:1
+#
+# One builder, one small image per deployable. docker-compose.yml picks the
+# image with build.target; by hand:
+#
+#   docker build --target compress -t edgeflow-compress .
+#
+# Targets: pipeline, compress (worker pools), edge (HTTP), starters (CLIs).
+
+# ---- build -----------------------------------------------------------------
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+# Static binaries: the runtime images carry no C library the binaries could
+# depend on, and -trimpath keeps build paths out of panics and logs.
+ENV CGO_ENABLED=0 GOFLAGS=-trimpath
+
+# Modules first, in a layer of their own: it is rebuilt only when go.mod or
+# go.sum change, not on every source edit.
+COPY go.mod go.sum ./
+RUN go mod download
+
+COPY . .
+# One go build for all binaries compiles shared packages once. With several
+# packages and -o ending in a slash, each binary is named after its directory.
+# The build cache is a cache mount so rebuilds after an edit stay incremental.
+RUN --mount=type=cache,target=/root/.cache/go-build \
+    go build -ldflags="-s -w" -o /out/ \
+        ./workers/pipeline \
+        ./workers/compress \
+        ./edge \
+        ./starters/publish \
+        ./starters/schedule \
+        ./starters/catalog
+
+# ---- runtime base ----------------------------------------------------------
+# Debian slim instead of distroless: healthchecks need an HTTP client inside
+# the container (the mains have no self-check mode) and the schedule one-shot
+# needs a shell. ca-certificates is required for the npm registry and the
+# GitHub API over https.
+FROM debian:bookworm-slim AS runtime
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates curl \
+ && rm -rf /var/lib/apt/lists/*
+# An unprivileged user with a fixed id, so volume permissions do not depend on
+# which image was built first.
+RUN useradd --system --uid 65532 --user-group --no-create-home --shell /usr/sbin/nologin edgeflow
+USER 65532:65532
+# The catalog starter's default directory is the relative "catalog": running
+# from / makes that /catalog in the images that carry one.
+WORKDIR /
+
+# ---- pipeline --------------------------------------------------------------
+# The pipeline pool reads the package catalog (ListCatalog, CheckPackages), so
+# the catalog ships in its image; a catalog change means a new image.
+FROM runtime AS pipeline
+COPY catalog /catalog
+COPY --from=build /out/pipeline /usr/local/bin/pipeline
+# Inside a container the loopback defaults of the flags are unreachable from
+# probes; these keep `docker run` usable without extra -e flags.
+ENV CATALOG_DIR=/catalog HEALTH_ADDR=0.0.0.0:8091
+EXPOSE 8091
+ENTRYPOINT ["/usr/local/bin/pipeline"]
+
+# ---- compress --------------------------------------------------------------
+# CPU-bound and scaled on its own; it never reads the catalog.
+FROM runtime AS compress
+COPY --from=build /out/compress /usr/local/bin/compress
+ENV HEALTH_ADDR=0.0.0.0:8092
+EXPOSE 8092
+ENTRYPOINT ["/usr/local/bin/compress"]
+
+# ---- edge ------------------------------------------------------------------
+FROM runtime AS edge
+COPY --from=build /out/edge /usr/local/bin/edge
+ENV EDGE_ADDR=0.0.0.0:8080
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/edge"]
+
+# ---- starters --------------------------------------------------------------
+# Three CLIs in one image, so there is no single ENTRYPOINT: the command names
+# the one to run, e.g. `docker run --rm edgeflow-starters publish --package mitt`.
+# The catalog lets `publish --catalog /catalog` and `catalog validate` work.
+FROM runtime AS starters
+COPY catalog /catalog
+COPY --from=build /out/publish /out/schedule /out/catalog /usr/local/bin/
+CMD ["bash"]
