@@ -136,40 +136,51 @@ func (s *Server) serveRepresentation(w http.ResponseWriter, r *http.Request, ver
 	}
 
 	key := representationKey(ver, file, enc)
-	if size <= s.cfg.MaxCachedFile {
-		data, source, err := s.smallBody(r.Context(), key, size)
-		if err != nil && enc != encIdentity {
-			// The compressed twin is unreadable everywhere; the original may not be.
-			s.log.Warn("precompressed representation unavailable; serving the original", "key", key.objectKey(), "error", err)
-			s.setFileHeaders(h, ver, file, encIdentity, identityTag, lastModified)
-			enc, key, size, length = encIdentity, representationKey(ver, file, encIdentity), file.Size, file.Size
-			data, source, err = s.smallBody(r.Context(), key, size)
-		}
-		if err != nil {
-			s.bodyUnavailable(w, r, key, err)
-			return
-		}
-		h.Set("X-Edge-Source", source)
-		h.Set("Content-Length", strconv.FormatInt(length, 10))
-		w.WriteHeader(status)
-		_, _ = w.Write(data[start : start+length])
-		return
+	body, err := s.openRepresentation(r.Context(), key, size, start, length)
+	if err != nil && enc != encIdentity && r.Context().Err() == nil {
+		// The compressed twin is unreadable everywhere; the original may not be.
+		s.log.Warn("precompressed representation unavailable; serving the original", "key", key.objectKey(), "error", err)
+		s.setFileHeaders(h, ver, file, encIdentity, identityTag, lastModified)
+		key, length = representationKey(ver, file, encIdentity), file.Size
+		body, err = s.openRepresentation(r.Context(), key, file.Size, 0, file.Size)
 	}
-
-	body, source, err := s.openBody(r.Context(), key, start, length, size)
 	if err != nil {
 		s.bodyUnavailable(w, r, key, err)
 		return
 	}
-	defer body.Close()
-	h.Set("X-Edge-Source", source)
+	h.Set("X-Edge-Source", body.source)
 	h.Set("Content-Length", strconv.FormatInt(length, 10))
 	w.WriteHeader(status)
-	if n, err := io.Copy(w, body); err != nil && r.Context().Err() == nil {
+	if body.stream == nil {
+		_, _ = w.Write(body.data)
+		return
+	}
+	defer body.stream.Close()
+	if n, err := io.Copy(w, body.stream); err != nil && r.Context().Err() == nil {
 		// Headers are gone; the short body (less than Content-Length) makes
 		// the server drop the connection so the client sees the failure.
-		s.log.Error("file body failed mid-stream", "key", key.objectKey(), "source", source, "sent", n, "of", length, "error", err)
+		s.log.Error("file body failed mid-stream", "key", key.objectKey(), "source", body.source, "sent", n, "of", length, "error", err)
 	}
+}
+
+// representationBody is bytes [start, start+length) of a representation:
+// in memory for cacheable sizes, else a stream from a store.
+type representationBody struct {
+	data   []byte
+	stream io.ReadCloser
+	source string // "cache", "primary" or "mirror"
+}
+
+func (s *Server) openRepresentation(ctx context.Context, key fileCacheKey, size, start, length int64) (representationBody, error) {
+	if size <= s.cfg.MaxCachedFile {
+		data, source, err := s.smallBody(ctx, key, size)
+		if err != nil {
+			return representationBody{}, err
+		}
+		return representationBody{data: data[start : start+length], source: source}, nil
+	}
+	stream, source, err := s.openBody(ctx, key, start, length, size)
+	return representationBody{stream: stream, source: source}, err
 }
 
 func (s *Server) setFileHeaders(h http.Header, ver *metadata.Version, file metadata.File, enc encoding, tag string, lastModified time.Time) {

@@ -4,6 +4,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,5 +230,107 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// countingStore is an HTTP reverse proxy in front of MinIO that counts the
+// object GETs per path, to see how often the edge reaches the bucket.
+type countingStore struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *countingStore) gets(path string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[path]
+}
+
+func countingEdge(t *testing.T, adjust func(*Config)) (*countingStore, string) {
+	t.Helper()
+	target, _ := url.Parse("http://" + testEnv.minio.Endpoint)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	counter := &countingStore{counts: map[string]int{}}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			counter.mu.Lock()
+			counter.counts[r.URL.Path]++
+			counter.mu.Unlock()
+		}
+		// The request keeps its Host header, which the client signed.
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	primary, err := objectstore.New(objectstore.Config{Endpoint: strings.TrimPrefix(front.URL, "http://"),
+		AccessKey: testEnv.minio.AccessKey, SecretKey: testEnv.minio.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts, _ := newTestEdge(t, func(c *Config) {
+		c.Primary = primary
+		if adjust != nil {
+			adjust(c)
+		}
+	})
+	return counter, ts.URL
+}
+
+func concurrently(n int, f func()) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	wg.Wait()
+}
+
+func TestConcurrentMissesShareOneBucketRead(t *testing.T) {
+	counter, base := countingEdge(t, nil)
+	b := testEnv.buckets
+	statuses := make(chan int, 64)
+	concurrently(64, func() {
+		resp, err := rawClient.Get(fileURL(base, "2.0.0", "data/info.json"))
+		if err != nil {
+			statuses <- 0
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		statuses <- resp.StatusCode
+	})
+	close(statuses)
+	for s := range statuses {
+		if s != 200 {
+			t.Fatalf("a concurrent request got %d", s)
+		}
+	}
+	for path, want := range map[string]int{
+		"/" + b.Meta + "/packages/testlib.json":         1,
+		"/" + b.Meta + "/versions/testlib/2.0.0.json":   1,
+		"/" + b.Files + "/testlib/2.0.0/data/info.json": 1,
+	} {
+		if got := counter.gets(path); got != want {
+			t.Errorf("%s read %d times by 64 concurrent requests, want %d", path, got, want)
+		}
+	}
+}
+
+func TestFloodOfMissingNamesIsNegativelyCached(t *testing.T) {
+	counter, base := countingEdge(t, nil)
+	concurrently(16, func() {
+		for range 20 {
+			if resp, err := rawClient.Get(base + "/ajax/libs/no-such-library/1.0.0/x.js"); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	})
+	if got := counter.gets("/" + testEnv.buckets.Meta + "/packages/no-such-library.json"); got != 1 {
+		t.Errorf("320 requests for a missing library read its package document %d times, want 1", got)
+	}
+	// Names that cannot exist never reach the bucket at all.
+	get(t, base+"/ajax/libs/no%20such/1.0.0/x.js", nil)
+	if got := counter.gets("/" + testEnv.buckets.Meta + "/packages/no such.json"); got != 0 {
+		t.Errorf("an invalid name reached the bucket %d times", got)
 	}
 }
