@@ -357,3 +357,23 @@ func replay(t *testing.T, run client.WorkflowRun) {
 		t.Fatalf("replay %s: %v", run.GetID(), err)
 	}
 }
+
+// TestPublishFromGitTags publishes a library whose versions are git tags
+// (the GitHub API), with "v" prefixes stripped and the archive's top folder removed.
+func TestPublishFromGitTags(t *testing.T) {
+	startWorkers(t)
+	npm.add("acme/widget", "v1.4.0", githubTarball("acme-widget-1a2b3c",
+		tarEntry{Name: "dist/widget.js", Body: "export const widget = () => 'v1.4.0';\n"},
+		tarEntry{Name: "README.md", Body: "# widget"}))
+	pkg := catalog.Package{Name: "widget", Filename: "widget.min.js",
+		Autoupdate: catalog.Autoupdate{Source: "git", Target: "acme/widget",
+			FileMap: []catalog.FileMapEntry{{BasePath: "dist", Files: []string{"*.js"}}}}}
+	stats := runUpdates(t, "updates-widget", workflows.UpdatesInput{Packages: []catalog.Package{pkg}})
+	if stats.Published != 1 || stats.Failed != 0 {
+		t.Fatalf("git package: %+v", stats)
+	}
+	v := getVersion(t, "widget", "1.4.0")
+	if _, ok := v.Lookup("widget.min.js"); !ok || len(v.Files) != 2 {
+		t.Errorf("widget@1.4.0 files: %+v", v.Files)
+	}
+}

@@ -44,6 +44,10 @@ func (f *fakeNPM) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	path := strings.TrimPrefix(r.URL.Path, "/")
+	if strings.HasPrefix(path, "repos/") {
+		f.serveGitHub(w, r, strings.Split(strings.TrimPrefix(path, "repos/"), "/"))
+		return
+	}
 	if strings.HasPrefix(path, "tarballs/") {
 		parts := strings.SplitN(strings.TrimPrefix(path, "tarballs/"), "/", 2)
 		if len(parts) == 2 {
@@ -84,20 +88,27 @@ func (f *fakeNPM) serve(w http.ResponseWriter, r *http.Request) {
 	w.Write(body)
 }
 
-// tarEntry is one member of a test tarball; Link makes it a symlink.
+// tarEntry is one member of a test tarball; Link makes it a symlink. Names
+// starting with "/" or "../" are written as they are (hostile entries).
 type tarEntry struct {
 	Name, Body, Link string
 }
 
 // npmTarball builds a .tgz with every entry under package/, like `npm pack`.
-func npmTarball(entries ...tarEntry) []byte {
+func npmTarball(entries ...tarEntry) []byte { return tarball("package/", entries) }
+
+// githubTarball builds a .tgz the way GitHub's archive API does: every entry
+// under one "owner-repo-sha/" folder.
+func githubTarball(top string, entries ...tarEntry) []byte { return tarball(top+"/", entries) }
+
+func tarball(top string, entries []tarEntry) []byte {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
 	for _, e := range entries {
 		name := e.Name
 		if !strings.HasPrefix(name, "/") && !strings.HasPrefix(name, "../") {
-			name = "package/" + name
+			name = top + name
 		}
 		h := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(e.Body)), Typeflag: tar.TypeReg}
 		if e.Link != "" {
@@ -111,4 +122,35 @@ func npmTarball(entries ...tarEntry) []byte {
 	tw.Close()
 	gz.Close()
 	return buf.Bytes()
+}
+
+// serveGitHub answers the two GitHub API calls the pipeline makes for a git
+// source: the tag list and a tag's tarball. A package "owner/repo" is stored
+// under the name "owner/repo" with tags as versions.
+func (f *fakeNPM) serveGitHub(w http.ResponseWriter, r *http.Request, parts []string) {
+	if len(parts) < 3 {
+		http.NotFound(w, r)
+		return
+	}
+	versions, ok := f.packages[parts[0]+"/"+parts[1]]
+	if !ok {
+		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+		return
+	}
+	switch {
+	case parts[2] == "tags":
+		var tags []map[string]string
+		for v := range versions {
+			tags = append(tags, map[string]string{"name": v})
+		}
+		json.NewEncoder(w).Encode(tags)
+	case parts[2] == "tarball" && len(parts) == 4:
+		if tb, ok := versions[parts[3]]; ok {
+			w.Write(tb)
+			return
+		}
+		http.NotFound(w, r)
+	default:
+		http.NotFound(w, r)
+	}
 }
