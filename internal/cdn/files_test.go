@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,9 @@ import (
 
 	"github.com/andybalholm/brotli"
 
+	"github.com/edgeflow/edgeflow/internal/catalog"
+	"github.com/edgeflow/edgeflow/internal/metadata"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/process"
 )
 
@@ -469,5 +473,46 @@ func TestPrecompressedTwinMissingFallsBackToOriginal(t *testing.T) {
 	// gzip is intact and still preferred over the original.
 	if got := get(t, ts.URL+"/ajax/libs/lostlib/1.0.0/lost.js", map[string]string{"Accept-Encoding": "gzip"}).Header.Get("Content-Encoding"); got != "gzip" {
 		t.Errorf("gzip request: Content-Encoding %q", got)
+	}
+}
+
+func TestReusedFileIsReadWhereItIsStored(t *testing.T) {
+	// The pipeline may commit a version whose unchanged files still live
+	// under an earlier version's keys (File.StoredAt).
+	ctx := t.Context()
+	st, b := testEnv.store, testEnv.buckets
+	pkg := catalog.Package{Name: "reuselib", Description: "reuses bytes across versions", Filename: "a.js"}
+	data := []byte("console.log('stored once');\n")
+	if err := publishVersion(ctx, st, b, pkg, "1.0.0", []fixtureFile{{Path: "a.js", Data: data}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	reused := *testVersionDoc(t, "reuselib", "1.0.0")
+	reused.Version = "1.1.0"
+	reused.Files = slices.Clone(reused.Files)
+	reused.Files[0].StoredAt = metadata.FileKey("reuselib", "1.0.0", "a.js")
+	if err := st.PutJSON(ctx, b.Meta, metadata.VersionKey("reuselib", "1.1.0"), &reused); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := objectstore.UpdateJSON(ctx, st, b.Meta, metadata.PackageKey("reuselib"), func(p *metadata.Package, _ bool) (bool, error) {
+		p.Versions = append(p.Versions, "1.1.0")
+		p.Latest = "1.1.0"
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	_, ts, _ := newTestEdge(t, nil)
+	for i, c := range []struct{ version, ae, source string }{
+		{"1.1.0", "br", "primary"},
+		{"1.0.0", "br", "cache"}, // the same object: one cache entry serves both versions
+		{"1.1.0", "", "primary"},
+	} {
+		resp := get(t, ts.URL+"/ajax/libs/reuselib/"+c.version+"/a.js", map[string]string{"Accept-Encoding": c.ae})
+		if resp.StatusCode != 200 || string(decode(t, resp.Header.Get("Content-Encoding"), resp.body)) != string(data) {
+			t.Fatalf("request %d (%s): status %d body %q", i, c.version, resp.StatusCode, resp.body)
+		}
+		if got := resp.Header.Get("X-Edge-Source"); got != c.source {
+			t.Errorf("request %d (%s, %q): X-Edge-Source %q, want %q", i, c.version, c.ae, got, c.source)
+		}
 	}
 }
