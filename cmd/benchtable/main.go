@@ -1,0 +1,115 @@
+// Command benchtable is `make bench`: it runs every benchmark of the project
+// (micro-benchmarks at Go's default duration, the end-to-end ones once, as
+// each measures its own baseline in the same run) and prints one table with
+// the targets the issues set.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// target is a number an issue asks for.
+type target struct {
+	bench, metric string
+	max           bool // the metric must stay at or below limit (else at or above)
+	limit         float64
+}
+
+var targets = []target{
+	{"BenchmarkPublish1000Files", "pipeline/baseline", true, 1.25},
+	{"BenchmarkPublish1000Files", "next-visible/first", true, 0.15},
+	{"BenchmarkPublish20FilesVisible", "start-to-visible-s", true, 3},
+	{"BenchmarkEdgeVsFileServer", "edge/fileserver", false, 0.8},
+}
+
+type run struct {
+	name string
+	args []string
+}
+
+func main() {
+	runs := []run{
+		{"micro-benchmarks", []string{"test", "-run", "^$", "-bench", ".", "-count", "1", "./internal/..."}},
+		{"end-to-end benchmarks", []string{"test", "-run", "^$", "-bench", ".", "-benchtime", "1x", "-count", "1", "-timeout", "30m", "./integration/..."}},
+	}
+	type row struct{ bench, metric, value string }
+	var rows []row
+	failed := false
+	for _, r := range runs {
+		fmt.Fprintf(os.Stderr, ">> %s: go %s\n", r.name, strings.Join(r.args, " "))
+		cmd := exec.Command("go", r.args...)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			fatal(err)
+		}
+		sc := bufio.NewScanner(io.TeeReader(out, os.Stderr))
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
+				continue
+			}
+			name := fields[0]
+			if i := strings.LastIndex(name, "-"); i > 0 {
+				name = name[:i]
+			}
+			for i := 2; i+1 < len(fields); i += 2 {
+				rows = append(rows, row{name, fields[i+1], fields[i]})
+			}
+		}
+		if err := cmd.Wait(); err != nil {
+			fmt.Fprintf(os.Stderr, "!! %s failed: %v\n", r.name, err)
+			failed = true
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].bench < rows[j].bench })
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(os.Stdout)
+	fmt.Fprintln(w, "benchmark\tmetric\tvalue\ttarget\t")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t\n", r.bench, r.metric, r.value, verdict(r.bench, r.metric, r.value))
+	}
+	w.Flush()
+	if failed {
+		os.Exit(1)
+	}
+}
+
+func verdict(bench, metric, value string) string {
+	for _, t := range targets {
+		if t.bench != bench || t.metric != metric {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return "?"
+		}
+		ok := v <= t.limit
+		op := "≤"
+		if !t.max {
+			ok, op = v >= t.limit, "≥"
+		}
+		mark := "met"
+		if !ok {
+			mark = "MISSED"
+		}
+		return fmt.Sprintf("%s %g: %s", op, t.limit, mark)
+	}
+	return ""
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
