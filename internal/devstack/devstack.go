@@ -315,7 +315,9 @@ func StartMinIO(ctx context.Context, o MinIOOptions) (*MinIO, error) {
 		if exited, err := p.Exited(); exited {
 			return nil, fmt.Errorf("minio exited during start: %v", err)
 		}
-		resp, err := http.Get("http://" + endpoint + "/minio/health/live")
+		// "cluster" answers 200 only once the object layer is initialised; "live"
+		// answers earlier, and requests then fail with XMinioServerNotInitialized.
+		resp, err := http.Get("http://" + endpoint + "/minio/health/cluster")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -324,7 +326,7 @@ func StartMinIO(ctx context.Context, o MinIOOptions) (*MinIO, error) {
 		}
 		if time.Now().After(deadline) {
 			_ = p.Stop(5 * time.Second)
-			return nil, fmt.Errorf("minio at %s not live after 60s", endpoint)
+			return nil, fmt.Errorf("minio at %s not ready after 60s", endpoint)
 		}
 		select {
 		case <-ctx.Done():
