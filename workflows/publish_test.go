@@ -415,6 +415,32 @@ func TestPublishVersionAlreadyPublished(t *testing.T) {
 	}
 }
 
+// A version whose every file is reused has no batch to wait for.
+func TestPublishVersionNothingToProcess(t *testing.T) {
+	env, f := newEnv(t)
+	f.plan = activities.DownloadResult{Batches: 0, SourceFiles: 4, Reused: 4}
+	f.commitCopies = 8
+	var children batchChildren
+	children.mock(env)
+	env.ExecuteWorkflow(workflows.PublishVersion, workflows.PublishInput{VersionRef: demoRef})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var out workflows.PublishOutput
+	if err := env.GetWorkflowResult(&out); err != nil || out.Result == nil {
+		t.Fatalf("output %+v %v", out, err)
+	}
+	if n := children.count(); n != 0 {
+		t.Errorf("%d batch children started", n)
+	}
+	if len(f.commits) != 1 || len(f.materialized) != 1 {
+		t.Errorf("commits %v, materialized %v", f.commits, f.materialized)
+	}
+	if out.Processing.Files != 0 || out.Plan.Reused != 4 {
+		t.Errorf("output %+v", out)
+	}
+}
+
 func TestPublishVersionActivityErrors(t *testing.T) {
 	tests := []struct {
 		name     string
