@@ -3,10 +3,10 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -84,6 +84,9 @@ type PublishOutput struct {
 	Processing       activities.BatchSummary   `json:"processing"`
 	Result           *activities.PublishResult `json:"result,omitempty"`
 }
+
+// maxWarnings bounds the minify warnings a version keeps for its summary.
+const maxWarnings = 10
 
 // historyBudget is the event count after which a version continues as new;
 // far below the 51,200-event limit, so a 100,000-file version never nears it.
@@ -206,8 +209,9 @@ func awaitBatches(ctx workflow.Context, in PublishInput, st *PublishState, setDe
 			t.BytesIn += d.Summary.BytesIn
 			t.BytesOut += d.Summary.BytesOut
 			t.CPUMillis += d.Summary.CPUMillis
-			if len(t.Warnings) < 10 {
-				t.Warnings = append(t.Warnings, d.Summary.Warnings...)
+			t.Warnings = append(t.Warnings, d.Summary.Warnings...)
+			if len(t.Warnings) > maxWarnings {
+				t.Warnings = t.Warnings[:maxWarnings]
 			}
 		}
 	}
@@ -222,10 +226,19 @@ func awaitBatches(ctx workflow.Context, in PublishInput, st *PublishState, setDe
 		for st.Started < st.Plan.Batches && st.Started-st.DoneCount() < window {
 			batch := st.Started
 			pendingStarts++
-			sel.AddFuture(startBatch(ctx, in, st.Plan, batch), func(f workflow.Future) {
+			child := startBatch(ctx, in, st.Plan, batch)
+			sel.AddFuture(child.GetChildWorkflowExecution(), func(f workflow.Future) {
 				pendingStarts--
 				if err := f.Get(ctx, nil); err != nil && !isAlreadyStarted(err) {
 					failure = fmt.Errorf("%s@%s: start batch %d: %w", in.Name, in.Version, batch, err)
+				}
+			})
+			// A child that ends without reporting (terminated, timed out,
+			// or unable to signal) fails the version instead of leaving it
+			// waiting forever. Its report, if any, arrives before its end.
+			sel.AddFuture(child, func(f workflow.Future) {
+				if err := f.Get(ctx, nil); err != nil && !isAlreadyStarted(err) && !st.isDone(batch) && failure == nil {
+					failure = fmt.Errorf("%s@%s: batch %d ended without reporting: %w", in.Name, in.Version, batch, err)
 				}
 			})
 			st.Started++
@@ -252,7 +265,7 @@ func awaitBatches(ctx workflow.Context, in PublishInput, st *PublishState, setDe
 	return nil
 }
 
-func startBatch(ctx workflow.Context, in PublishInput, plan activities.DownloadResult, batch int) workflow.Future {
+func startBatch(ctx workflow.Context, in PublishInput, plan activities.DownloadResult, batch int) workflow.ChildWorkflowFuture {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID: BatchID(in.Name, in.Version, batch),
 		TaskQueue:  PipelineQueue,
@@ -262,15 +275,17 @@ func startBatch(ctx workflow.Context, in PublishInput, plan activities.DownloadR
 		TypedSearchAttributes: temporal.NewSearchAttributes(PackageKey.ValueSet(in.Name), VersionKey.ValueSet(in.Version)),
 		StaticSummary:         fmt.Sprintf("%s@%s batch %d of %d", in.Name, in.Version, batch+1, plan.Batches),
 	})
-	child := workflow.ExecuteChildWorkflow(cctx, ProcessBatch, BatchRequest{
+	return workflow.ExecuteChildWorkflow(cctx, ProcessBatch, BatchRequest{
 		Name: in.Name, Version: in.Version, Batch: batch, Options: plan.Options,
 	})
-	return child.GetChildWorkflowExecution()
 }
 
+// isAlreadyStarted recognises a child whose workflow ID is taken: running
+// elsewhere, or completed under a reuse policy that keeps it.
 func isAlreadyStarted(err error) bool {
 	var started *temporal.ChildWorkflowExecutionAlreadyStartedError
-	return errors.As(err, &started) || strings.Contains(err.Error(), "already started")
+	var exists *serviceerror.WorkflowExecutionAlreadyStarted
+	return errors.As(err, &started) || errors.As(err, &exists)
 }
 
 // BatchRequest is a batch child's input; the parent is found from workflow info.
@@ -300,7 +315,8 @@ func ProcessBatch(ctx workflow.Context, in BatchRequest) (*activities.BatchSumma
 	if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
 		// Empty run ID: the signal reaches whichever run of the version is current.
 		if err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", BatchDoneSignal, done).Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Warn("could not report to the version", "error", err)
+			// Failing makes the version see this batch end unreported.
+			return nil, fmt.Errorf("batch %d could not report to %s: %w", in.Batch, parent.ID, err)
 		}
 	}
 	if runErr != nil {

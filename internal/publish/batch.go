@@ -17,6 +17,10 @@ type BatchFile struct {
 
 const batchManifest = ".edgeflow-batch.json"
 
+// MaxBatchFileBytes bounds one file in a batch: above the 25 MiB extraction
+// limit, far below what a corrupted header could claim.
+const MaxBatchFileBytes = 64 << 20
+
 // WriteBatch packs a batch as one tar object: a manifest, then the files.
 // One object per batch instead of one per file keeps staging cheap.
 func WriteBatch(w io.Writer, files []BatchFile) error {
@@ -62,6 +66,11 @@ func ReadBatch(r io.Reader) ([]BatchFile, error) {
 		}
 		if hdr.Name != files[i].Path {
 			return nil, fmt.Errorf("batch: file %d is %q, manifest says %q", i+1, hdr.Name, files[i].Path)
+		}
+		// The header's size is not trusted with an allocation beyond what a
+		// release file may be.
+		if hdr.Size < 0 || hdr.Size > MaxBatchFileBytes {
+			return nil, fmt.Errorf("batch: %s: size %d is outside 0..%d", hdr.Name, hdr.Size, MaxBatchFileBytes)
 		}
 		files[i].Data = make([]byte, hdr.Size)
 		if _, err := io.ReadFull(tr, files[i].Data); err != nil {

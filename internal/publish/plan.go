@@ -113,6 +113,9 @@ type TwinDecider func(path string) bool
 // version with the same content, or from processing, and packs the files to
 // process into batches.
 func BuildPlan(name, version, fingerprint string, files []SourceFile, reuse *ReuseIndex, twin TwinDecider, limits BatchLimits) *Plan {
+	if limits.MaxBytes <= 0 || limits.MaxFiles <= 0 {
+		limits = DefaultBatchLimits
+	}
 	sorted := append([]SourceFile(nil), files...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
 	p := &Plan{Name: name, Version: version, Fingerprint: fingerprint, Entries: make([]PlanEntry, 0, len(sorted))}
@@ -163,7 +166,9 @@ func BuildPlan(name, version, fingerprint string, files []SourceFile, reuse *Reu
 			if counts[b] >= limits.MaxFiles {
 				continue
 			}
-			if best < 0 || bytes[b] < bytes[best] {
+			// Ties go to the batch with fewer files, so empty files
+			// spread out and no batch is left without work.
+			if best < 0 || bytes[b] < bytes[best] || (bytes[b] == bytes[best] && counts[b] < counts[best]) {
 				best = b
 			}
 		}

@@ -3,7 +3,6 @@ package publish_test
 import (
 	"fmt"
 	"math/rand"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -397,22 +396,12 @@ func TestKeys(t *testing.T) {
 	}
 }
 
-// knownBug skips a test that documents a bug in non-test code, unless
-// EDGEFLOW_KNOWN_BUGS=1 asks to see it fail.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv("EDGEFLOW_KNOWN_BUGS") == "" {
-		t.Skip("known bug, set EDGEFLOW_KNOWN_BUGS=1 to run: " + what)
-	}
-}
-
 // Every batch the plan counts should hold at least one file: Download stages
 // one object and PublishVersion starts one child per batch. Distinct empty
 // files (here: the same empty content with two twin decisions) all land in
 // the first empty batch, because an empty batch stays "smallest" after
 // taking a zero-byte file, so a later batch stays empty.
 func TestBuildPlanNoEmptyBatches(t *testing.T) {
-	knownBug(t, "BuildPlan leaves a batch empty when zero-byte files stack into one batch")
 	files := []publish.SourceFile{
 		{Path: "big.bin", Size: 3 << 20, SRI: "big"},
 		{Path: "empty.css", Size: 0, SRI: "empty"},
