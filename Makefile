@@ -33,6 +33,13 @@ build: ## worker pools, edge and the dev launcher into ./bin
 
 tools: $(TOOLS)/temporal $(TOOLS)/minio
 
+# go_install builds a pinned module into .tools/bin, showing each package as it
+# compiles on one updating line; on failure it prints the whole log.
+define go_install
+GOBIN=$(TOOLS) $(GO) install -v $(1) 2>&1 | tee $(2).log | awk '{ printf "\r\033[K   compiling %.70s", $$0; fflush() } END { print "" }'; \
+		if [ ! -x $(2) ]; then cat $(2).log; echo "failed to build $(1)"; exit 1; fi; rm -f $(2).log
+endef
+
 # A usable binary already on PATH is linked instead of built.
 $(TOOLS)/temporal:
 	@mkdir -p $(TOOLS)
@@ -40,8 +47,7 @@ $(TOOLS)/temporal:
 		echo "using $$p"; ln -sf $$p $@; \
 	else \
 		echo ">> building the Temporal CLI ($(TEMPORAL_CLI_MODULE)); once, a few minutes on 2 cores"; \
-		GOBIN=$(TOOLS) $(GO) install -v $(TEMPORAL_CLI_MODULE) 2>&1 | awk '{ printf "\r\033[K   compiling %s", $$0; fflush() } END { print "" }'; \
-		test -x $@; \
+		$(call go_install,$(TEMPORAL_CLI_MODULE),$@); \
 	fi
 
 $(TOOLS)/minio:
@@ -50,8 +56,7 @@ $(TOOLS)/minio:
 		echo "using $$p"; ln -sf $$p $@; \
 	else \
 		echo ">> building MinIO ($(MINIO_MODULE)); once, a few minutes on 2 cores"; \
-		GOBIN=$(TOOLS) $(GO) install -v $(MINIO_MODULE) 2>&1 | awk '{ printf "\r\033[K   compiling %s", $$0; fflush() } END { print "" }'; \
-		test -x $@; \
+		$(call go_install,$(MINIO_MODULE),$@); \
 	fi
 
 clean: ## remove built binaries and local data (keeps the built tools)
