@@ -819,6 +819,7 @@ func (a *Publish) copyAll(ctx context.Context, copies []publish.CopyOp) error {
 	g.SetLimit(a.ioParallel())
 	for _, c := range copies {
 		g.Go(func() error {
+			defer done.Add(1)
 			if err := a.Primary.Copy(gctx, a.Buckets.Files, c.Src, a.Buckets.Files, c.Dst); err != nil {
 				return err
 			}
@@ -833,7 +834,6 @@ func (a *Publish) copyAll(ctx context.Context, copies []publish.CopyOp) error {
 			if err != nil {
 				return err
 			}
-			done.Add(1)
 			return a.Mirror.Put(gctx, a.Buckets.Mirror, c.Dst, data, info.ContentType)
 		})
 	}

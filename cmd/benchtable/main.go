@@ -65,7 +65,14 @@ func main() {
 				name = name[:i]
 			}
 			for i := 2; i+1 < len(fields); i += 2 {
-				rows = append(rows, row{name, fields[i+1], fields[i]})
+				unit := fields[i+1]
+				// Allocation counts are noise in a summary, and ns/op of a
+				// benchmark that runs once is its own wall time, reported
+				// better by its named metrics.
+				if unit == "B/op" || unit == "allocs/op" || (unit == "ns/op" && fields[1] == "1") {
+					continue
+				}
+				rows = append(rows, row{name, unit, fields[i]})
 			}
 		}
 		if err := cmd.Wait(); err != nil {

@@ -70,7 +70,6 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 		MaxConcurrentWorkflowTaskExecutionSize: o.MaxWorkflowTasks,
 		MaxConcurrentActivityTaskPollers:       o.MaxActivityPollers,
 		WorkerStopTimeout:                      o.StopTimeout,
-		EnableSessionWorker:                    false,
 	})
 	register(w)
 
