@@ -52,6 +52,24 @@ func BenchmarkBrotli11Unpooled(b *testing.B) {
 	})
 }
 
+// BenchmarkBrotli11Window22 is the window this package used before fitting
+// it to the input: a pooled writer with the library's default 4 MiB window.
+func BenchmarkBrotli11Window22(b *testing.B) {
+	w := brotli.NewWriterOptions(nil, brotli.WriterOptions{Quality: brotliQuality, LGWin: brotliMaxWindowBits})
+	benchEach(b, func(b *testing.B, input []byte) {
+		for b.Loop() {
+			var out bytes.Buffer
+			w.Reset(&out)
+			if _, err := w.Write(input); err != nil {
+				b.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func BenchmarkGzip9(b *testing.B) {
 	benchEach(b, func(b *testing.B, input []byte) {
 		for b.Loop() {
