@@ -272,6 +272,8 @@ type DownloadResult struct {
 // extracts it safely, selects files by the fileMap, plans reuse and
 // processing, and stages the files to process as batches in the bucket.
 func (a *Publish) Download(ctx context.Context, in VersionRef) (*DownloadResult, error) {
+	// Extracting, hashing and staging a 100,000-file release takes minutes.
+	defer heartbeatEvery(ctx, 10*time.Second, func() any { return "downloading" })()
 	pkg, err := a.loadPackage(in.PackageRef)
 	if err != nil {
 		return nil, err
@@ -701,6 +703,7 @@ type PublishResult struct {
 // finishes what a failed one began. Materialize then copies reused files to
 // this version's own keys.
 func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, error) {
+	defer heartbeatEvery(ctx, 10*time.Second, func() any { return "committing" })()
 	var plan publish.Plan
 	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Incoming, publish.PlanKey(in.Name, in.Version), &plan); err != nil {
 		return nil, err
