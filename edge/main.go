@@ -49,9 +49,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	addr := fs.String("addr", config.Env("EDGE_ADDR", "127.0.0.1:8080"), "listen address (env EDGE_ADDR)")
 	cacheMiB := fs.Int("cache-mib", config.EnvInt("EDGE_CACHE_MIB", 256), "in-memory file cache size in MiB; 0 disables it (env EDGE_CACHE_MIB)")
 	maxCachedKiB := fs.Int("max-cached-file-kib", config.EnvInt("EDGE_MAX_CACHED_FILE_KIB", 1024), "largest file kept in the cache, KiB (env EDGE_MAX_CACHED_FILE_KIB)")
-	metaTTL := fs.Duration("meta-ttl", envDuration("EDGE_META_TTL", cdn.DefaultMetaTTL), "how long package documents and the search index are cached (env EDGE_META_TTL)")
-	metaTimeout := fs.Duration("meta-timeout", envDuration("EDGE_META_TIMEOUT", cdn.DefaultMetaTimeout), "deadline for fetching a metadata document not cached yet (env EDGE_META_TIMEOUT)")
-	primaryTimeout := fs.Duration("primary-timeout", envDuration("EDGE_PRIMARY_TIMEOUT", cdn.DefaultPrimaryTimeout), "primary store deadline before the mirror answers (env EDGE_PRIMARY_TIMEOUT)")
+	metaTTL := fs.Duration("meta-ttl", config.EnvDuration("EDGE_META_TTL", cdn.DefaultMetaTTL), "how long package documents and the search index are cached (env EDGE_META_TTL)")
+	metaTimeout := fs.Duration("meta-timeout", config.EnvDuration("EDGE_META_TIMEOUT", cdn.DefaultMetaTimeout), "deadline for fetching a metadata document not cached yet (env EDGE_META_TIMEOUT)")
+	primaryTimeout := fs.Duration("primary-timeout", config.EnvDuration("EDGE_PRIMARY_TIMEOUT", cdn.DefaultPrimaryTimeout), "primary store deadline before the mirror answers (env EDGE_PRIMARY_TIMEOUT)")
 	publicURL := fs.String("public-url", config.Env("EDGE_PUBLIC_URL", ""), "scheme://host for absolute URLs in responses; empty: from each request (env EDGE_PUBLIC_URL)")
 	logLevel := fs.String("log-level", config.Env("EDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env EDGE_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
@@ -128,18 +128,4 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		return err
 	}
 	return nil
-}
-
-// envDuration is config.Env for durations; a malformed value is reported.
-func envDuration(key string, def time.Duration) time.Duration {
-	v := os.Getenv(key)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "warning: %s=%q is not a duration; using %s\n", key, v, def)
-		return def
-	}
-	return d
 }

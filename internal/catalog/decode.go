@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/edgeflow/edgeflow/internal/textdist"
 	"reflect"
 	"strings"
 	"unicode/utf8"
@@ -198,33 +199,12 @@ func closestField(fields map[string]reflect.StructField, key string) string {
 	const maxEdits = 2
 	best, bestDistance := "", maxEdits+1
 	for name := range fields {
-		d := editDistance(strings.ToLower(name), strings.ToLower(key))
+		d := textdist.Distance(strings.ToLower(name), strings.ToLower(key), maxEdits)
 		if d < bestDistance || (d == bestDistance && name < best) {
 			best, bestDistance = name, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func describeKind(t reflect.Type) string {

@@ -1,6 +1,7 @@
 package cdn
 
 import (
+	"github.com/edgeflow/edgeflow/internal/textdist"
 	"reflect"
 	"testing"
 
@@ -142,7 +143,7 @@ func TestOSADistance(t *testing.T) {
 		{"lodash", "lodahs", 1},
 	}
 	for _, c := range cases {
-		if got := osaDistance(c.a, c.b, 10); got != c.want {
+		if got := textdist.Distance(c.a, c.b, 10); got != c.want {
 			t.Errorf("osa(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
 		}
 	}

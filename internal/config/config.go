@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -55,6 +56,20 @@ func EnvBool(key string, def bool) bool {
 		return def
 	}
 	return b
+}
+
+// EnvDuration is Env for durations.
+func EnvDuration(key string, def time.Duration) time.Duration {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "warning: %s=%q is not a duration; using %s\n", key, v, def)
+		return def
+	}
+	return d
 }
 
 // Temporal says how to reach the Temporal frontend.
