@@ -21,6 +21,8 @@ func Action() *client.ScheduleWorkflowAction {
 		Workflow:  workflows.PackageUpdates,
 		Args:      []any{workflows.UpdatesInput{}},
 		TaskQueue: workflows.PipelineQueue,
+		// Each run's details show its progress; the summary says what it is.
+		StaticSummary: "Scheduled check of the catalog for new versions",
 	}
 }
 
