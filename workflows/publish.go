@@ -106,8 +106,14 @@ func pipelineOptions(ctx workflow.Context) workflow.Context {
 // PublishVersion downloads one version, fans its files out to batch children
 // on the compress pool, waits for their completion signals, and publishes.
 // Its workflow ID is PublishID(name, version).
-func PublishVersion(ctx workflow.Context, in PublishInput) (*PublishOutput, error) {
+func PublishVersion(ctx workflow.Context, in PublishInput) (_ *PublishOutput, err error) {
 	name, version := in.Name, in.Version
+	defer func() {
+		// The Web UI shows why a version failed without opening its history.
+		if err != nil && !workflow.IsContinueAsNewError(err) {
+			workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s@%s failed**: %s", name, version, err))
+		}
+	}()
 	st := in.Resume
 	stage := "downloading"
 	if st != nil {
