@@ -699,9 +699,11 @@ type PublishResult struct {
 // Commit commits a processed version: the version document (reused files
 // point at the bytes an earlier version stored), then the package document
 // listing it — the edge serves a version only once both exist — then the
-// reuse and search indexes. Every step is idempotent, so a retried attempt
-// finishes what a failed one began. Materialize then copies reused files to
-// this version's own keys.
+// reuse and search indexes. Each document the edge reads is copied to the
+// mirror's metadata bucket right after it is written, in the same order, so
+// the mirror has the same commit point. Every step is idempotent, so a
+// retried attempt finishes what a failed one began. Materialize then copies
+// reused files to this version's own keys.
 func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, error) {
 	defer heartbeatEvery(ctx, 10*time.Second, func() any { return "committing" })()
 	var plan publish.Plan
@@ -732,6 +734,9 @@ func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, e
 	if err := a.Primary.PutJSON(ctx, a.Buckets.Meta, metadata.VersionKey(plan.Name, plan.Version), doc); err != nil {
 		return nil, err
 	}
+	if err := a.mirrorMeta(ctx, metadata.VersionKey(plan.Name, plan.Version)); err != nil {
+		return nil, err
+	}
 	pkgDoc, err := objectstore.UpdateJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(plan.Name),
 		func(p *metadata.Package, _ bool) (bool, error) {
 			p.Package = plan.Package
@@ -744,6 +749,9 @@ func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, e
 			return true, nil
 		})
 	if err != nil {
+		return nil, err
+	}
+	if err := a.mirrorMeta(ctx, metadata.PackageKey(plan.Name)); err != nil {
 		return nil, err
 	}
 	fresh := make([]publish.FileResult, 0, len(processed))
@@ -760,11 +768,25 @@ func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, e
 	if err := a.updateSearchIndex(ctx, pkgDoc); err != nil {
 		return nil, err
 	}
+	if err := a.mirrorMeta(ctx, metadata.SearchIndexKey); err != nil {
+		return nil, err
+	}
 	if err := a.Primary.DeletePrefix(ctx, a.Buckets.Incoming, metadata.StagingPrefix(plan.Name, plan.Version)); err != nil {
 		activity.GetLogger(ctx).Warn("staging cleanup failed", "error", err)
 	}
 	return &PublishResult{Files: doc.Stats.Files, Bytes: doc.Stats.Bytes, Latest: pkgDoc.Latest,
 		Reused: reused, SourceFiles: doc.Stats.SourceFiles, ReuseRate: doc.Stats.ReuseRate(), Copies: len(asm.Copies)}, nil
+}
+
+// mirrorMeta copies a metadata document as the primary now holds it to the
+// mirror's metadata bucket, which the edge reads while the primary is down.
+// Copying the stored result, not redoing the update on the mirror, keeps
+// both byte for byte the same.
+func (a *Publish) mirrorMeta(ctx context.Context, key string) error {
+	if err := objectstore.Replicate(ctx, a.Primary, a.Buckets.Meta, a.Mirror, a.Buckets.MirrorMeta, key); err != nil {
+		return fmt.Errorf("copy metadata to the mirror: %w", err)
+	}
+	return nil
 }
 
 // Materialize copies every reused file of a committed version (primary and

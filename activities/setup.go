@@ -48,7 +48,7 @@ func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
 	if err := primary.EnsureBuckets(ctx, b.Files, b.Meta, b.Incoming); err != nil {
 		return nil, err
 	}
-	if err := mirror.EnsureBuckets(ctx, b.Mirror); err != nil {
+	if err := mirror.EnsureBuckets(ctx, b.Mirror, b.MirrorMeta); err != nil {
 		return nil, err
 	}
 	httpClient := &http.Client{Timeout: 10 * time.Minute}

@@ -26,7 +26,7 @@ var (
 	env     *testenv.Env
 	npm     *fakeNPM
 	pub     *activities.Publish
-	buckets = metadata.Buckets{Files: "it-files", Mirror: "it-mirror", Meta: "it-meta", Incoming: "it-incoming"}
+	buckets = metadata.Buckets{Files: "it-files", Mirror: "it-mirror", Meta: "it-meta", MirrorMeta: "it-mirror-meta", Incoming: "it-incoming"}
 )
 
 func TestMain(m *testing.M) {
@@ -40,7 +40,7 @@ func startWorkers(t testing.TB) {
 	if pub == nil {
 		npm = newFakeNPM()
 		ctx := context.Background()
-		if err := env.Store.EnsureBuckets(ctx, buckets.Files, buckets.Mirror, buckets.Meta, buckets.Incoming); err != nil {
+		if err := env.Store.EnsureBuckets(ctx, buckets.Files, buckets.Mirror, buckets.Meta, buckets.MirrorMeta, buckets.Incoming); err != nil {
 			t.Fatal(err)
 		}
 		pub = &activities.Publish{

@@ -233,6 +233,26 @@ func TestPublishEndToEnd(t *testing.T) {
 	if !found {
 		t.Errorf("search index lacks demo@1.1.0 with SRI: %+v", index.Libraries)
 	}
+	// The edge's fallback during a primary outage: every document it reads
+	// is on the mirror too, byte for byte.
+	for _, key := range []string{metadata.VersionKey("demo", "1.0.0"), metadata.VersionKey("demo", "1.1.0"),
+		metadata.PackageKey("demo"), metadata.SearchIndexKey} {
+		primary, err := env.Store.Get(ctx, buckets.Meta, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mirrored, err := env.Store.Get(ctx, buckets.MirrorMeta, key)
+		if err != nil {
+			t.Errorf("%s not copied to the mirror's metadata bucket: %v", key, err)
+			continue
+		}
+		if !bytes.Equal(mirrored, primary) {
+			t.Errorf("%s differs between %s and %s:\nprimary %s\nmirror  %s", key, buckets.Meta, buckets.MirrorMeta, primary, mirrored)
+		}
+	}
+	if _, err := env.Store.Stat(ctx, buckets.MirrorMeta, metadata.VersionKey("demo", "1.2.0")); !errors.Is(err, objectstore.ErrNotFound) {
+		t.Errorf("the rejected version has a mirrored version document: %v", err)
+	}
 	if left, _ := env.Store.List(ctx, buckets.Incoming, metadata.StagingPrefix("demo", "1.1.0")); len(left) != 0 {
 		t.Errorf("staging not cleaned: %d objects left", len(left))
 	}

@@ -124,7 +124,7 @@ func run() error {
 		return err
 	}
 	b := metadata.DefaultBuckets
-	if err := store.EnsureBuckets(ctx, b.Files, b.Mirror, b.Meta, b.Incoming); err != nil {
+	if err := store.EnsureBuckets(ctx, b.Files, b.Mirror, b.Meta, b.MirrorMeta, b.Incoming); err != nil {
 		return err
 	}
 

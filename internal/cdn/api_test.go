@@ -301,8 +301,9 @@ func TestMetadataCachingAndNegativeCaching(t *testing.T) {
 }
 
 func TestMetadataUnavailableIs503(t *testing.T) {
-	// The primary is a closed port from the start: nothing is cached.
-	proxy, base, _ := proxiedEdge(t, func(c *Config) { c.MetaTimeout = 300 * time.Millisecond })
+	// Both stores are closed ports from the start: nothing is cached, and
+	// the mirror's copies of the metadata are out of reach too.
+	proxy, base, _ := proxiedEdge(t, func(c *Config) { c.MetaTimeout = 300 * time.Millisecond; c.Mirror = deadStore(t) })
 	proxy.set(proxyRefuse)
 	for _, u := range []string{"/ajax/libs/testlib/2.1.0/testlib.js", "/libraries", "/libraries/testlib", "/stats", "/", "/browse/testlib"} {
 		resp := get(t, base+u, nil)

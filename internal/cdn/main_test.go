@@ -67,7 +67,7 @@ func runTests(m *testing.M) int {
 	b := testEnv.buckets
 	// "Live" is not "initialized": retry until MinIO accepts bucket calls.
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		err = store.EnsureBuckets(ctx, b.Files, b.Mirror, b.Meta)
+		err = store.EnsureBuckets(ctx, b.Files, b.Mirror, b.Meta, b.MirrorMeta)
 		if err == nil {
 			break
 		}
@@ -233,11 +233,21 @@ func writeFilesAndVersionDoc(ctx context.Context, st *objectstore.Store, b metad
 	}
 	doc := &metadata.Version{Name: name, Version: version, Files: described, PublishedAt: publishedAt}
 	doc.Stats.Files = len(described)
-	return doc, described, st.PutJSON(ctx, b.Meta, metadata.VersionKey(name, version), doc)
+	if err := st.PutJSON(ctx, b.Meta, metadata.VersionKey(name, version), doc); err != nil {
+		return nil, nil, err
+	}
+	return doc, described, mirrorMetaDoc(ctx, st, b, metadata.VersionKey(name, version))
+}
+
+// mirrorMetaDoc copies a metadata document to the mirror's metadata bucket,
+// as the pipeline's commit does after writing it.
+func mirrorMetaDoc(ctx context.Context, st *objectstore.Store, b metadata.Buckets, key string) error {
+	return objectstore.Replicate(ctx, st, b.Meta, st, b.MirrorMeta, key)
 }
 
 // publishVersion does what the publish pipeline's commit does: files, then
-// the version document, then the package document, then the search index.
+// the version document, then the package document, then the search index,
+// each document copied to the mirror's metadata bucket once written.
 func publishVersion(ctx context.Context, st *objectstore.Store, b metadata.Buckets, pkg catalog.Package, version string, files []fixtureFile, publishedAt time.Time) error {
 	doc, _, err := writeFilesAndVersionDoc(ctx, st, b, pkg.Name, version, files, publishedAt)
 	if err != nil {
@@ -254,6 +264,9 @@ func publishVersion(ctx context.Context, st *objectstore.Store, b metadata.Bucke
 		return true, nil
 	})
 	if err != nil {
+		return err
+	}
+	if err := mirrorMetaDoc(ctx, st, b, metadata.PackageKey(pkg.Name)); err != nil {
 		return err
 	}
 	entry := metadata.IndexEntry{Name: pkg.Name, Latest: pkgDoc.Latest, Filename: pkg.Filename, Description: pkg.Description,
@@ -280,7 +293,10 @@ func publishVersion(ctx context.Context, st *objectstore.Store, b metadata.Bucke
 		ix.UpdatedAt = publishedAt
 		return true, nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return mirrorMetaDoc(ctx, st, b, metadata.SearchIndexKey)
 }
 
 // testVersionDoc reads a fixture's version document straight from the bucket.

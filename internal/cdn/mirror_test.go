@@ -1,6 +1,9 @@
 package cdn
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -13,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeflow/edgeflow/internal/catalog"
+	"github.com/edgeflow/edgeflow/internal/metadata"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/process"
 )
 
 // storeProxy stands between the edge and MinIO so a test can take the
@@ -194,11 +200,107 @@ func TestMirrorAnswersWhenPrimaryStalls(t *testing.T) {
 	}
 }
 
+// deadStore is a store whose port refuses every connection.
+func deadStore(t *testing.T) *objectstore.Store {
+	t.Helper()
+	proxy := newStoreProxy(t, testEnv.minio.Endpoint)
+	proxy.set(proxyRefuse)
+	st, err := objectstore.New(objectstore.Config{Endpoint: proxy.addr, AccessKey: testEnv.minio.AccessKey, SecretKey: testEnv.minio.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestMirroredMetadataServesUnseenVersionsWhilePrimaryIsDown(t *testing.T) {
+	for _, outage := range []struct {
+		name string
+		mode int32
+	}{{"refused", proxyRefuse}, {"stalled", proxyStall}} {
+		t.Run(outage.name, func(t *testing.T) {
+			// No file cache, and the primary goes away before the first
+			// request: no document or file of 2.0.0 or jquery was ever read.
+			proxy, base, logs := proxiedEdge(t, func(c *Config) { c.CacheBytes = 0 })
+			proxy.set(outage.mode)
+			const version = "2.0.0"
+			for _, path := range []string{"testlib.js", "data/info.json"} {
+				resp := get(t, fileURL(base, version, path), nil)
+				if resp.StatusCode != 200 {
+					t.Fatalf("%s@%s during the outage: status %d (%q)", path, version, resp.StatusCode, resp.body)
+				}
+				if got := resp.Header.Get("X-Edge-Source"); got != "mirror" {
+					t.Errorf("%s: X-Edge-Source %q, want mirror", path, got)
+				}
+				if want := fixtureData(t, version, path); !bytes.Equal(resp.body, want) {
+					t.Errorf("%s@%s: got %d bytes that differ from the %d published", path, version, len(resp.body), len(want))
+				}
+			}
+
+			// The API needs the package document and its latest version's
+			// document, neither read before.
+			resp := get(t, base+"/libraries/jquery", nil)
+			if resp.StatusCode != 200 {
+				t.Fatalf("/libraries/jquery during the outage: status %d (%q)", resp.StatusCode, resp.body)
+			}
+			var lib struct {
+				Name, Version, SRI string
+				Assets             []struct{ Version string }
+			}
+			if err := json.Unmarshal(resp.body, &lib); err != nil {
+				t.Fatalf("/libraries/jquery: %v in %s", err, resp.body)
+			}
+			if want := process.SRI([]byte("/* jquery */\n")); lib.Name != "jquery" || lib.Version != "1.0.0" || lib.SRI != want || len(lib.Assets) != 1 {
+				t.Errorf("/libraries/jquery: %+v; want jquery 1.0.0 with SRI %s and its assets", lib, want)
+			}
+			if resp := get(t, base+"/libraries?search=jquery", nil); resp.StatusCode != 200 || !strings.Contains(string(resp.body), `"jquery-ui"`) {
+				t.Errorf("search during the outage: status %d body %s", resp.StatusCode, resp.body)
+			}
+
+			// What the mirror lacks is unknown, not missing: a 503 that no
+			// cache keeps, never a 404.
+			if resp := get(t, base+"/libraries/no-such-library", nil); resp.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("a library neither store can answer for: status %d, want 503", resp.StatusCode)
+			}
+			for _, line := range []string{"metadata read failed; trying the other store", "metadata served from the mirror"} {
+				if !strings.Contains(logs.String(), line) {
+					t.Errorf("log lacks %q:\n%s", line, logs)
+				}
+			}
+		})
+	}
+}
+
+func TestPrimaryIsAuthoritativeOnMissingMetadata(t *testing.T) {
+	ctx := t.Context()
+	// A library only the mirror knows, as when the primary's copy was removed.
+	ghost := metadata.Package{Package: catalog.Package{Name: "ghostlib", Filename: "ghost.js"}, Versions: []string{"1.0.0"}, Latest: "1.0.0"}
+	key := metadata.PackageKey(ghost.Name)
+	if err := testEnv.store.PutJSON(ctx, testEnv.buckets.MirrorMeta, key, ghost); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = testEnv.store.Delete(context.Background(), testEnv.buckets.MirrorMeta, key) })
+	_, base, logs := proxiedEdge(t, nil)
+	for _, u := range []string{"/libraries/ghostlib", "/ajax/libs/ghostlib/1.0.0/ghost.js"} {
+		if resp := get(t, base+u, nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: status %d; the primary says it does not exist, want 404", u, resp.StatusCode)
+		}
+	}
+	if strings.Contains(logs.String(), "mirror") {
+		t.Errorf("the mirror was asked although the primary answered:\n%s", logs)
+	}
+}
+
 func TestStaleMetadataIsServedWhilePrimaryIsDown(t *testing.T) {
 	var clock atomic.Int64
 	clock.Store(time.Now().UnixNano())
 	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	proxy, base, logs := proxiedEdge(t, func(c *Config) { c.Now = now; c.MetaTTL = time.Second })
+	// The mirror holds the files but no metadata (as for documents written
+	// before they were copied there): only what the edge cached can be served.
+	emptyMirrorMeta := "cdn-mirror-meta-empty"
+	if err := testEnv.store.EnsureBuckets(t.Context(), emptyMirrorMeta); err != nil {
+		t.Fatal(err)
+	}
+	proxy, base, logs := proxiedEdge(t, func(c *Config) { c.Now = now; c.MetaTTL = time.Second; c.Buckets.MirrorMeta = emptyMirrorMeta })
 	if resp := get(t, base+"/libraries/"+testLib, nil); resp.StatusCode != 200 {
 		t.Fatalf("warm-up: status %d", resp.StatusCode)
 	}
@@ -216,7 +318,8 @@ func TestStaleMetadataIsServedWhilePrimaryIsDown(t *testing.T) {
 	waitFor(t, func() bool {
 		return strings.Contains(logs.String(), "metadata refresh failed; serving the cached copy")
 	})
-	// Never-seen metadata cannot be served: 503, not a 404 that caches would keep.
+	// Never-seen metadata the mirror lacks cannot be served: 503, not a 404
+	// that caches would keep.
 	if resp := get(t, base+"/libraries/jquery", nil); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("unseen library during the outage: status %d, want 503", resp.StatusCode)
 	}

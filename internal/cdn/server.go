@@ -21,7 +21,8 @@ import (
 // Config configures a Server. Zero values get the defaults documented per field.
 type Config struct {
 	// Primary holds the Files and Meta buckets; Mirror holds the Mirror
-	// bucket with the same file objects (it may be the same store).
+	// bucket with the same file objects and the MirrorMeta bucket with copies
+	// of the metadata documents (it may be the same store).
 	Primary, Mirror *objectstore.Store
 	Buckets         metadata.Buckets
 	// CacheBytes bounds the in-memory cache of file bodies; 0 disables it.
@@ -35,13 +36,14 @@ type Config struct {
 	MetaTTL time.Duration
 	// NegativeTTL is how long a missing metadata document is remembered (default 5s).
 	NegativeTTL time.Duration
-	// MetaTimeout bounds one metadata fetch (default 5s). Only requests for
-	// documents never seen before wait for it; the others are answered from
-	// the cached copy while it refreshes.
+	// MetaTimeout bounds one metadata fetch (default 5s), from the primary
+	// and, if that fails, from the mirror. Only requests for documents never
+	// seen before wait for it; the others are answered from the cached copy
+	// while it refreshes.
 	MetaTimeout time.Duration
 	// PrimaryTimeout bounds a fetch from the primary store (the whole body for
-	// cacheable files, the response headers for streamed ones) before the
-	// mirror is asked instead (default 2s).
+	// cacheable files and metadata documents, the response headers for
+	// streamed files) before the mirror is asked instead (default 2s).
 	PrimaryTimeout time.Duration
 	// MirrorTimeout bounds the same for the mirror (default 30s).
 	MirrorTimeout time.Duration
@@ -105,6 +107,9 @@ func New(cfg Config) *Server {
 	if cfg.Buckets == (metadata.Buckets{}) {
 		cfg.Buckets = metadata.DefaultBuckets
 	}
+	if cfg.Buckets.MirrorMeta == "" {
+		cfg.Buckets.MirrorMeta = metadata.DefaultBuckets.MirrorMeta
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -112,13 +117,20 @@ func New(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	health := &primaryHealth{now: cfg.Now}
+	metaSrc := &metaSource{
+		primary: store{"primary", cfg.Primary, cfg.Buckets.Meta, cfg.PrimaryTimeout, true},
+		mirror:  store{"mirror", cfg.Mirror, cfg.Buckets.MirrorMeta, cfg.MirrorTimeout, false},
+		health:  health,
+		log:     cfg.Logger,
+	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		meta:    newMetaReader(cfg.Primary, cfg.Buckets.Meta, cfg.MetaTTL, cfg.NegativeTTL, cfg.MetaTimeout, cfg.Logger, cfg.Now),
+		meta:    newMetaReader(metaSrc, cfg.MetaTTL, cfg.NegativeTTL, cfg.MetaTimeout, cfg.Logger, cfg.Now),
 		files:   newLRU[fileCacheKey, []byte](cfg.CacheBytes),
 		mux:     http.NewServeMux(),
-		primary: &primaryHealth{now: cfg.Now},
+		primary: health,
 	}
 	s.web = newWebUI(s)
 	s.mux.HandleFunc("GET /ajax/libs/", s.serveFile)
@@ -270,5 +282,6 @@ const primaryCooldown = 3 * time.Second
 func (p *primaryHealth) available() bool { return p.now().UnixNano() >= p.downUntil.Load() }
 func (p *primaryHealth) failed()         { p.downUntil.Store(p.now().Add(primaryCooldown).UnixNano()) }
 
-// errBothStoresFailed is returned when neither store could provide a body.
+// errBothStoresFailed is returned when neither store could provide a body or
+// a metadata document.
 var errBothStoresFailed = errors.New("primary and mirror both failed")

@@ -165,6 +165,7 @@ func (s *Storage) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.Buckets.Files, "bucket-files", Env("BUCKET_FILES", d.Files), "primary files bucket (env BUCKET_FILES)")
 	fs.StringVar(&s.Buckets.Mirror, "bucket-mirror", Env("BUCKET_MIRROR", d.Mirror), "mirror files bucket (env BUCKET_MIRROR)")
 	fs.StringVar(&s.Buckets.Meta, "bucket-meta", Env("BUCKET_META", d.Meta), "metadata bucket (env BUCKET_META)")
+	fs.StringVar(&s.Buckets.MirrorMeta, "bucket-mirror-meta", Env("BUCKET_MIRROR_META", d.MirrorMeta), "copy of the metadata the edge reads, on the mirror store (env BUCKET_MIRROR_META)")
 	fs.StringVar(&s.Buckets.Incoming, "bucket-incoming", Env("BUCKET_INCOMING", d.Incoming), "incoming tarballs and staging bucket (env BUCKET_INCOMING)")
 }
 

@@ -13,16 +13,20 @@ import (
 
 // Buckets names the buckets of the CDN. Files and Mirror hold the same file
 // objects (the mirror on another store in production); Meta holds the JSON
-// documents; Incoming holds original tarballs and staging data of runs.
+// documents; MirrorMeta, on the mirror's store, holds copies of the documents
+// the edge reads (version, package and search index), so the edge can serve
+// while the primary store is down; Incoming holds original tarballs and
+// staging data of runs.
 type Buckets struct {
-	Files    string `json:"files"`
-	Mirror   string `json:"mirror"`
-	Meta     string `json:"meta"`
-	Incoming string `json:"incoming"`
+	Files      string `json:"files"`
+	Mirror     string `json:"mirror"`
+	Meta       string `json:"meta"`
+	MirrorMeta string `json:"mirrorMeta"`
+	Incoming   string `json:"incoming"`
 }
 
 // DefaultBuckets are the bucket names used when none are configured.
-var DefaultBuckets = Buckets{Files: "cdn-files", Mirror: "cdn-mirror", Meta: "cdn-meta", Incoming: "cdn-incoming"}
+var DefaultBuckets = Buckets{Files: "cdn-files", Mirror: "cdn-mirror", Meta: "cdn-meta", MirrorMeta: "cdn-mirror-meta", Incoming: "cdn-incoming"}
 
 // Precompressed representations are stored beside the original with these suffixes.
 const (
@@ -35,16 +39,16 @@ func FileKey(name, version, path string) string {
 	return name + "/" + version + "/" + strings.TrimPrefix(path, "/")
 }
 
-// PackageKey is the Meta key of a package document.
+// PackageKey is the Meta (and MirrorMeta) key of a package document.
 func PackageKey(name string) string { return "packages/" + name + ".json" }
 
-// VersionKey is the Meta key of a version document.
+// VersionKey is the Meta (and MirrorMeta) key of a version document.
 func VersionKey(name, version string) string { return "versions/" + name + "/" + version + ".json" }
 
 // VersionPrefix is the Meta prefix under which all version documents of a package live.
 func VersionPrefix(name string) string { return "versions/" + name + "/" }
 
-// SearchIndexKey is the Meta key of the search index (all libraries, compact).
+// SearchIndexKey is the Meta (and MirrorMeta) key of the search index (all libraries, compact).
 const SearchIndexKey = "index/libraries.json"
 
 // TarballKey is the Incoming key where the original release archive is kept.

@@ -298,6 +298,44 @@ func UpdateJSON[T any](ctx context.Context, s *Store, bucket, key string, apply 
 	}
 }
 
+// replicateAttempts bounds how often Replicate starts over because the source
+// changed while it was being copied.
+const replicateAttempts = 50
+
+// Replicate copies the object under key from srcBucket on src to dstBucket on
+// dst (another store, or the same one), with its content type. It copies what
+// src holds when it reads, then checks that src still holds it, and starts
+// over if not: when several processes read-modify-write one document on src
+// and each replicates it afterwards, an older copy can never land on dst
+// after the newest one, so dst ends up with src's final state.
+func Replicate(ctx context.Context, src *Store, srcBucket string, dst *Store, dstBucket, key string) error {
+	for attempt := 1; ; attempt++ {
+		r, info, err := src.Open(ctx, srcBucket, key, nil)
+		if err != nil {
+			return fmt.Errorf("replicate: %w", err)
+		}
+		data, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			return fmt.Errorf("replicate: %w", src.wrap("read", srcBucket, key, err))
+		}
+		if err := dst.Put(ctx, dstBucket, key, data, info.ContentType); err != nil {
+			return fmt.Errorf("replicate %s/%s: %w", srcBucket, key, err)
+		}
+		now, err := src.Stat(ctx, srcBucket, key)
+		if err != nil {
+			return fmt.Errorf("replicate: %w", err)
+		}
+		if now.ETag == info.ETag {
+			return nil
+		}
+		if attempt == replicateAttempts {
+			return fmt.Errorf("replicate %s/%s on %s to %s on %s: it changed during each of %d copies",
+				srcBucket, key, src.cfg.Endpoint, dstBucket, dst.cfg.Endpoint, replicateAttempts)
+		}
+	}
+}
+
 func toInfo(oi minio.ObjectInfo) Info {
 	return Info{Key: oi.Key, Size: oi.Size, ETag: strings.Trim(oi.ETag, `"`), ContentType: oi.ContentType, LastModified: oi.LastModified}
 }

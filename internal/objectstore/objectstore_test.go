@@ -46,6 +46,54 @@ func TestUpdateJSONLosesNoConcurrentUpdate(t *testing.T) {
 	}
 }
 
+func TestReplicateLeavesTheLatestDocumentOnTheDestination(t *testing.T) {
+	testenv.Require(t, env)
+	ctx := context.Background()
+	if err := env.Store.EnsureBuckets(ctx, "os-test", "os-test-replica"); err != nil {
+		t.Fatal(err)
+	}
+	// Each writer appends to one document and then replicates it, as the
+	// publish commit does with the package document and the search index:
+	// however the copies interleave, the replica must end as the final state.
+	type list struct{ Items []int }
+	const writers = 16
+	var wg sync.WaitGroup
+	for i := 0; i < writers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := objectstore.UpdateJSON(ctx, env.Store, "os-test", "list.json", func(l *list, _ bool) (bool, error) {
+				l.Items = append(l.Items, i)
+				return true, nil
+			}); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := objectstore.Replicate(ctx, env.Store, "os-test", env.Store, "os-test-replica", "list.json"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	source, err := env.Store.Get(ctx, "os-test", "list.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica, err := env.Store.Get(ctx, "os-test-replica", "list.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(replica) != string(source) {
+		t.Errorf("replica %s differs from the source %s", replica, source)
+	}
+	if info, err := env.Store.Stat(ctx, "os-test-replica", "list.json"); err != nil || info.ContentType != "application/json" {
+		t.Errorf("replica content type %q (%v), want application/json", info.ContentType, err)
+	}
+	if err := objectstore.Replicate(ctx, env.Store, "os-test", env.Store, "os-test-replica", "missing.json"); !errors.Is(err, objectstore.ErrNotFound) {
+		t.Errorf("replicating a missing object: %v; want ErrNotFound", err)
+	}
+}
+
 func TestErrorsNameTheObjectAndHideTheSecret(t *testing.T) {
 	testenv.Require(t, env)
 	ctx := context.Background()
