@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -92,6 +93,10 @@ func (a *Publish) loadPackage(ref PackageRef) (catalog.Package, error) {
 		if a.CatalogDir == "" {
 			return pkg, temporal.NewNonRetryableApplicationError("no catalog configured on the worker and none sent", ErrInvalidPackage, nil)
 		}
+		// The name becomes a path on the worker: check it before using it.
+		if problems := catalog.ValidatePackage(catalog.Package{Name: ref.Name}); hasNameProblem(problems) {
+			return pkg, temporal.NewNonRetryableApplicationError(fmt.Sprintf("package name %q is not valid", ref.Name), ErrInvalidPackage, nil)
+		}
 		path := filepath.Join(a.CatalogDir, strings.ToLower(ref.Name[:1]), ref.Name+".json")
 		var err error
 		if pkg, err = catalog.LoadFile(path); err != nil {
@@ -106,6 +111,15 @@ func (a *Publish) loadPackage(ref PackageRef) (catalog.Package, error) {
 		return pkg, temporal.NewNonRetryableApplicationError("invalid package: "+strings.Join(msgs, "; "), ErrInvalidPackage, nil)
 	}
 	return pkg, nil
+}
+
+func hasNameProblem(problems []catalog.Problem) bool {
+	for _, p := range problems {
+		if p.Field == "name" {
+			return true
+		}
+	}
+	return false
 }
 
 // ListCatalog returns the names of the catalog's packages, sorted.
@@ -153,12 +167,15 @@ func RejectedKey(name, version string) string { return "rejected/" + name + "/" 
 // published, not ignored and not rejected.
 func (a *Publish) CheckPackages(ctx context.Context, refs []PackageRef) ([]PackageCheck, error) {
 	out := make([]PackageCheck, len(refs))
+	var done atomic.Int64
+	// A slow listing (many tag pages, a rate limit) must not look like a dead worker.
+	defer heartbeatEvery(ctx, 10*time.Second, func() any { return done.Load() })()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i, ref := range refs {
 		g.Go(func() error {
 			out[i] = a.checkPackage(gctx, ref)
-			activity.RecordHeartbeat(ctx, i)
+			done.Add(1)
 			return nil
 		})
 	}
@@ -221,14 +238,13 @@ func (a *Publish) listVersions(ctx context.Context, pkg catalog.Package) (map[st
 	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, registryCacheKey(pkg.Name), &cache); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
 		return nil, false, err
 	}
-	var listing *registry.Listing
-	var err error
-	switch pkg.Autoupdate.Source {
-	case catalog.SourceGit:
-		listing, err = a.GitHub.Tags(ctx, pkg.Autoupdate.Target, cache.ETag)
-	default:
-		listing, err = a.NPM.Versions(ctx, pkg.Autoupdate.Target, cache.ETag)
+	list := func(etag string) (*registry.Listing, error) {
+		if pkg.Autoupdate.Source == catalog.SourceGit {
+			return a.GitHub.Tags(ctx, pkg.Autoupdate.Target, etag)
+		}
+		return a.NPM.Versions(ctx, pkg.Autoupdate.Target, etag)
 	}
+	listing, err := list(cache.ETag)
 	if err != nil {
 		return nil, false, err
 	}
@@ -236,8 +252,13 @@ func (a *Publish) listVersions(ctx context.Context, pkg catalog.Package) (map[st
 		return cache.Versions, true, nil
 	}
 	if listing.NotModified {
-		// A 304 without a cached listing: ask again unconditionally.
-		return a.listVersions(ctx, catalog.Package{Name: pkg.Name, Autoupdate: pkg.Autoupdate})
+		// A 304 without a cached listing (the cache was lost): ask unconditionally.
+		if listing, err = list(""); err != nil {
+			return nil, false, err
+		}
+		if listing.NotModified {
+			return nil, false, fmt.Errorf("%s: the source answered 304 to an unconditional request", pkg.Name)
+		}
 	}
 	cache = registryCache{ETag: listing.ETag, Versions: listing.Versions}
 	if err := a.Primary.PutJSON(ctx, a.Buckets.Meta, registryCacheKey(pkg.Name), cache); err != nil {
@@ -278,7 +299,12 @@ func (a *Publish) Download(ctx context.Context, in VersionRef) (*DownloadResult,
 	if err != nil {
 		return nil, err
 	}
-	if _, err := a.Primary.Stat(ctx, a.Buckets.Meta, metadata.VersionKey(pkg.Name, in.Version)); err == nil {
+	// Published means listed in the package document (the commit point), not
+	// merely a version document: a commit that failed between the two runs
+	// again, and finishes.
+	if listed, err := a.isListed(ctx, pkg.Name, in.Version); err != nil {
+		return nil, err
+	} else if listed {
 		return &DownloadResult{AlreadyPublished: true}, nil
 	}
 	dist, err := a.resolveDist(ctx, pkg, in)
@@ -352,7 +378,7 @@ func (a *Publish) Download(ctx context.Context, in VersionRef) (*DownloadResult,
 	if in.BatchLimits != nil && in.BatchLimits.MaxBytes > 0 && in.BatchLimits.MaxFiles > 0 {
 		limits = *in.BatchLimits
 	}
-	plan := publish.BuildPlan(pkg.Name, in.Version, fingerprint, files, &reuse, twinDecider(opts, shipped), limits)
+	plan := publish.BuildPlan(pkg.Name, in.Version, fingerprint, files, &reuse, twinDecider(opts, shipped), process.Class, limits)
 	plan.Package = pkg
 	for i, s := range extracted.Skipped {
 		plan.Skipped = append(plan.Skipped, publish.Skip{Path: s.Path, Reason: s.Reason})
@@ -428,7 +454,8 @@ func (a *Publish) resolveDist(ctx context.Context, pkg catalog.Package, in Versi
 // registry's digest: a corrupted or tampered download never gets further.
 func (a *Publish) fetchVerified(ctx context.Context, pkg catalog.Package, dist registry.Dist, dst string) error {
 	token := ""
-	if pkg.Autoupdate.Source == catalog.SourceGit && a.GitHub != nil {
+	if pkg.Autoupdate.Source == catalog.SourceGit && a.GitHub != nil && sameHost(dist.Tarball, a.GitHub.BaseURL) {
+		// The token goes only to the GitHub API, never to a URL a request named.
 		token = a.GitHub.Token
 	}
 	body, err := registry.Fetch(ctx, a.HTTP, dist.Tarball, token)
@@ -457,6 +484,12 @@ func (a *Publish) fetchVerified(ctx context.Context, pkg catalog.Package, dist r
 		return verifier.Verify()
 	}
 	return out.Close()
+}
+
+func sameHost(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	return errA == nil && errB == nil && ua.Host != "" && strings.EqualFold(ua.Host, ub.Host)
 }
 
 type heartbeatReader struct {
@@ -708,6 +741,11 @@ func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, e
 	defer heartbeatEvery(ctx, 10*time.Second, func() any { return "committing" })()
 	var plan publish.Plan
 	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Incoming, publish.PlanKey(in.Name, in.Version), &plan); err != nil {
+		if errors.Is(err, objectstore.ErrNotFound) {
+			// An attempt that finished (and cleaned staging) but whose
+			// completion was lost: report what it committed.
+			return a.committed(ctx, in)
+		}
 		return nil, err
 	}
 	processed, err := a.readResults(ctx, &plan)
@@ -761,11 +799,11 @@ func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, e
 	sort.Slice(fresh, func(i, j int) bool { return fresh[i].File.Path < fresh[j].File.Path })
 	if _, err := objectstore.UpdateJSON(ctx, a.Primary, a.Buckets.Meta, publish.ReuseIndexKey(plan.Name),
 		func(ix *publish.ReuseIndex, _ bool) (bool, error) {
-			return ix.Add(plan.Version, plan.Fingerprint, fresh), nil
+			return ix.Add(plan.Version, plan.Fingerprint, fresh, process.Class), nil
 		}); err != nil {
 		return nil, err
 	}
-	if err := a.updateSearchIndex(ctx, pkgDoc); err != nil {
+	if _, err := a.updateSearchIndex(ctx, plan.Name); err != nil {
 		return nil, err
 	}
 	if err := a.mirrorMeta(ctx, metadata.SearchIndexKey); err != nil {
@@ -800,6 +838,37 @@ func (a *Publish) Materialize(ctx context.Context, in FinishInput) (int, error) 
 	}
 	copies := publish.Materializations(&doc)
 	return len(copies), a.copyAll(ctx, copies)
+}
+
+// isListed reports whether the package document lists the version.
+func (a *Publish) isListed(ctx context.Context, name, version string) (bool, error) {
+	var doc metadata.Package
+	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.PackageKey(name), &doc); err != nil {
+		if errors.Is(err, objectstore.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	return contains(doc.Versions, version), nil
+}
+
+// committed rebuilds a Commit result from the committed documents.
+func (a *Publish) committed(ctx context.Context, in FinishInput) (*PublishResult, error) {
+	if listed, err := a.isListed(ctx, in.Name, in.Version); err != nil {
+		return nil, err
+	} else if !listed {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s@%s: its plan is gone but the version is not committed; publish it again", in.Name, in.Version), ErrBadArchive, nil)
+	}
+	var doc metadata.Version
+	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.VersionKey(in.Name, in.Version), &doc); err != nil {
+		return nil, err
+	}
+	var pkg metadata.Package
+	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.PackageKey(in.Name), &pkg); err != nil {
+		return nil, err
+	}
+	return &PublishResult{Files: doc.Stats.Files, Bytes: doc.Stats.Bytes, Latest: pkg.Latest, Reused: doc.Stats.ReusedFiles,
+		SourceFiles: doc.Stats.SourceFiles, ReuseRate: doc.Stats.ReuseRate(), Copies: len(publish.Materializations(&doc))}, nil
 }
 
 func contains(list []string, s string) bool {
@@ -865,17 +934,24 @@ func (a *Publish) copyAll(ctx context.Context, copies []publish.CopyOp) error {
 	return g.Wait()
 }
 
-func (a *Publish) updateSearchIndex(ctx context.Context, p *metadata.Package) error {
-	entry := metadata.IndexEntry{Name: p.Name, Latest: p.Latest, Filename: p.Filename, Description: p.Description,
-		Keywords: p.Keywords, Homepage: p.Homepage, License: p.License}
-	var latest metadata.Version
-	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.VersionKey(p.Name, p.Latest), &latest); err == nil {
-		if f, ok := latest.Lookup(p.Filename); ok {
-			entry.SRI = f.SRI
-		}
-	}
-	_, err := objectstore.UpdateJSON(ctx, a.Primary, a.Buckets.Meta, metadata.SearchIndexKey,
+func (a *Publish) updateSearchIndex(ctx context.Context, name string) (*metadata.Index, error) {
+	return objectstore.UpdateJSON(ctx, a.Primary, a.Buckets.Meta, metadata.SearchIndexKey,
 		func(ix *metadata.Index, _ bool) (bool, error) {
+			// Built from the package document as it is now, inside the retry
+			// loop: a concurrent commit of a newer version is never undone by
+			// an older one's entry.
+			var p metadata.Package
+			if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.PackageKey(name), &p); err != nil {
+				return false, err
+			}
+			entry := metadata.IndexEntry{Name: p.Name, Latest: p.Latest, Filename: p.Filename, Description: p.Description,
+				Keywords: p.Keywords, Homepage: p.Homepage, License: p.License}
+			var latest metadata.Version
+			if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.VersionKey(p.Name, p.Latest), &latest); err == nil {
+				if f, ok := latest.Lookup(p.Filename); ok {
+					entry.SRI = f.SRI
+				}
+			}
 			i := sort.Search(len(ix.Libraries), func(i int) bool { return ix.Libraries[i].Name >= entry.Name })
 			if i < len(ix.Libraries) && ix.Libraries[i].Name == entry.Name {
 				ix.Libraries[i] = entry
@@ -887,5 +963,4 @@ func (a *Publish) updateSearchIndex(ctx context.Context, p *metadata.Package) er
 			ix.UpdatedAt = a.now()
 			return true, nil
 		})
-	return err
 }

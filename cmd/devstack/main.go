@@ -46,6 +46,8 @@ func prefixWriter(name, color string) io.Writer {
 			fmt.Printf("\033[%sm%-9s|\033[0m %s\n", color, name, sc.Text())
 			outMu.Unlock()
 		}
+		// A line too long to scan must not block the child's writes.
+		_, _ = io.Copy(os.Stdout, r)
 	}()
 	return w
 }
@@ -136,30 +138,17 @@ func run() error {
 	)
 	children := []struct{ name, color string }{{"pipeline", "32"}, {"compress", "33"}, {"edge", "34"}}
 	var procs []*exec.Cmd
-	for _, ch := range children {
-		cmd := exec.Command(filepath.Join(binDir, ch.name))
-		cmd.Env = env
-		w := prefixWriter(ch.name, ch.color)
-		cmd.Stdout, cmd.Stderr = w, w
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("start %s (built by `make build`?): %w", ch.name, err)
-		}
-		procs = append(procs, cmd)
-	}
-	exited := make(chan string, len(procs))
-	alive := len(procs)
-	for i, p := range procs {
-		go func() { _ = p.Wait(); exited <- children[i].name }()
-	}
+	exited := make(chan string, len(children))
+	alive := 0
+	// Registered before the first start, so a child that fails to start
+	// never leaves the ones before it running.
 	defer func() {
 		say("stopping: edge and workers drain in-flight work first")
 		for _, p := range procs {
-			if p.ProcessState == nil {
-				_ = syscall.Kill(-p.Process.Pid, syscall.SIGINT)
-			}
+			_ = syscall.Kill(-p.Process.Pid, syscall.SIGINT) // an exited group is simply not found
 		}
-		deadline := time.After(2 * time.Minute)
+		// Longer than the workers' own stop timeout, so they finish draining.
+		deadline := time.After(2*time.Minute + 30*time.Second)
 		for ; alive > 0; alive-- {
 			select {
 			case <-exited:
@@ -171,6 +160,19 @@ func run() error {
 			}
 		}
 	}()
+	for _, ch := range children {
+		cmd := exec.Command(filepath.Join(binDir, ch.name))
+		cmd.Env = env
+		w := prefixWriter(ch.name, ch.color)
+		cmd.Stdout, cmd.Stderr = w, w
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("start %s (built by `make build`?): %w", ch.name, err)
+		}
+		procs = append(procs, cmd)
+		alive++
+		go func() { _ = cmd.Wait(); exited <- ch.name }()
+	}
 
 	c, err := client.Dial(client.Options{HostPort: temporal.HostPort, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

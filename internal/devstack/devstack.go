@@ -95,6 +95,8 @@ func freePortOr(p int) (int, error) {
 	return FreePort()
 }
 
+var healthClient = &http.Client{Timeout: 2 * time.Second}
+
 // Process is a started child process.
 type Process struct {
 	Name string
@@ -140,11 +142,12 @@ func (p *Process) Stop(grace time.Duration) error {
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT)
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		p.done <- err // a second Stop or Exited still sees the end
 		return nil
 	case <-time.After(grace):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+		p.done <- <-p.done
 		return fmt.Errorf("%s did not stop within %s and was killed", p.Name, grace)
 	}
 }
@@ -317,7 +320,7 @@ func StartMinIO(ctx context.Context, o MinIOOptions) (*MinIO, error) {
 		}
 		// "cluster" answers 200 only once the object layer is initialised; "live"
 		// answers earlier, and requests then fail with XMinioServerNotInitialized.
-		resp, err := http.Get("http://" + endpoint + "/minio/health/cluster")
+		resp, err := healthClient.Get("http://" + endpoint + "/minio/health/cluster")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

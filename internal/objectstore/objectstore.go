@@ -203,14 +203,22 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 
 // DeletePrefix removes every object under prefix.
 func (s *Store) DeletePrefix(ctx context.Context, bucket, prefix string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the lister if removal fails first
 	objects := make(chan minio.ObjectInfo)
+	var listErr error
 	go func() {
 		defer close(objects)
 		for oi := range s.client.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 			if oi.Err != nil {
+				listErr = oi.Err
 				return
 			}
-			objects <- oi
+			select {
+			case objects <- oi:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
 	for res := range s.client.RemoveObjects(ctx, bucket, objects, minio.RemoveObjectsOptions{}) {
@@ -218,7 +226,8 @@ func (s *Store) DeletePrefix(ctx context.Context, bucket, prefix string) error {
 			return s.wrap("delete", bucket, res.ObjectName, res.Err)
 		}
 	}
-	return nil
+	// objects is closed (RemoveObjects drained it), so listErr is settled.
+	return s.wrap("list", bucket, prefix, listErr)
 }
 
 // List returns every object under prefix, in key order.

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"fmt"
 	"path"
 	"strings"
 )
@@ -137,4 +138,19 @@ func MinifiedPath(p string) (string, bool) {
 		return "", false
 	}
 	return stem + ".min" + ext, true
+}
+
+// Class names everything about a path that, besides its content, decides
+// what ProcessFile stores: content type, whether it is compressed, which
+// minifier makes its twin. Outputs are reused only between paths of one class
+// (an empty a.css and an empty b.js share content, not outputs).
+func Class(p string) string {
+	minifier := "none"
+	if _, ok := MinifiedPath(p); ok {
+		minifier = extension(p)
+		if minifier == "mjs" {
+			minifier = "js"
+		}
+	}
+	return fmt.Sprintf("%s; compress=%t; minify=%s", ContentType(p), Compressible(p), minifier)
 }

@@ -159,7 +159,7 @@ func TestBuildPlanAssembleVersionDocument(t *testing.T) {
 	ix := &publish.ReuseIndex{}
 	ix.Add("1.0.0", "fp", []publish.FileResult{
 		withTwin(publish.FileResult{File: file("old.js", "LIB", 100, 30, 40)}, file("old.min.js", "LIBM", 50, 20, 25)),
-	})
+	}, noClass)
 	files := []publish.SourceFile{
 		{Path: "lib.js", Size: 100, SRI: "LIB"},     // reused from 1.0.0
 		{Path: "app.js", Size: 80, SRI: "APP"},      // processed
@@ -167,7 +167,7 @@ func TestBuildPlanAssembleVersionDocument(t *testing.T) {
 		{Path: "logo.png", Size: 30, SRI: "PNG"},    // processed, no twin
 	}
 	decider := func(p string) bool { _, ok := process.MinifiedPath(p); return ok }
-	p := publish.BuildPlan("pkg", "2.0.0", "fp", files, ix, decider, publish.DefaultBatchLimits)
+	p := publish.BuildPlan("pkg", "2.0.0", "fp", files, ix, decider, noClass, publish.DefaultBatchLimits)
 	processed := map[string]publish.FileResult{
 		"app.js":   withTwin(publish.FileResult{File: file("app.js", "APP", 80, 20, 30), Warning: ""}, file("app.min.js", "APPM", 40, 10, 15)),
 		"logo.png": {File: file("logo.png", "PNG", 30, 0, 0), Warning: "not really a png"},
@@ -323,13 +323,13 @@ func TestMaterializationsMatchAssembly(t *testing.T) {
 		withTwin(publish.FileResult{File: file("old.js", "LIB", 100, 30, 40)}, file("old.min.js", "LIBM", 50, 20, 0)),
 		{File: file("logo.png", "PNG", 30, 0, 0)},
 		{File: file("s.css", "CSS", 30, 10, 10)},
-	})
+	}, noClass)
 	files := []publish.SourceFile{
 		{Path: "lib.js", SRI: "LIB"}, {Path: "vendor/lib.js", SRI: "LIB"}, {Path: "logo.png", SRI: "PNG"},
 		{Path: "app.js", SRI: "APP"}, {Path: "copy/app.js", SRI: "APP"}, {Path: "s.css", SRI: "CSS"},
 	}
 	decider := func(p string) bool { return strings.HasSuffix(p, ".js") }
-	p := publish.BuildPlan("pkg", "2.0.0", "fp", files, ix, decider, publish.DefaultBatchLimits)
+	p := publish.BuildPlan("pkg", "2.0.0", "fp", files, ix, decider, noClass, publish.DefaultBatchLimits)
 	processed := map[string]publish.FileResult{
 		"app.js": withTwin(publish.FileResult{File: file("app.js", "APP", 80, 20, 30)}, file("app.min.js", "APPM", 40, 10, 15)),
 	}

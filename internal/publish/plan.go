@@ -30,31 +30,45 @@ type FileResult struct {
 	Warning    string `json:"warning,omitempty"`
 }
 
-// ReuseEntry points at outputs an earlier version stored for some content.
+// ReuseEntry points at outputs an earlier version stored for some content
+// at a path of some class.
 type ReuseEntry struct {
 	Version     string     `json:"version"`
 	Fingerprint string     `json:"fingerprint"`
 	Result      FileResult `json:"result"`
 }
 
-// ReuseIndex maps content (source SRI) to where its outputs are stored; one
-// document per package, updated by every publish.
+// ReuseIndex maps content and path class (ReuseKey) to where its outputs
+// are stored; one document per package, updated by every publish.
 type ReuseIndex struct {
 	Entries map[string]ReuseEntry `json:"entries"`
 }
 
+// Classifier names what about a path, besides its content, decides the
+// outputs (content type, compression, minifier): process.Class.
+type Classifier func(path string) string
+
+// ReuseKey is the index key of some content at a path of some class.
+func ReuseKey(sri, class string) string {
+	if class == "" {
+		return sri
+	}
+	return sri + " " + class
+}
+
 // Add records the results of a published version, keeping existing entries
 // with the same fingerprint (their objects stay where they were first stored).
-func (ix *ReuseIndex) Add(version, fingerprint string, results []FileResult) (changed bool) {
+func (ix *ReuseIndex) Add(version, fingerprint string, results []FileResult, class Classifier) (changed bool) {
 	if ix.Entries == nil {
 		ix.Entries = map[string]ReuseEntry{}
 	}
 	for _, r := range results {
-		old, ok := ix.Entries[r.File.SRI]
+		key := ReuseKey(r.File.SRI, class(r.File.Path))
+		old, ok := ix.Entries[key]
 		if ok && old.Fingerprint == fingerprint && old.Result.TwinWanted == r.TwinWanted {
 			continue
 		}
-		ix.Entries[r.File.SRI] = ReuseEntry{Version: version, Fingerprint: fingerprint, Result: r}
+		ix.Entries[key] = ReuseEntry{Version: version, Fingerprint: fingerprint, Result: r}
 		changed = true
 	}
 	return changed
@@ -112,27 +126,25 @@ type TwinDecider func(path string) bool
 // earlier version (same content and fingerprint), from another path of this
 // version with the same content, or from processing, and packs the files to
 // process into batches.
-func BuildPlan(name, version, fingerprint string, files []SourceFile, reuse *ReuseIndex, twin TwinDecider, limits BatchLimits) *Plan {
+func BuildPlan(name, version, fingerprint string, files []SourceFile, reuse *ReuseIndex, twin TwinDecider, class Classifier, limits BatchLimits) *Plan {
 	if limits.MaxBytes <= 0 || limits.MaxFiles <= 0 {
 		limits = DefaultBatchLimits
 	}
 	sorted := append([]SourceFile(nil), files...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
 	p := &Plan{Name: name, Version: version, Fingerprint: fingerprint, Entries: make([]PlanEntry, 0, len(sorted))}
-	firstPathOf := map[string]string{} // SRI+twin decision → path processed in this version
+	firstPathOf := map[string]string{} // content+class+twin decision → path processed in this version
 	var toProcess []int
 	for _, f := range sorted {
 		e := PlanEntry{SourceFile: f, TwinWanted: twin(f.Path), Batch: -1}
-		key := f.SRI
-		if e.TwinWanted {
-			key += "+twin"
-		}
-		if r, ok := reuse.lookup(f.SRI, fingerprint, e.TwinWanted); ok {
+		key := ReuseKey(f.SRI, class(f.Path))
+		sameKey := fmt.Sprintf("%s twin=%t", key, e.TwinWanted)
+		if r, ok := reuse.lookup(key, fingerprint, e.TwinWanted); ok {
 			e.Reuse = &r
-		} else if first, ok := firstPathOf[key]; ok {
+		} else if first, ok := firstPathOf[sameKey]; ok {
 			e.SameAs = first
 		} else {
-			firstPathOf[key] = f.Path
+			firstPathOf[sameKey] = f.Path
 			toProcess = append(toProcess, len(p.Entries))
 		}
 		p.Entries = append(p.Entries, e)
@@ -179,11 +191,11 @@ func BuildPlan(name, version, fingerprint string, files []SourceFile, reuse *Reu
 	return p
 }
 
-func (ix *ReuseIndex) lookup(sri, fingerprint string, twinWanted bool) (ReuseEntry, bool) {
+func (ix *ReuseIndex) lookup(key, fingerprint string, twinWanted bool) (ReuseEntry, bool) {
 	if ix == nil {
 		return ReuseEntry{}, false
 	}
-	e, ok := ix.Entries[sri]
+	e, ok := ix.Entries[key]
 	if !ok || e.Fingerprint != fingerprint || e.Result.TwinWanted != twinWanted {
 		return ReuseEntry{}, false
 	}

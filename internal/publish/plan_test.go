@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/edgeflow/edgeflow/internal/metadata"
+	"github.com/edgeflow/edgeflow/internal/process"
 	"github.com/edgeflow/edgeflow/internal/publish"
 )
 
@@ -17,6 +18,30 @@ import (
 func twinForJS(p string) bool { return strings.HasSuffix(p, ".js") || strings.HasSuffix(p, ".css") }
 
 func noTwins(string) bool { return false }
+
+// noClass puts every path in one class, for tests about other rules.
+func noClass(string) string { return "" }
+
+// An empty stylesheet and an empty script share content, not outputs (content
+// type, minifier): neither may take the other's outputs, in one version or
+// across versions.
+func TestReuseRespectsPathClass(t *testing.T) {
+	files := []publish.SourceFile{{Path: "a.css", SRI: "EMPTY"}, {Path: "b.js", SRI: "EMPTY"}}
+	p := publish.BuildPlan("pkg", "1.0.0", "fp", files, nil, noTwins, process.Class, wide)
+	for _, e := range p.Entries {
+		if e.SameAs != "" || e.Batch < 0 {
+			t.Errorf("%s: SameAs %q batch %d; want processed on its own", e.Path, e.SameAs, e.Batch)
+		}
+	}
+	ix := &publish.ReuseIndex{}
+	ix.Add("1.0.0", "fp", []publish.FileResult{{File: metadata.File{Path: "a.css", SRI: "EMPTY", ContentType: "text/css; charset=utf-8"}}}, process.Class)
+	p = publish.BuildPlan("pkg", "2.0.0", "fp", []publish.SourceFile{{Path: "b.js", SRI: "EMPTY"}, {Path: "c.css", SRI: "EMPTY"}}, ix, noTwins, process.Class, wide)
+	for _, e := range p.Entries {
+		if reused := e.Reuse != nil; reused != (e.Path == "c.css") {
+			t.Errorf("%s reused = %v; only the stylesheet may reuse the stylesheet's outputs", e.Path, reused)
+		}
+	}
+}
 
 var wide = publish.BatchLimits{MaxBytes: 1 << 30, MaxFiles: 1000}
 
@@ -54,7 +79,7 @@ func TestBuildPlanReuse(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ix := &publish.ReuseIndex{Entries: map[string]publish.ReuseEntry{tt.stored.Result.File.SRI: tt.stored}}
 			files := []publish.SourceFile{{Path: "lib/a.js", Size: 10, SRI: "sri-a"}}
-			p := publish.BuildPlan("pkg", "2.0.0", "fp1", files, ix, tt.twin, wide)
+			p := publish.BuildPlan("pkg", "2.0.0", "fp1", files, ix, tt.twin, noClass, wide)
 			e := entry(t, p, "lib/a.js")
 			if got := e.Reuse != nil; got != tt.wantReuse {
 				t.Fatalf("reuse = %v, want %v (entry %+v)", got, tt.wantReuse, e)
@@ -75,7 +100,7 @@ func TestBuildPlanReuse(t *testing.T) {
 }
 
 func TestBuildPlanNilReuseIndex(t *testing.T) {
-	p := publish.BuildPlan("pkg", "1.0.0", "fp", []publish.SourceFile{{Path: "a.js", Size: 1, SRI: "x"}}, nil, twinForJS, wide)
+	p := publish.BuildPlan("pkg", "1.0.0", "fp", []publish.SourceFile{{Path: "a.js", Size: 1, SRI: "x"}}, nil, twinForJS, noClass, wide)
 	if e := entry(t, p, "a.js"); e.Reuse != nil || e.Batch != 0 {
 		t.Fatalf("entry %+v, want processed in batch 0", e)
 	}
@@ -90,7 +115,7 @@ func TestBuildPlanSameContent(t *testing.T) {
 		{Path: "b.txt", Size: 5, SRI: "dup"}, // same as a.txt
 		{Path: "other.js", Size: 7, SRI: "other"},
 	}
-	p := publish.BuildPlan("pkg", "1.0.0", "fp", files, &publish.ReuseIndex{}, twinForJS, wide)
+	p := publish.BuildPlan("pkg", "1.0.0", "fp", files, &publish.ReuseIndex{}, twinForJS, noClass, wide)
 	want := map[string]string{"a.js": "", "b/copy.js": "a.js", "z/copy.js": "a.js", "a.txt": "", "b.txt": "a.txt", "other.js": ""}
 	for path, sameAs := range want {
 		e := entry(t, p, path)
@@ -119,7 +144,7 @@ func TestBuildPlanSameContent(t *testing.T) {
 func TestBuildPlanReusePrecedesSameContent(t *testing.T) {
 	ix := &publish.ReuseIndex{Entries: map[string]publish.ReuseEntry{"dup": stored("1.0.0", "fp", "x.js", "dup", true)}}
 	files := []publish.SourceFile{{Path: "a.js", Size: 1, SRI: "dup"}, {Path: "b.js", Size: 1, SRI: "dup"}}
-	p := publish.BuildPlan("pkg", "2.0.0", "fp", files, ix, twinForJS, wide)
+	p := publish.BuildPlan("pkg", "2.0.0", "fp", files, ix, twinForJS, noClass, wide)
 	for _, e := range p.Entries {
 		if e.Reuse == nil || e.SameAs != "" || e.Batch != -1 {
 			t.Errorf("%s: %+v, want reused", e.Path, e)
@@ -132,7 +157,7 @@ func TestBuildPlanReusePrecedesSameContent(t *testing.T) {
 
 func TestBuildPlanNothingToProcess(t *testing.T) {
 	for _, files := range [][]publish.SourceFile{nil, {}} {
-		p := publish.BuildPlan("pkg", "1.0.0", "fp", files, &publish.ReuseIndex{}, twinForJS, publish.DefaultBatchLimits)
+		p := publish.BuildPlan("pkg", "1.0.0", "fp", files, &publish.ReuseIndex{}, twinForJS, noClass, publish.DefaultBatchLimits)
 		if p.Batches != 0 || len(p.Entries) != 0 {
 			t.Errorf("plan of no files: %d batches, %d entries", p.Batches, len(p.Entries))
 		}
@@ -143,7 +168,7 @@ func TestBuildPlanNothingToProcess(t *testing.T) {
 }
 
 func TestBuildPlanMetadata(t *testing.T) {
-	p := publish.BuildPlan("pkg", "1.2.3", "fp9", []publish.SourceFile{{Path: "a", Size: 1, SRI: "s"}}, nil, noTwins, wide)
+	p := publish.BuildPlan("pkg", "1.2.3", "fp9", []publish.SourceFile{{Path: "a", Size: 1, SRI: "s"}}, nil, noTwins, noClass, wide)
 	if p.Name != "pkg" || p.Version != "1.2.3" || p.Fingerprint != "fp9" {
 		t.Errorf("plan header %q %q %q", p.Name, p.Version, p.Fingerprint)
 	}
@@ -248,7 +273,7 @@ func TestBuildPlanBatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := publish.BuildPlan("pkg", "1.0.0", "fp", distinctFiles(tt.sizes...), nil, noTwins, tt.limits)
+			p := publish.BuildPlan("pkg", "1.0.0", "fp", distinctFiles(tt.sizes...), nil, noTwins, noClass, tt.limits)
 			if p.Batches != tt.batches {
 				t.Fatalf("batches = %d, want %d", p.Batches, tt.batches)
 			}
@@ -281,7 +306,7 @@ func TestBuildPlanProperties(t *testing.T) {
 			}
 		}
 		limits := publish.BatchLimits{MaxBytes: 1 + rng.Int63n(20000), MaxFiles: 1 + rng.Intn(15)}
-		p := publish.BuildPlan("pkg", "1.0.0", "fp", files, ix, twinForJS, limits)
+		p := publish.BuildPlan("pkg", "1.0.0", "fp", files, ix, twinForJS, noClass, limits)
 		if len(p.Entries) != n {
 			t.Fatalf("%d entries for %d files", len(p.Entries), n)
 		}
@@ -313,7 +338,7 @@ func TestBuildPlanProperties(t *testing.T) {
 		}
 		shuffled := append([]publish.SourceFile(nil), files...)
 		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		again := publish.BuildPlan("pkg", "1.0.0", "fp", shuffled, ix, twinForJS, limits)
+		again := publish.BuildPlan("pkg", "1.0.0", "fp", shuffled, ix, twinForJS, noClass, limits)
 		if !reflect.DeepEqual(p, again) {
 			t.Fatalf("plan depends on input order:\n%+v\n%+v", p, again)
 		}
@@ -324,7 +349,7 @@ func TestBuildPlanDoesNotModifyInput(t *testing.T) {
 	files := distinctFiles(1, 3, 2)
 	files[0].Path, files[2].Path = "z", "a"
 	before := append([]publish.SourceFile(nil), files...)
-	publish.BuildPlan("pkg", "1.0.0", "fp", files, nil, noTwins, wide)
+	publish.BuildPlan("pkg", "1.0.0", "fp", files, nil, noTwins, noClass, wide)
 	if !reflect.DeepEqual(files, before) {
 		t.Errorf("input reordered: %v", files)
 	}
@@ -335,7 +360,7 @@ func TestReuseIndexAdd(t *testing.T) {
 		return publish.FileResult{File: metadata.File{Path: path, SRI: sri}, TwinWanted: twin}
 	}
 	var ix publish.ReuseIndex
-	if !ix.Add("1.0.0", "fp1", []publish.FileResult{res("a.js", "A", true), res("b.png", "B", false)}) {
+	if !ix.Add("1.0.0", "fp1", []publish.FileResult{res("a.js", "A", true), res("b.png", "B", false)}, noClass) {
 		t.Fatal("adding to an empty index: changed = false")
 	}
 	if len(ix.Entries) != 2 || ix.Entries["A"].Version != "1.0.0" || ix.Entries["A"].Fingerprint != "fp1" || ix.Entries["A"].Result.File.Path != "a.js" {
@@ -360,7 +385,7 @@ func TestReuseIndexAdd(t *testing.T) {
 			map[string]string{"A": "2.1.0", "B": "1.0.0", "C": "1.2.0"}},
 	}
 	for _, s := range steps {
-		if got := ix.Add(s.version, s.fp, s.results); got != s.changed {
+		if got := ix.Add(s.version, s.fp, s.results, noClass); got != s.changed {
 			t.Errorf("%s: changed = %v, want %v", s.name, got, s.changed)
 		}
 		got := map[string]string{}
@@ -407,7 +432,7 @@ func TestBuildPlanNoEmptyBatches(t *testing.T) {
 		{Path: "empty.css", Size: 0, SRI: "empty"},
 		{Path: "empty.txt", Size: 0, SRI: "empty"},
 	}
-	p := publish.BuildPlan("pkg", "1.0.0", "fp", files, nil, twinForJS, publish.BatchLimits{MaxBytes: 1 << 20, MaxFiles: 200})
+	p := publish.BuildPlan("pkg", "1.0.0", "fp", files, nil, twinForJS, noClass, publish.BatchLimits{MaxBytes: 1 << 20, MaxFiles: 200})
 	for b := 0; b < p.Batches; b++ {
 		if len(p.BatchEntries(b)) == 0 {
 			t.Errorf("batch %d of %d is empty", b, p.Batches)

@@ -65,7 +65,16 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 		return err
 	}
 	defer c.Close()
+	// A worker the SDK stopped for good must take its process down, so that
+	// health checks and supervisors see it instead of a healthy-looking idler.
+	fatal := make(chan error, 1)
 	w := worker.New(c, o.TaskQueue, worker.Options{
+		OnFatalError: func(err error) {
+			select {
+			case fatal <- err:
+			default:
+			}
+		},
 		MaxConcurrentActivityExecutionSize:     o.MaxActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: o.MaxWorkflowTasks,
 		MaxConcurrentActivityTaskPollers:       o.MaxActivityPollers,
@@ -91,7 +100,12 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 		"maxActivities", o.MaxActivities, "health", o.HealthAddr)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	<-sig
+	select {
+	case <-sig:
+	case err := <-fatal:
+		ready.Store(false)
+		return fmt.Errorf("worker on %s stopped: %w", o.TaskQueue, err)
+	}
 	ready.Store(false)
 	log.Info("stopping: no new tasks; waiting for in-flight activities", "timeout", o.StopTimeout)
 	w.Stop()
