@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -395,5 +396,27 @@ func TestPublishFromGitTags(t *testing.T) {
 	v := getVersion(t, "widget", "1.4.0")
 	if _, ok := v.Lookup("widget.min.js"); !ok || len(v.Files) != 2 {
 		t.Errorf("widget@1.4.0 files: %+v", v.Files)
+	}
+}
+
+// TestHalfCommittedVersionPublishesAgain: a version document without the
+// package document listing it (a commit that stopped between the two) is not
+// published, so the next run publishes the version instead of skipping it.
+func TestHalfCommittedVersionPublishesAgain(t *testing.T) {
+	startWorkers(t)
+	ctx := testContext(t)
+	pkg := demoPackage("halfdone")
+	npm.add("halfdone", "1.0.0", demoTarball("1.0.0", demoCSS))
+	stale := metadata.Version{Name: "halfdone", Version: "1.0.0", Files: []metadata.File{{Path: "demo.js"}}}
+	if err := env.Store.PutJSON(ctx, buckets.Meta, metadata.VersionKey("halfdone", "1.0.0"), stale); err != nil {
+		t.Fatal(err)
+	}
+	_, out, err := runPublish(t, activities.VersionRef{PackageRef: activities.PackageRef{Name: "halfdone", Package: &pkg}, Version: "1.0.0"}, nil)
+	if err != nil || out.AlreadyPublished || out.Result == nil || out.Result.Files != 5 {
+		t.Fatalf("publish over a half commit: %+v %v; want a full publish of 5 files", out, err)
+	}
+	var doc metadata.Package
+	if _, err := env.Store.GetJSON(ctx, buckets.Meta, metadata.PackageKey("halfdone"), &doc); err != nil || !slices.Contains(doc.Versions, "1.0.0") {
+		t.Errorf("package document %+v (%v) does not list 1.0.0", doc, err)
 	}
 }
