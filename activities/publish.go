@@ -5,8 +5,11 @@ package activities
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -210,8 +213,12 @@ func (a *Publish) checkPackage(ctx context.Context, ref PackageRef) PackageCheck
 	}
 	rejected := map[string]bool{}
 	if markers, err := a.Primary.List(ctx, a.Buckets.Meta, "rejected/"+pkg.Name+"/"); err == nil {
-		for _, r := range markers {
-			rejected[strings.TrimSuffix(strings.TrimPrefix(r.Key, "rejected/"+pkg.Name+"/"), ".json")] = true
+		current := selection(pkg)
+		for _, m := range markers {
+			var r rejection
+			if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, m.Key, &r); err == nil && (r.Selection == "" || r.Selection == current) {
+				rejected[r.Version] = true
+			}
 		}
 	}
 	available := make([]string, 0, len(listing))
@@ -335,7 +342,7 @@ func (a *Publish) Download(ctx context.Context, in VersionRef) (*DownloadResult,
 		var unsafe *tarx.UnsafeError
 		var limit *tarx.LimitError
 		if errors.As(err, &unsafe) || errors.As(err, &limit) || strings.Contains(err.Error(), "corrupt archive") {
-			return nil, a.reject(ctx, pkg.Name, in.Version, ErrBadArchive, err.Error())
+			return nil, a.reject(ctx, pkg, in.Version, ErrBadArchive, err.Error())
 		}
 		return nil, err
 	}
@@ -348,12 +355,12 @@ func (a *Publish) Download(ctx context.Context, in VersionRef) (*DownloadResult,
 	if err != nil {
 		var conflict *fileset.ConflictError
 		if errors.As(err, &conflict) {
-			return nil, a.reject(ctx, pkg.Name, in.Version, ErrFileMapConflict, err.Error())
+			return nil, a.reject(ctx, pkg, in.Version, ErrFileMapConflict, err.Error())
 		}
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalidPackage, nil)
 	}
 	if len(selected) == 0 {
-		return nil, a.reject(ctx, pkg.Name, in.Version, ErrNoFiles,
+		return nil, a.reject(ctx, pkg, in.Version, ErrNoFiles,
 			fmt.Sprintf("the fileMap selected none of the %d files in %s@%s", len(paths), pkg.Name, in.Version))
 	}
 	sourceOf := make(map[string]string, len(selected))
@@ -425,9 +432,33 @@ func twinDecider(opts process.Options, shipped map[string]bool) publish.TwinDeci
 	}
 }
 
-func (a *Publish) reject(ctx context.Context, name, version, errType, reason string) error {
-	marker := map[string]string{"name": name, "version": version, "type": errType, "reason": reason, "at": a.now().Format(time.RFC3339)}
-	if err := a.Primary.PutJSON(ctx, a.Buckets.Meta, RejectedKey(name, version), marker); err != nil {
+// rejection is the marker of a version that can never publish as the
+// catalog stands.
+type rejection struct {
+	Name    string    `json:"name"`
+	Version string    `json:"version"`
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	At      time.Time `json:"at"`
+	// Selection fingerprints the fileMap when the reason depends on it (no
+	// files selected, two files to one path): a catalog fix clears the
+	// rejection by itself. Empty for reasons in the release itself.
+	Selection string `json:"selection,omitempty"`
+}
+
+// selection fingerprints what decides which files of a release are selected.
+func selection(pkg catalog.Package) string {
+	data, _ := json.Marshal(pkg.Autoupdate.FileMap)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+func (a *Publish) reject(ctx context.Context, pkg catalog.Package, version, errType, reason string) error {
+	marker := rejection{Name: pkg.Name, Version: version, Type: errType, Reason: reason, At: a.now()}
+	if errType == ErrNoFiles || errType == ErrFileMapConflict {
+		marker.Selection = selection(pkg)
+	}
+	if err := a.Primary.PutJSON(ctx, a.Buckets.Meta, RejectedKey(pkg.Name, version), marker); err != nil {
 		return err
 	}
 	return temporal.NewNonRetryableApplicationError(reason, errType, nil)

@@ -420,3 +420,22 @@ func TestHalfCommittedVersionPublishesAgain(t *testing.T) {
 		t.Errorf("package document %+v (%v) does not list 1.0.0", doc, err)
 	}
 }
+
+// TestRejectionClearsWhenFileMapChanges: a version whose files the fileMap
+// does not select is rejected and skipped by later checks, until the catalog
+// entry's fileMap changes.
+func TestRejectionClearsWhenFileMapChanges(t *testing.T) {
+	startWorkers(t)
+	npm.add("fixme", "1.0.0", npmTarball(tarEntry{Name: "lib/fixme.js", Body: "export const fixme = 1;\n"}))
+	pkg := demoPackage("fixme") // selects under dist/: nothing
+	if s := runUpdates(t, "updates-fixme-1", workflows.UpdatesInput{Packages: []catalog.Package{pkg}}); s.Failed != 1 {
+		t.Fatalf("first check: %+v; want the version to fail", s)
+	}
+	if s := runUpdates(t, "updates-fixme-2", workflows.UpdatesInput{Packages: []catalog.Package{pkg}}); s.NewVersions != 0 {
+		t.Fatalf("second check: %+v; want the rejected version skipped", s)
+	}
+	pkg.Autoupdate.FileMap = []catalog.FileMapEntry{{BasePath: "lib", Files: []string{"*.js"}}}
+	if s := runUpdates(t, "updates-fixme-3", workflows.UpdatesInput{Packages: []catalog.Package{pkg}}); s.Published != 1 {
+		t.Fatalf("after the fileMap fix: %+v; want the version published", s)
+	}
+}
