@@ -153,6 +153,9 @@ func PublishVersion(ctx workflow.Context, in PublishInput) (_ *PublishOutput, er
 	}
 
 	if err := awaitBatches(ctx, in, st, setDetails); err != nil {
+		if workflow.GetVersion(ctx, "cancel-batches-on-failure", workflow.DefaultVersion, 1) == 1 {
+			cancelOutstanding(ctx, in, st)
+		}
 		return nil, err
 	}
 	if st.DoneCount() < st.Plan.Batches {
@@ -292,6 +295,21 @@ func isAlreadyStarted(err error) bool {
 	var started *temporal.ChildWorkflowExecutionAlreadyStartedError
 	var exists *serviceerror.WorkflowExecutionAlreadyStarted
 	return errors.As(err, &started) || errors.As(err, &exists)
+}
+
+// cancelOutstanding asks every batch started (in this run or an earlier
+// one) that has not reported to stop: a failed version must not keep the
+// compress pool busy. Children that already ended ignore the request.
+func cancelOutstanding(ctx workflow.Context, in PublishInput, st *PublishState) {
+	var pending []workflow.Future
+	for b := 0; b < st.Started; b++ {
+		if !st.isDone(b) {
+			pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, BatchID(in.Name, in.Version, b), ""))
+		}
+	}
+	for _, f := range pending {
+		_ = f.Get(ctx, nil)
+	}
 }
 
 // BatchRequest is a batch child's input; the parent is found from workflow info.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -42,6 +43,8 @@ type fakes struct {
 
 	materializeErr error
 	materialized   []activities.FinishInput
+
+	cancelled []string // workflow IDs the version asked to cancel
 	// signalsSent counts BatchDone signals a test delivered; commitSeen is its
 	// value when Commit ran.
 	signalsSent int
@@ -200,6 +203,11 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakes) {
 	env.RegisterWorkflow(workflows.PackageUpdates)
 	f := &fakes{}
 	f.register(env)
+	env.OnRequestCancelExternalWorkflow(mock.Anything, mock.Anything, mock.Anything).Return(nil).Run(func(args mock.Arguments) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.cancelled = append(f.cancelled, args.String(1))
+	})
 	return env, f
 }
 
@@ -385,6 +393,11 @@ func TestPublishVersionBatchFailure(t *testing.T) {
 	}
 	if len(f.commits) != 0 {
 		t.Errorf("Commit called %d times after a failed batch", len(f.commits))
+	}
+	// Batches that had not reported are asked to stop; the finished one is not.
+	sort.Strings(f.cancelled)
+	if want := []string{workflows.BatchID("demo", "1.2.3", 1), workflows.BatchID("demo", "1.2.3", 2)}; !slices.Equal(f.cancelled, want) {
+		t.Errorf("cancelled %v, want %v", f.cancelled, want)
 	}
 }
 
