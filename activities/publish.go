@@ -743,6 +743,37 @@ func heartbeatEvery(ctx context.Context, every time.Duration, details func() any
 	return func() { close(done) }
 }
 
+// BatchResultsInput asks which batches of a version left results.
+type BatchResultsInput struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Batches []int  `json:"batches"`
+}
+
+// FoundBatch is a batch whose results are in the bucket.
+type FoundBatch struct {
+	Batch int `json:"batch"`
+	Files int `json:"files"`
+}
+
+// FindBatchResults reports which of the batches wrote their results: the
+// durable proof that a batch finished, for a version that missed its report.
+func (a *Publish) FindBatchResults(ctx context.Context, in BatchResultsInput) ([]FoundBatch, error) {
+	var found []FoundBatch
+	for _, b := range in.Batches {
+		var results []publish.FileResult
+		_, err := a.Primary.GetJSON(ctx, a.Buckets.Incoming, publish.ResultKey(in.Name, in.Version, b), &results)
+		switch {
+		case err == nil:
+			found = append(found, FoundBatch{Batch: b, Files: len(results)})
+		case !errors.Is(err, objectstore.ErrNotFound):
+			return nil, err
+		}
+		activity.RecordHeartbeat(ctx, b)
+	}
+	return found, nil
+}
+
 // FinishInput names a processed version to publish.
 type FinishInput struct {
 	Name    string `json:"name"`

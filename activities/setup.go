@@ -68,6 +68,7 @@ func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
 func (a *Publish) RegisterPipeline(w worker.Registry) {
 	for name, fn := range map[string]any{
 		"ListCatalog": a.ListCatalog, "CheckPackages": a.CheckPackages, "Download": a.Download, "Commit": a.Commit, "Materialize": a.Materialize,
+		"FindBatchResults": a.FindBatchResults,
 	} {
 		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

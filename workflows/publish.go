@@ -231,6 +231,9 @@ func awaitBatches(ctx workflow.Context, in PublishInput, st *PublishState, setDe
 		record(d)
 	})
 	pendingStarts := 0
+	if workflow.GetVersion(ctx, "stall-watchdog", workflow.DefaultVersion, 1) == 1 {
+		watchStalls(ctx, in, st, sel, record, &failure)
+	}
 	for st.DoneCount() < st.Plan.Batches {
 		for st.Started < st.Plan.Batches && st.Started-st.DoneCount() < window {
 			batch := st.Started
@@ -295,6 +298,57 @@ func isAlreadyStarted(err error) bool {
 	var started *temporal.ChildWorkflowExecutionAlreadyStartedError
 	var exists *serviceerror.WorkflowExecutionAlreadyStarted
 	return errors.As(err, &started) || errors.As(err, &exists)
+}
+
+// stallCheckEvery is how often a version looks for batches that finished
+// unseen. A child started by an earlier run (before continue-as-new) or left
+// over from a reset cannot be watched directly; its results in the bucket
+// are the durable proof that it finished.
+const stallCheckEvery = 30 * time.Minute
+
+// watchStalls arms a repeating durable timer: when no batch reported since
+// the last check, the version looks for their results in the bucket and
+// counts those it finds; after two checks in a row without progress it fails,
+// so a lost child can never hold the version (and its update check) forever.
+func watchStalls(ctx workflow.Context, in PublishInput, st *PublishState, sel workflow.Selector, record func(BatchDone), failure *error) {
+	lastDone, idleChecks := st.DoneCount(), 0
+	var arm func()
+	arm = func() {
+		sel.AddFuture(workflow.NewTimer(ctx, stallCheckEvery), func(workflow.Future) {
+			defer arm()
+			if now := st.DoneCount(); now > lastDone {
+				lastDone, idleChecks = now, 0
+				return
+			}
+			var outstanding []int
+			for b := 0; b < st.Started; b++ {
+				if !st.isDone(b) {
+					outstanding = append(outstanding, b)
+				}
+			}
+			if len(outstanding) == 0 {
+				return
+			}
+			var found []activities.FoundBatch
+			err := workflow.ExecuteActivity(ctx, a.FindBatchResults, activities.BatchResultsInput{Name: in.Name, Version: in.Version, Batches: outstanding}).Get(ctx, &found)
+			if err != nil {
+				*failure = fmt.Errorf("%s@%s: look for stalled batches: %w", in.Name, in.Version, err)
+				return
+			}
+			for _, f := range found {
+				record(BatchDone{Batch: f.Batch, Summary: &activities.BatchSummary{Files: f.Files}})
+			}
+			if st.DoneCount() > lastDone {
+				lastDone, idleChecks = st.DoneCount(), 0
+				return
+			}
+			if idleChecks++; idleChecks >= 2 {
+				*failure = fmt.Errorf("%s@%s: batches %v made no progress for %s and left no results; their children ended unseen (terminated or reset?)",
+					in.Name, in.Version, outstanding, 2*stallCheckEvery)
+			}
+		})
+	}
+	arm()
 }
 
 // cancelOutstanding asks every batch started (in this run or an earlier

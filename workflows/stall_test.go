@@ -1,0 +1,70 @@
+package workflows_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/edgeflow/edgeflow/activities"
+	"github.com/edgeflow/edgeflow/workflows"
+)
+
+// A batch whose report was lost (its child ran in an earlier run, or was
+// reset) is found through its results in the bucket, and the version commits.
+func TestPublishVersionFindsBatchesThatFinishedUnseen(t *testing.T) {
+	env, f := newEnv(t)
+	f.plan = threeBatchPlan()
+	var children batchChildren
+	children.mock(env)
+	var mu sync.Mutex
+	var asked [][]int
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.BatchResultsInput) ([]activities.FoundBatch, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, in.Batches)
+		return []activities.FoundBatch{{Batch: 1, Files: 4}}, nil
+	}, activity.RegisterOptions{Name: "FindBatchResults"})
+	signalAt(env, f, done(0, 1), time.Minute)
+	signalAt(env, f, done(2, 1), 2*time.Minute) // batch 1 never reports
+
+	env.ExecuteWorkflow(workflows.PublishVersion, workflows.PublishInput{VersionRef: demoRef})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("version failed: %v", err)
+	}
+	if len(asked) != 1 || len(asked[0]) != 1 || asked[0][0] != 1 {
+		t.Errorf("looked for %v, want one look for batch 1", asked)
+	}
+	var out workflows.PublishOutput
+	if err := env.GetWorkflowResult(&out); err != nil || out.Processing.Files != 6 || len(f.commits) != 1 {
+		t.Errorf("result %+v (%v), commits %d; want 6 files counted and one commit", out.Processing, err, len(f.commits))
+	}
+}
+
+// A batch that never reports and left no results fails the version after two
+// idle checks instead of holding it forever.
+func TestPublishVersionFailsWhenABatchIsLost(t *testing.T) {
+	env, f := newEnv(t)
+	f.plan = threeBatchPlan()
+	var children batchChildren
+	children.mock(env)
+	looks := 0
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.BatchResultsInput) ([]activities.FoundBatch, error) {
+		looks++
+		return nil, nil
+	}, activity.RegisterOptions{Name: "FindBatchResults"})
+	signalAt(env, f, done(0, 1), time.Minute)
+	signalAt(env, f, done(2, 1), 2*time.Minute)
+
+	env.ExecuteWorkflow(workflows.PublishVersion, workflows.PublishInput{VersionRef: demoRef})
+	err := env.GetWorkflowError()
+	if err == nil || !strings.Contains(err.Error(), "made no progress") || !strings.Contains(err.Error(), "[1]") {
+		t.Fatalf("error %v; want the lost batch named", err)
+	}
+	if looks != 2 || len(f.commits) != 0 {
+		t.Errorf("%d looks, %d commits; want 2 looks and no commit", looks, len(f.commits))
+	}
+}
