@@ -294,6 +294,9 @@ type DownloadResult struct {
 	Skipped          int             `json:"skipped"`
 	Bytes            int64           `json:"bytes"`
 	Options          process.Options `json:"options"`
+	// Fingerprint is the processing fingerprint the plan's reuse decisions
+	// assumed; batches check that their worker matches it.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // Download fetches and verifies a version's archive, keeps the original,
@@ -401,7 +404,7 @@ func (a *Publish) Download(ctx context.Context, in VersionRef) (*DownloadResult,
 	}
 	toProcess, reused, same := plan.Counts()
 	res := &DownloadResult{Batches: plan.Batches, SourceFiles: len(files), ToProcess: toProcess, Reused: reused,
-		SameContent: same, Skipped: len(plan.Skipped), Options: opts}
+		SameContent: same, Skipped: len(plan.Skipped), Options: opts, Fingerprint: fingerprint}
 	for _, f := range files {
 		res.Bytes += f.Size
 	}
@@ -602,6 +605,8 @@ type BatchInput struct {
 	Version string          `json:"version"`
 	Batch   int             `json:"batch"`
 	Options process.Options `json:"options"`
+	// Fingerprint, when set, is what the plan assumed this worker produces.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // BatchSummary is what a processed batch reports to its version.
@@ -619,6 +624,11 @@ type BatchSummary struct {
 // each output to the primary and mirror buckets at its final key, and records
 // the results. Rerunning it rewrites the same bytes: outputs are deterministic.
 func (a *Publish) ProcessBatch(ctx context.Context, in BatchInput) (*BatchSummary, error) {
+	if fp := process.Fingerprint(in.Options); in.Fingerprint != "" && fp != in.Fingerprint {
+		// A rolling deploy: outputs recorded under the plan's fingerprint must
+		// come from those tools. Retryable, so a matching worker takes it.
+		return nil, fmt.Errorf("this compress worker processes as %q, the plan assumed %q", fp, in.Fingerprint)
+	}
 	data, err := a.Primary.Get(ctx, a.Buckets.Incoming, publish.BatchKey(in.Name, in.Version, in.Batch))
 	if err != nil {
 		return nil, err
@@ -982,15 +992,13 @@ func (a *Publish) copyAll(ctx context.Context, copies []publish.CopyOp) error {
 			if sameStore {
 				return a.Primary.Copy(gctx, a.Buckets.Mirror, c.Src, a.Buckets.Mirror, c.Dst)
 			}
-			data, err := a.Primary.Get(gctx, a.Buckets.Files, c.Dst)
+			// Another store: stream it across, never holding a whole file.
+			body, info, err := a.Primary.Open(gctx, a.Buckets.Files, c.Dst, nil)
 			if err != nil {
 				return err
 			}
-			info, err := a.Primary.Stat(gctx, a.Buckets.Files, c.Dst)
-			if err != nil {
-				return err
-			}
-			return a.Mirror.Put(gctx, a.Buckets.Mirror, c.Dst, data, info.ContentType)
+			defer body.Close()
+			return a.Mirror.PutStream(gctx, a.Buckets.Mirror, c.Dst, body, info.Size, info.ContentType)
 		})
 	}
 	return g.Wait()

@@ -176,7 +176,11 @@ func PublishVersion(ctx workflow.Context, in PublishInput) (_ *PublishOutput, er
 	setDetails()
 	if res.Copies > 0 {
 		// The version is already served; this gives reused files their own keys.
-		if err := workflow.ExecuteActivity(ctx, a.Materialize, activities.FinishInput{Name: name, Version: version}).Get(ctx, nil); err != nil {
+		// It never gives up: the version is served already, and the copies
+		// are idempotent, so it waits out a store outage instead of failing.
+		mctx := workflow.WithRetryPolicy(ctx, temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Minute})
+		if err := workflow.ExecuteActivity(mctx, a.Materialize, activities.FinishInput{Name: name, Version: version}).Get(ctx, nil); err != nil {
 			return nil, fmt.Errorf("%s@%s: materialize reused files: %w", name, version, err)
 		}
 	}
@@ -288,7 +292,7 @@ func startBatch(ctx workflow.Context, in PublishInput, plan activities.DownloadR
 		StaticSummary:         fmt.Sprintf("%s@%s batch %d of %d", in.Name, in.Version, batch+1, plan.Batches),
 	})
 	return workflow.ExecuteChildWorkflow(cctx, ProcessBatch, BatchRequest{
-		Name: in.Name, Version: in.Version, Batch: batch, Options: plan.Options,
+		Name: in.Name, Version: in.Version, Batch: batch, Options: plan.Options, Fingerprint: plan.Fingerprint,
 	})
 }
 
