@@ -203,6 +203,8 @@ func run() error {
 
 	select {
 	case <-ctx.Done():
+		stop() // a second Ctrl-C now ends devstack at once
+		say("stopping (Ctrl-C again to quit without waiting)")
 		return nil
 	case name := <-exited:
 		alive--
