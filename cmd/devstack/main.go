@@ -203,8 +203,8 @@ func run() error {
 
 	select {
 	case <-ctx.Done():
-		stop() // a second Ctrl-C now ends devstack at once
-		say("stopping (Ctrl-C again to quit without waiting)")
+		// Children run in their own process groups, so devstack must outlive
+		// them: further Ctrl-Cs are absorbed until everything has stopped.
 		return nil
 	case name := <-exited:
 		alive--
