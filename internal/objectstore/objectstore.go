@@ -315,8 +315,9 @@ const replicateAttempts = 50
 // dst (another store, or the same one), with its content type. It copies what
 // src holds when it reads, then checks that src still holds it, and starts
 // over if not: when several processes read-modify-write one document on src
-// and each replicates it afterwards, an older copy can never land on dst
-// after the newest one, so dst ends up with src's final state.
+// and each replicates it afterwards, dst may briefly hold an older copy, but
+// every replication ends only after copying what src held at its last check,
+// so once they all return dst holds src's final state.
 func Replicate(ctx context.Context, src *Store, srcBucket string, dst *Store, dstBucket, key string) error {
 	for attempt := 1; ; attempt++ {
 		r, info, err := src.Open(ctx, srcBucket, key, nil)
