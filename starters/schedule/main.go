@@ -152,7 +152,10 @@ func describe(id string, d *client.ScheduleDescription, asJSON bool) {
 	if out.Note != "" {
 		fmt.Printf("  note: %s\n", out.Note)
 	}
-	for _, t := range out.Next {
+	for i, t := range out.Next {
+		if i == 3 {
+			break // --json lists them all
+		}
 		fmt.Printf("  next: %s\n", t.Local().Format(time.RFC3339))
 	}
 	for _, r := range out.Recent {
