@@ -426,16 +426,16 @@ func TestHalfCommittedVersionPublishesAgain(t *testing.T) {
 // entry's fileMap changes.
 func TestRejectionClearsWhenFileMapChanges(t *testing.T) {
 	startWorkers(t)
-	npm.add("fixme", "1.0.0", npmTarball(tarEntry{Name: "lib/fixme.js", Body: "export const fixme = 1;\n"}))
-	pkg := demoPackage("fixme") // selects under dist/: nothing
-	if s := runUpdates(t, "updates-fixme-1", workflows.UpdatesInput{Packages: []catalog.Package{pkg}}); s.Failed != 1 {
+	npm.add("remapped", "1.0.0", npmTarball(tarEntry{Name: "lib/remapped.js", Body: "export const remapped = 1;\n"}))
+	pkg := demoPackage("remapped") // selects under dist/: nothing
+	if s := runUpdates(t, "updates-remapped-1", workflows.UpdatesInput{Packages: []catalog.Package{pkg}}); s.Failed != 1 {
 		t.Fatalf("first check: %+v; want the version to fail", s)
 	}
-	if s := runUpdates(t, "updates-fixme-2", workflows.UpdatesInput{Packages: []catalog.Package{pkg}}); s.NewVersions != 0 {
+	if s := runUpdates(t, "updates-remapped-2", workflows.UpdatesInput{Packages: []catalog.Package{pkg}}); s.NewVersions != 0 {
 		t.Fatalf("second check: %+v; want the rejected version skipped", s)
 	}
 	pkg.Autoupdate.FileMap = []catalog.FileMapEntry{{BasePath: "lib", Files: []string{"*.js"}}}
-	if s := runUpdates(t, "updates-fixme-3", workflows.UpdatesInput{Packages: []catalog.Package{pkg}}); s.Published != 1 {
+	if s := runUpdates(t, "updates-remapped-3", workflows.UpdatesInput{Packages: []catalog.Package{pkg}}); s.Published != 1 {
 		t.Fatalf("after the fileMap fix: %+v; want the version published", s)
 	}
 }
