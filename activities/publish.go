@@ -607,6 +607,9 @@ type BatchInput struct {
 	Options process.Options `json:"options"`
 	// Fingerprint, when set, is what the plan assumed this worker produces.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Execution identifies the version's execution that started the batch
+	// (its first run ID), echoed in the batch's report.
+	Execution string `json:"execution,omitempty"`
 }
 
 // BatchSummary is what a processed batch reports to its version.

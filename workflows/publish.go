@@ -61,9 +61,13 @@ func (s *PublishState) DoneCount() int {
 
 // BatchDone is the signal payload of a finished batch.
 type BatchDone struct {
-	Batch   int                      `json:"batch"`
-	Summary *activities.BatchSummary `json:"summary,omitempty"`
-	Error   string                   `json:"error,omitempty"`
+	Batch int `json:"batch"`
+	// Execution is the first run ID of the version execution that started
+	// the batch: a child left running by an earlier, failed or terminated
+	// execution of the same version must not count for the next one.
+	Execution string                   `json:"execution,omitempty"`
+	Summary   *activities.BatchSummary `json:"summary,omitempty"`
+	Error     string                   `json:"error,omitempty"`
 }
 
 // PublishProgress answers ProgressQuery.
@@ -205,8 +209,9 @@ func awaitBatches(ctx workflow.Context, in PublishInput, st *PublishState, setDe
 	}
 	signals := workflow.GetSignalChannel(ctx, BatchDoneSignal)
 	var failure error
+	execution := workflow.GetInfo(ctx).FirstRunID
 	record := func(d BatchDone) {
-		if d.Batch < 0 || d.Batch >= st.Plan.Batches || st.isDone(d.Batch) {
+		if d.Batch < 0 || d.Batch >= st.Plan.Batches || st.isDone(d.Batch) || (d.Execution != "" && d.Execution != execution) {
 			return // duplicate or foreign signal: the count must not drift
 		}
 		if d.Error != "" {
@@ -293,6 +298,7 @@ func startBatch(ctx workflow.Context, in PublishInput, plan activities.DownloadR
 	})
 	return workflow.ExecuteChildWorkflow(cctx, ProcessBatch, BatchRequest{
 		Name: in.Name, Version: in.Version, Batch: batch, Options: plan.Options, Fingerprint: plan.Fingerprint,
+		Execution: workflow.GetInfo(ctx).FirstRunID,
 	})
 }
 
@@ -388,7 +394,7 @@ func ProcessBatch(ctx workflow.Context, in BatchRequest) (*activities.BatchSumma
 	})
 	var summary activities.BatchSummary
 	runErr := workflow.ExecuteActivity(actx, a.ProcessBatch, in).Get(ctx, &summary)
-	done := BatchDone{Batch: in.Batch}
+	done := BatchDone{Batch: in.Batch, Execution: in.Execution}
 	if runErr != nil {
 		done.Error = runErr.Error()
 	} else {

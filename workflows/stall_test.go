@@ -68,3 +68,30 @@ func TestPublishVersionFailsWhenABatchIsLost(t *testing.T) {
 		t.Errorf("%d looks, %d commits; want 2 looks and no commit", looks, len(f.commits))
 	}
 }
+
+// A report from a batch that an earlier execution of the same version
+// started is not counted: only this execution's batches are.
+func TestPublishVersionIgnoresReportsFromAnotherExecution(t *testing.T) {
+	env, f := newEnv(t)
+	f.plan = threeBatchPlan()
+	var children batchChildren
+	children.mock(env)
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.BatchResultsInput) ([]activities.FoundBatch, error) {
+		return nil, nil
+	}, activity.RegisterOptions{Name: "FindBatchResults"})
+	stale := done(1, 100)
+	stale.Execution = "an-earlier-execution"
+	signalAt(env, f, stale, time.Minute)
+	signalAt(env, f, done(0, 1), 2*time.Minute)
+	signalAt(env, f, done(1, 1), 3*time.Minute)
+	signalAt(env, f, done(2, 1), 4*time.Minute)
+
+	env.ExecuteWorkflow(workflows.PublishVersion, workflows.PublishInput{VersionRef: demoRef})
+	var out workflows.PublishOutput
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Processing.Files != 3 {
+		t.Errorf("counted %d files; the stale report of 100 must not count", out.Processing.Files)
+	}
+}
