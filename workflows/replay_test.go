@@ -39,10 +39,18 @@ func quietLogger() log.Logger {
 
 func historyFiles(t *testing.T) []string {
 	t.Helper()
+	// testdata/ holds histories of the current code; each subfolder keeps
+	// the histories of an earlier workflow revision, which must still replay
+	// (runs in flight when a new worker deploys).
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	older, err := filepath.Glob(filepath.Join("testdata", "*", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, older...)
 	if len(files) == 0 {
 		t.Fatal("no recorded histories in testdata/; see TestRecordHistories")
 	}
@@ -58,7 +66,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 	for _, path := range historyFiles(t) {
 		name := filepath.Base(path)
 		seen[name] = true
-		t.Run(strings.TrimSuffix(name, ".json"), func(t *testing.T) {
+		t.Run(strings.TrimSuffix(strings.TrimPrefix(path, "testdata/"), ".json"), func(t *testing.T) {
 			f, err := os.Open(path)
 			if err != nil {
 				t.Fatal(err)
