@@ -9,12 +9,12 @@ MINIO_MODULE         := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7
 
 BINARIES := pipeline compress edge devstack
 
-.PHONY: run test test-short bench build tools lint clean
+.PHONY: run test test-short bench build tools browser clean
 
 run: tools build ## the whole system in the foreground (Ctrl-C stops it)
 	./bin/devstack
 
-test: tools ## unit, workflow and integration tests (real Temporal dev server and MinIO)
+test: tools browser ## unit, workflow and integration tests (real Temporal dev server, MinIO, Chromium)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 40m -p 2 ./...
 
@@ -32,6 +32,14 @@ build: ## worker pools, edge and the dev launcher into ./bin
 	$(GO) build -o bin/devstack ./cmd/devstack
 
 tools: $(TOOLS)/temporal $(TOOLS)/minio
+
+# The edge's browser test drives Debian's Chromium; install it when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo ">> installing Debian's chromium for the edge's browser test"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	}
 
 # go_install builds a pinned module into .tools/bin, showing each package as it
 # compiles on one updating line; on failure it prints the whole log.
