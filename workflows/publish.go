@@ -179,9 +179,9 @@ func PublishVersion(ctx workflow.Context, in PublishInput) (_ *PublishOutput, er
 	stage = "materializing"
 	setDetails()
 	if res.Copies > 0 {
-		// The version is already served; this gives reused files their own keys.
-		// It never gives up: the version is served already, and the copies
-		// are idempotent, so it waits out a store outage instead of failing.
+		// Gives reused files their own keys. The version is served already and
+		// the copies are idempotent, so this waits out a store outage (no
+		// attempt limit) instead of failing a published version.
 		mctx := workflow.WithRetryPolicy(ctx, temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Minute})
 		if err := workflow.ExecuteActivity(mctx, a.Materialize, activities.FinishInput{Name: name, Version: version}).Get(ctx, nil); err != nil {
