@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -169,8 +170,8 @@ func publishB(b *testing.B, pkg catalog.Package, version string) *workflows.Publ
 	return out
 }
 
-// publishWatching publishes a version and calls visible as soon as its
-// version document can be read (the edge serves it from then on).
+// publishWatching publishes a version and calls visible as soon as the
+// package document lists it (the commit point: the edge serves it from then on).
 func publishWatching(b *testing.B, pkg catalog.Package, version string, visible func()) *workflows.PublishOutput {
 	type result struct {
 		out *workflows.PublishOutput
@@ -181,10 +182,11 @@ func publishWatching(b *testing.B, pkg catalog.Package, version string, visible 
 	seen := false
 	for {
 		if !seen {
-			if _, err := env.Store.Stat(context.Background(), buckets.Meta, metadata.VersionKey(pkg.Name, version)); err == nil {
+			var doc metadata.Package
+			if _, err := env.Store.GetJSON(context.Background(), buckets.Meta, metadata.PackageKey(pkg.Name), &doc); err == nil && slices.Contains(doc.Versions, version) {
 				seen = true
 				visible()
-			} else if !errors.Is(err, objectstore.ErrNotFound) {
+			} else if err != nil && !errors.Is(err, objectstore.ErrNotFound) {
 				b.Fatal(err)
 			}
 		}
