@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -853,7 +854,7 @@ func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, e
 	pkgDoc, err := objectstore.UpdateJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(plan.Name),
 		func(p *metadata.Package, _ bool) (bool, error) {
 			p.Package = plan.Package
-			if !contains(p.Versions, plan.Version) {
+			if !slices.Contains(p.Versions, plan.Version) {
 				p.Versions = append(p.Versions, plan.Version)
 			}
 			versions.Sort(p.Versions)
@@ -924,7 +925,7 @@ func (a *Publish) isListed(ctx context.Context, name, version string) (bool, err
 		}
 		return false, err
 	}
-	return contains(doc.Versions, version), nil
+	return slices.Contains(doc.Versions, version), nil
 }
 
 // committed rebuilds a Commit result from the committed documents.
@@ -944,15 +945,6 @@ func (a *Publish) committed(ctx context.Context, in FinishInput) (*PublishResult
 	}
 	return &PublishResult{Files: doc.Stats.Files, Bytes: doc.Stats.Bytes, Latest: pkg.Latest, Reused: doc.Stats.ReusedFiles,
 		SourceFiles: doc.Stats.SourceFiles, ReuseRate: doc.Stats.ReuseRate(), Copies: len(publish.Materializations(&doc))}, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (a *Publish) readResults(ctx context.Context, plan *publish.Plan) (map[string]publish.FileResult, error) {

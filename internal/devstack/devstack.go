@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,7 +53,7 @@ func RepoRoot() (string, error) {
 // FindTool locates a dev tool: $EDGEFLOW_<NAME>_BIN, then the repo's
 // .tools/bin, then PATH.
 func FindTool(name string) (string, error) {
-	envName := "EDGEFLOW_" + upper(name) + "_BIN"
+	envName := "EDGEFLOW_" + strings.ToUpper(name) + "_BIN"
 	if p := os.Getenv(envName); p != "" {
 		return p, nil
 	}
@@ -66,16 +67,6 @@ func FindTool(name string) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("%s not found in .tools/bin or on PATH: run `make tools` (or set %s)", name, envName)
-}
-
-func upper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'a' && c <= 'z' {
-			b[i] = c - 32
-		}
-	}
-	return string(b)
 }
 
 // FreePort asks the kernel for a free TCP port on loopback.
