@@ -1,0 +1,69 @@
+package migrate
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestControllerBacksOffAndRecovers(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewController(32)
+	c.now = func() time.Time { return now }
+	ctx := context.Background()
+
+	// Sustained throttling: one cut per cooldown, down to the floor, never to zero.
+	for range 40 {
+		if err := c.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c.Release(true)
+		c.Throttled() // a burst of answers within the cooldown cuts once
+		now = now.Add(1100 * time.Millisecond)
+	}
+	if got := c.Limit(); got != 1 {
+		t.Fatalf("limit after sustained throttling %d, want the floor 1", got)
+	}
+	// Successes grow it back, about one per round.
+	for range 2000 {
+		_ = c.Acquire(ctx)
+		c.Release(false)
+	}
+	if got := c.Limit(); got != 32 {
+		t.Fatalf("limit after recovery %d, want 32", got)
+	}
+}
+
+func TestControllerBoundsConcurrency(t *testing.T) {
+	c := NewController(2)
+	ctx := context.Background()
+	_ = c.Acquire(ctx)
+	_ = c.Acquire(ctx)
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := c.Acquire(short); err == nil {
+		t.Fatal("a third transfer started with a limit of 2")
+	}
+	got := make(chan error, 1)
+	go func() { got <- c.Acquire(ctx) }()
+	c.Release(false)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a released slot did not wake the waiter")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	b := Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
+	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond, 10: time.Second} {
+		lo := b.Delay(attempt, func() float64 { return 0 })
+		hi := b.Delay(attempt, func() float64 { return 0.999999 })
+		if lo != want/2 || hi < want*99/100 || hi > want {
+			t.Errorf("attempt %d: delays %v..%v, want %v..%v", attempt, lo, hi, want/2, want)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package migrate
+
+// Counters are a job's (or a page's) running totals. Every object listed
+// ends as exactly one of copied, skipped or failed; a dry run counts the
+// objects it would copy as copied and writes nothing.
+type Counters struct {
+	Listed      int64 `json:"listed"`
+	ListedBytes int64 `json:"listedBytes"`
+	Copied      int64 `json:"copied"`
+	Skipped     int64 `json:"skipped"`
+	Failed      int64 `json:"failed"`
+	// Bytes are the bytes copied (or, in a dry run, that would be).
+	Bytes int64 `json:"bytes"`
+	// Verified and Mismatched count the copies --verify compared.
+	Verified   int64 `json:"verified,omitempty"`
+	Mismatched int64 `json:"mismatched,omitempty"`
+	// Throttled counts the store's SlowDown/503 answers the job waited out.
+	Throttled int64 `json:"throttled,omitempty"`
+	// Retried counts object attempts repeated after a transient error.
+	Retried int64 `json:"retried,omitempty"`
+}
+
+// Add adds o to c.
+func (c *Counters) Add(o Counters) {
+	c.Listed += o.Listed
+	c.ListedBytes += o.ListedBytes
+	c.Copied += o.Copied
+	c.Skipped += o.Skipped
+	c.Failed += o.Failed
+	c.Bytes += o.Bytes
+	c.Verified += o.Verified
+	c.Mismatched += o.Mismatched
+	c.Throttled += o.Throttled
+	c.Retried += o.Retried
+}
+
+// Done is the number of listed objects that reached an outcome.
+func (c Counters) Done() int64 { return c.Copied + c.Skipped + c.Failed }
+
+// Count records one object's result, except listing, which the listing counts.
+func (c *Counters) Count(r ObjectResult) {
+	switch r.Status {
+	case StatusCopied, StatusWouldCopy:
+		c.Copied++
+		c.Bytes += r.Bytes
+	case StatusSkipped:
+		c.Skipped++
+	case StatusFailed:
+		c.Failed++
+	}
+	switch r.Verify {
+	case VerifyMatch:
+		c.Verified++
+	case VerifyMismatch:
+		c.Verified++
+		c.Mismatched++
+	}
+	c.Throttled += int64(r.Throttled)
+	if r.Attempts > 1 {
+		c.Retried += int64(r.Attempts - 1)
+	}
+}

@@ -1,0 +1,222 @@
+package migrate
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/edgeflow/edgeflow/internal/keyring"
+)
+
+// Credentials are the keys of one side of a job, in plain text. They exist
+// only in the starter (read from the environment or a file) and inside a
+// migrate activity (opened from SealedCredentials). They refuse to be
+// printed or marshalled, so they cannot reach a log or a workflow by mistake.
+type Credentials struct {
+	AccessKey    string
+	SecretKey    string
+	SessionToken string
+}
+
+// String never shows the keys.
+func (c Credentials) String() string { return "credentials (redacted)" }
+
+// GoString keeps %#v from showing the keys.
+func (c Credentials) GoString() string { return c.String() }
+
+// MarshalJSON refuses: credentials cross process boundaries only sealed.
+func (c Credentials) MarshalJSON() ([]byte, error) {
+	return nil, errors.New("plain credentials must not be marshalled: seal them")
+}
+
+// IsZero reports whether no key is set.
+func (c Credentials) IsZero() bool {
+	return c.AccessKey == "" && c.SecretKey == "" && c.SessionToken == ""
+}
+
+// sealedPayload is the plaintext inside SealedCredentials.
+type sealedPayload struct {
+	AccessKey    string `json:"a"`
+	SecretKey    string `json:"s"`
+	SessionToken string `json:"t,omitempty"`
+}
+
+// SealedCredentials are Credentials sealed with the codec keyring for one
+// side of one job. The starter seals them, only the migrate activities open
+// them, and everything in between (workflow input, history, Web UI, logs)
+// sees ciphertext only: they print and marshal as base64 of the sealed bytes.
+type SealedCredentials struct {
+	sealed []byte
+}
+
+// Sides of a job, which sealed credentials are bound to.
+const (
+	SideSource = "source"
+	SideDest   = "destination"
+)
+
+// binding is the associated data: credentials sealed for one job's source
+// do not open as another job's, or as the same job's destination.
+func binding(job, side string) []byte {
+	return []byte("edgeflow migrate credentials\x00" + job + "\x00" + side)
+}
+
+// SealCredentials seals c for the given side of job.
+func SealCredentials(r *keyring.Keyring, c Credentials, job, side string) (SealedCredentials, error) {
+	plain, err := json.Marshal(sealedPayload(c))
+	if err != nil {
+		return SealedCredentials{}, err
+	}
+	b, err := r.Seal(plain, binding(job, side))
+	if err != nil {
+		return SealedCredentials{}, err
+	}
+	return SealedCredentials{sealed: b}, nil
+}
+
+// Open returns the credentials; the keyring must hold the key they were
+// sealed with, and job and side must be the ones they were sealed for.
+func (s SealedCredentials) Open(r *keyring.Keyring, job, side string) (Credentials, error) {
+	if s.IsZero() {
+		return Credentials{}, fmt.Errorf("%s credentials of job %s: none were sealed", side, job)
+	}
+	plain, err := r.Open(s.sealed, binding(job, side))
+	if err != nil {
+		return Credentials{}, fmt.Errorf("%s credentials of job %s: %w (is CODEC_KEYS the same for the starter and the migrate workers?)", side, job, err)
+	}
+	var p sealedPayload
+	if err := json.Unmarshal(plain, &p); err != nil {
+		return Credentials{}, fmt.Errorf("%s credentials of job %s: malformed inside", side, job)
+	}
+	return Credentials(p), nil
+}
+
+// IsZero reports whether nothing is sealed.
+func (s SealedCredentials) IsZero() bool { return len(s.sealed) == 0 }
+
+// KeyID is the id of the key they were sealed with.
+func (s SealedCredentials) KeyID() string {
+	id, _ := keyring.KeyID(s.sealed)
+	return id
+}
+
+// String is the ciphertext.
+func (s SealedCredentials) String() string {
+	return "sealed:" + base64.StdEncoding.EncodeToString(s.sealed)
+}
+
+// GoString is the ciphertext.
+func (s SealedCredentials) GoString() string { return s.String() }
+
+// MarshalJSON writes the ciphertext as a base64 string.
+func (s SealedCredentials) MarshalJSON() ([]byte, error) {
+	if s.IsZero() {
+		return []byte(`""`), nil
+	}
+	return json.Marshal(base64.StdEncoding.EncodeToString(s.sealed))
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (s *SealedCredentials) UnmarshalJSON(b []byte) error {
+	var text string
+	if err := json.Unmarshal(b, &text); err != nil {
+		return fmt.Errorf("sealed credentials: %w", err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(text)
+	if err != nil {
+		return fmt.Errorf("sealed credentials: not base64")
+	}
+	s.sealed = raw
+	return nil
+}
+
+// The environment variables (and credentials-file entries) credentials come from.
+const (
+	EnvSourceAccessKey    = "MIGRATE_SOURCE_ACCESS_KEY"
+	EnvSourceSecretKey    = "MIGRATE_SOURCE_SECRET_KEY"
+	EnvSourceSessionToken = "MIGRATE_SOURCE_SESSION_TOKEN"
+	EnvDestAccessKey      = "MIGRATE_DEST_ACCESS_KEY"
+	EnvDestSecretKey      = "MIGRATE_DEST_SECRET_KEY"
+	EnvDestSessionToken   = "MIGRATE_DEST_SESSION_TOKEN"
+)
+
+var credentialNames = []string{EnvSourceAccessKey, EnvSourceSecretKey, EnvSourceSessionToken,
+	EnvDestAccessKey, EnvDestSecretKey, EnvDestSessionToken}
+
+// LoadCredentials reads both sides' credentials: each variable from the
+// environment (getenv), else from the credentials file at path (when path
+// is set). The file holds NAME=VALUE lines with the same names; # starts a
+// comment line and values may be quoted. Missing keys are an error that
+// says which variable to set. Errors never contain a value.
+func LoadCredentials(getenv func(string) string, path string) (source, dest Credentials, err error) {
+	file := map[string]string{}
+	if path != "" {
+		if file, err = readCredentialsFile(path); err != nil {
+			return source, dest, err
+		}
+	}
+	get := func(name string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return file[name]
+	}
+	source = Credentials{AccessKey: get(EnvSourceAccessKey), SecretKey: get(EnvSourceSecretKey), SessionToken: get(EnvSourceSessionToken)}
+	dest = Credentials{AccessKey: get(EnvDestAccessKey), SecretKey: get(EnvDestSecretKey), SessionToken: get(EnvDestSessionToken)}
+	var missing []string
+	for name, v := range map[string]string{EnvSourceAccessKey: source.AccessKey, EnvSourceSecretKey: source.SecretKey,
+		EnvDestAccessKey: dest.AccessKey, EnvDestSecretKey: dest.SecretKey} {
+		if v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		where := "the environment"
+		if path != "" {
+			where += " or " + path
+		}
+		return source, dest, fmt.Errorf("credentials: %s not set in %s (credentials are never taken from flags)", strings.Join(missing, ", "), where)
+	}
+	return source, dest, nil
+}
+
+func readCredentialsFile(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("credentials file: %w", err)
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		name, value, ok := strings.Cut(line, "=")
+		name = strings.TrimSpace(name)
+		if !ok {
+			return nil, fmt.Errorf("credentials file %s:%d: want NAME=VALUE", path, n)
+		}
+		known := false
+		for _, k := range credentialNames {
+			known = known || k == name
+		}
+		if !known {
+			return nil, fmt.Errorf("credentials file %s:%d: unknown name %q (known: %s)", path, n, name, strings.Join(credentialNames, ", "))
+		}
+		value = strings.TrimSpace(value)
+		if len(value) >= 2 && (value[0] == '"' || value[0] == '\'') && value[len(value)-1] == value[0] {
+			value = value[1 : len(value)-1]
+		}
+		out[name] = value
+	}
+	return out, sc.Err()
+}

@@ -1,0 +1,84 @@
+package migrate
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// The outcome of one object.
+const (
+	StatusCopied    = "copied"
+	StatusSkipped   = "skipped"
+	StatusFailed    = "failed"
+	StatusWouldCopy = "would-copy" // a dry run
+)
+
+// What --verify found for a copied object.
+const (
+	VerifyMatch    = "match"
+	VerifyMismatch = "mismatch"
+)
+
+// ObjectResult is what happened to one object: a line of the job's report.
+type ObjectResult struct {
+	Key    string `json:"key"`
+	Status string `json:"status"`
+	Bytes  int64  `json:"bytes"`
+	Error  string `json:"error,omitempty"`
+	// Reason says why the object was copied or skipped.
+	Reason   string `json:"reason,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
+	// Verify is match or mismatch after --verify; VerifyDetail says why.
+	Verify       string `json:"verify,omitempty"`
+	VerifyDetail string `json:"verifyDetail,omitempty"`
+	// Throttled counts the SlowDown answers this object waited out.
+	Throttled int `json:"throttled,omitempty"`
+}
+
+// DeadLetter is an object that still failed after its retries: what
+// `migrate redrive` tries again.
+type DeadLetter struct {
+	Object
+	Error    string `json:"error"`
+	Attempts int    `json:"attempts"`
+}
+
+// Page is one listing page of a job: the objects a page worker copies.
+type Page struct {
+	Seq     int      `json:"seq"`
+	Objects []Object `json:"objects"`
+}
+
+// WriteJSONLines writes each value as one line of JSON.
+func WriteJSONLines[T any](w io.Writer, items []T) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// ReadJSONLines reads what WriteJSONLines wrote, calling fn for each value.
+// A malformed line is an error naming its number.
+func ReadJSONLines[T any](r io.Reader, fn func(T) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
