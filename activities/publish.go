@@ -52,7 +52,7 @@ const (
 // Publish carries what the publish activities need. One value serves every
 // activity of both the pipeline and the compress pool.
 type Publish struct {
-	Primary, Mirror *objectstore.Store
+	Primary, Mirror objectstore.Store
 	Buckets         metadata.Buckets
 	CatalogDir      string
 	NPM             *registry.NPM
@@ -204,7 +204,7 @@ func (a *Publish) checkPackage(ctx context.Context, ref PackageRef) PackageCheck
 	res.NotModified = notModified
 	published := map[string]bool{}
 	var doc metadata.Package
-	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.PackageKey(pkg.Name), &doc); err == nil {
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(pkg.Name), &doc); err == nil {
 		for _, v := range doc.Versions {
 			published[v] = true
 		}
@@ -213,11 +213,11 @@ func (a *Publish) checkPackage(ctx context.Context, ref PackageRef) PackageCheck
 		return res
 	}
 	rejected := map[string]bool{}
-	if markers, err := a.Primary.List(ctx, a.Buckets.Meta, "rejected/"+pkg.Name+"/"); err == nil {
+	if markers, err := objectstore.ListAll(ctx, a.Primary, a.Buckets.Meta, "rejected/"+pkg.Name+"/"); err == nil {
 		current := selection(pkg)
 		for _, m := range markers {
 			var r rejection
-			if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, m.Key, &r); err == nil && (r.Selection == "" || r.Selection == current) {
+			if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, m.Key, &r); err == nil && (r.Selection == "" || r.Selection == current) {
 				rejected[r.Version] = true
 			}
 		}
@@ -243,7 +243,7 @@ func (a *Publish) checkPackage(ctx context.Context, ref PackageRef) PackageCheck
 // ETag, falling back to the cached listing on 304.
 func (a *Publish) listVersions(ctx context.Context, pkg catalog.Package) (map[string]registry.Dist, bool, error) {
 	var cache registryCache
-	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, registryCacheKey(pkg.Name), &cache); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, registryCacheKey(pkg.Name), &cache); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
 		return nil, false, err
 	}
 	list := func(etag string) (*registry.Listing, error) {
@@ -269,7 +269,7 @@ func (a *Publish) listVersions(ctx context.Context, pkg catalog.Package) (map[st
 		}
 	}
 	cache = registryCache{ETag: listing.ETag, Versions: listing.Versions}
-	if err := a.Primary.PutJSON(ctx, a.Buckets.Meta, registryCacheKey(pkg.Name), cache); err != nil {
+	if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Meta, registryCacheKey(pkg.Name), cache); err != nil {
 		return nil, false, err
 	}
 	return listing.Versions, false, nil
@@ -382,7 +382,7 @@ func (a *Publish) Download(ctx context.Context, in VersionRef) (*DownloadResult,
 	opts := process.Options{MinifyJS: pkg.MinifyJS(), MinifyCSS: pkg.MinifyCSS()}
 	fingerprint := process.Fingerprint(opts)
 	var reuse publish.ReuseIndex
-	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, publish.ReuseIndexKey(pkg.Name), &reuse); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, publish.ReuseIndexKey(pkg.Name), &reuse); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
 		return nil, err
 	}
 	limits := a.batchLimits()
@@ -400,7 +400,7 @@ func (a *Publish) Download(ctx context.Context, in VersionRef) (*DownloadResult,
 	if err := a.stageBatches(ctx, plan, sourceOf); err != nil {
 		return nil, err
 	}
-	if err := a.Primary.PutJSON(ctx, a.Buckets.Incoming, publish.PlanKey(pkg.Name, in.Version), plan); err != nil {
+	if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Incoming, publish.PlanKey(pkg.Name, in.Version), plan); err != nil {
 		return nil, err
 	}
 	toProcess, reused, same := plan.Counts()
@@ -462,7 +462,7 @@ func (a *Publish) reject(ctx context.Context, pkg catalog.Package, version, errT
 	if errType == ErrNoFiles || errType == ErrFileMapConflict {
 		marker.Selection = selection(pkg)
 	}
-	if err := a.Primary.PutJSON(ctx, a.Buckets.Meta, RejectedKey(pkg.Name, version), marker); err != nil {
+	if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Meta, RejectedKey(pkg.Name, version), marker); err != nil {
 		return err
 	}
 	return temporal.NewNonRetryableApplicationError(reason, errType, nil)
@@ -554,7 +554,8 @@ func (a *Publish) putFile(ctx context.Context, bucket, key, path, contentType st
 	if err != nil {
 		return err
 	}
-	return a.Primary.PutStream(ctx, bucket, key, f, st.Size(), contentType)
+	_, err = a.Primary.Put(ctx, bucket, key, f, st.Size(), objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: contentType}})
+	return err
 }
 
 func hashFile(path string) (string, int64, error) {
@@ -594,7 +595,7 @@ func (a *Publish) stageBatches(ctx context.Context, plan *publish.Plan, sourceOf
 			if err := publish.WriteBatch(&buf, files); err != nil {
 				return err
 			}
-			return a.Primary.Put(gctx, a.Buckets.Incoming, publish.BatchKey(plan.Name, plan.Version, b), buf.Bytes(), "application/x-tar")
+			return putBytes(gctx, a.Primary, a.Buckets.Incoming, publish.BatchKey(plan.Name, plan.Version, b), buf.Bytes(), "application/x-tar")
 		})
 	}
 	return g.Wait()
@@ -633,7 +634,7 @@ func (a *Publish) ProcessBatch(ctx context.Context, in BatchInput) (*BatchSummar
 		// come from those tools. Retryable, so a matching worker takes it.
 		return nil, fmt.Errorf("this compress worker processes as %q, the plan assumed %q", fp, in.Fingerprint)
 	}
-	data, err := a.Primary.Get(ctx, a.Buckets.Incoming, publish.BatchKey(in.Name, in.Version, in.Batch))
+	data, _, err := objectstore.ReadAll(ctx, a.Primary, a.Buckets.Incoming, publish.BatchKey(in.Name, in.Version, in.Batch))
 	if err != nil {
 		return nil, err
 	}
@@ -709,7 +710,7 @@ func (a *Publish) ProcessBatch(ctx context.Context, in BatchInput) (*BatchSummar
 		return nil, err
 	}
 	summary.CPUMillis = cpu.Load()
-	if err := a.Primary.PutJSON(ctx, a.Buckets.Incoming, publish.ResultKey(in.Name, in.Version, in.Batch), results); err != nil {
+	if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Incoming, publish.ResultKey(in.Name, in.Version, in.Batch), results); err != nil {
 		return nil, err
 	}
 	return &summary, nil
@@ -732,8 +733,8 @@ func (a *Publish) writeOutput(ctx context.Context, name, version string, o proce
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, ob := range objs {
-		g.Go(func() error { return a.Primary.Put(gctx, a.Buckets.Files, ob.key, ob.data, ob.contentType) })
-		g.Go(func() error { return a.Mirror.Put(gctx, a.Buckets.Mirror, ob.key, ob.data, ob.contentType) })
+		g.Go(func() error { return putBytes(gctx, a.Primary, a.Buckets.Files, ob.key, ob.data, ob.contentType) })
+		g.Go(func() error { return putBytes(gctx, a.Mirror, a.Buckets.Mirror, ob.key, ob.data, ob.contentType) })
 	}
 	return g.Wait()
 }
@@ -776,7 +777,7 @@ func (a *Publish) FindBatchResults(ctx context.Context, in BatchResultsInput) ([
 	var found []FoundBatch
 	for _, b := range in.Batches {
 		var results []publish.FileResult
-		_, err := a.Primary.GetJSON(ctx, a.Buckets.Incoming, publish.ResultKey(in.Name, in.Version, b), &results)
+		_, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Incoming, publish.ResultKey(in.Name, in.Version, b), &results)
 		switch {
 		case err == nil:
 			found = append(found, FoundBatch{Batch: b, Files: len(results)})
@@ -816,7 +817,7 @@ type PublishResult struct {
 func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, error) {
 	defer heartbeatEvery(ctx, 10*time.Second, func() any { return "committing" })()
 	var plan publish.Plan
-	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Incoming, publish.PlanKey(in.Name, in.Version), &plan); err != nil {
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Incoming, publish.PlanKey(in.Name, in.Version), &plan); err != nil {
 		if errors.Is(err, objectstore.ErrNotFound) {
 			// An attempt that finished (and cleaned staging) but whose
 			// completion was lost: report what it committed.
@@ -842,10 +843,10 @@ func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, e
 	doc.Stats.SkippedFiles = len(plan.Skipped)
 	doc.PublishedAt = a.now()
 	var existing metadata.Version
-	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.VersionKey(plan.Name, plan.Version), &existing); err == nil {
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.VersionKey(plan.Name, plan.Version), &existing); err == nil {
 		doc.PublishedAt = existing.PublishedAt // a retry keeps the first commit time
 	}
-	if err := a.Primary.PutJSON(ctx, a.Buckets.Meta, metadata.VersionKey(plan.Name, plan.Version), doc); err != nil {
+	if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Meta, metadata.VersionKey(plan.Name, plan.Version), doc); err != nil {
 		return nil, err
 	}
 	if err := a.mirrorMeta(ctx, metadata.VersionKey(plan.Name, plan.Version)); err != nil {
@@ -885,7 +886,7 @@ func (a *Publish) Commit(ctx context.Context, in FinishInput) (*PublishResult, e
 	if err := a.mirrorMeta(ctx, metadata.SearchIndexKey); err != nil {
 		return nil, err
 	}
-	if err := a.Primary.DeletePrefix(ctx, a.Buckets.Incoming, metadata.StagingPrefix(plan.Name, plan.Version)); err != nil {
+	if err := objectstore.DeletePrefix(ctx, a.Primary, a.Buckets.Incoming, metadata.StagingPrefix(plan.Name, plan.Version)); err != nil {
 		activity.GetLogger(ctx).Warn("staging cleanup failed", "error", err)
 	}
 	return &PublishResult{Files: doc.Stats.Files, Bytes: doc.Stats.Bytes, Latest: pkgDoc.Latest,
@@ -909,7 +910,7 @@ func (a *Publish) mirrorMeta(ctx context.Context, key string) error {
 // files are servable from where their bytes are stored.
 func (a *Publish) Materialize(ctx context.Context, in FinishInput) (int, error) {
 	var doc metadata.Version
-	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.VersionKey(in.Name, in.Version), &doc); err != nil {
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.VersionKey(in.Name, in.Version), &doc); err != nil {
 		return 0, err
 	}
 	copies := publish.Materializations(&doc)
@@ -919,7 +920,7 @@ func (a *Publish) Materialize(ctx context.Context, in FinishInput) (int, error) 
 // isListed reports whether the package document lists the version.
 func (a *Publish) isListed(ctx context.Context, name, version string) (bool, error) {
 	var doc metadata.Package
-	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.PackageKey(name), &doc); err != nil {
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(name), &doc); err != nil {
 		if errors.Is(err, objectstore.ErrNotFound) {
 			return false, nil
 		}
@@ -936,11 +937,11 @@ func (a *Publish) committed(ctx context.Context, in FinishInput) (*PublishResult
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s@%s: its plan is gone but the version is not committed; publish it again", in.Name, in.Version), ErrBadArchive, nil)
 	}
 	var doc metadata.Version
-	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.VersionKey(in.Name, in.Version), &doc); err != nil {
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.VersionKey(in.Name, in.Version), &doc); err != nil {
 		return nil, err
 	}
 	var pkg metadata.Package
-	if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.PackageKey(in.Name), &pkg); err != nil {
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(in.Name), &pkg); err != nil {
 		return nil, err
 	}
 	return &PublishResult{Files: doc.Stats.Files, Bytes: doc.Stats.Bytes, Latest: pkg.Latest, Reused: doc.Stats.ReusedFiles,
@@ -953,7 +954,7 @@ func (a *Publish) readResults(ctx context.Context, plan *publish.Plan) (map[stri
 	g.SetLimit(a.ioParallel())
 	for b := 0; b < plan.Batches; b++ {
 		g.Go(func() error {
-			_, err := a.Primary.GetJSON(gctx, a.Buckets.Incoming, publish.ResultKey(plan.Name, plan.Version, b), &perBatch[b])
+			_, err := objectstore.GetJSON(gctx, a.Primary, a.Buckets.Incoming, publish.ResultKey(plan.Name, plan.Version, b), &perBatch[b])
 			return err
 		})
 	}
@@ -969,34 +970,31 @@ func (a *Publish) readResults(ctx context.Context, plan *publish.Plan) (map[stri
 	return out, nil
 }
 
-// copyAll runs the copies on both buckets: server-side on one store, or
-// read from the primary and written to a mirror on another store.
+// copyAll runs the copies on both buckets. On the primary they are
+// server-side; to the mirror, objectstore.Copy copies server-side when the
+// mirror is on the primary's store and streams the bytes across otherwise.
 func (a *Publish) copyAll(ctx context.Context, copies []publish.CopyOp) error {
 	var done atomic.Int64
 	stop := heartbeatEvery(ctx, 5*time.Second, func() any { return done.Load() })
 	defer stop()
-	sameStore := a.Primary.SameEndpoint(a.Mirror)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(a.ioParallel())
 	for _, c := range copies {
 		g.Go(func() error {
 			defer done.Add(1)
-			if err := a.Primary.Copy(gctx, a.Buckets.Files, c.Src, a.Buckets.Files, c.Dst); err != nil {
+			if _, err := objectstore.Copy(gctx, a.Primary, a.Buckets.Files, c.Src, a.Primary, a.Buckets.Files, c.Dst, objectstore.CopyOptions{}); err != nil {
 				return err
 			}
-			if sameStore {
-				return a.Primary.Copy(gctx, a.Buckets.Mirror, c.Src, a.Buckets.Mirror, c.Dst)
-			}
-			// Another store: stream it across, never holding a whole file.
-			body, info, err := a.Primary.Open(gctx, a.Buckets.Files, c.Dst, nil)
-			if err != nil {
-				return err
-			}
-			defer body.Close()
-			return a.Mirror.PutStream(gctx, a.Buckets.Mirror, c.Dst, body, info.Size, info.ContentType)
+			_, err := objectstore.Copy(gctx, a.Primary, a.Buckets.Files, c.Dst, a.Mirror, a.Buckets.Mirror, c.Dst, objectstore.CopyOptions{})
+			return err
 		})
 	}
 	return g.Wait()
+}
+
+// putBytes writes a small object with its content type.
+func putBytes(ctx context.Context, s objectstore.Store, bucket, key string, data []byte, contentType string) error {
+	return objectstore.PutBytes(ctx, s, bucket, key, data, objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: contentType}})
 }
 
 func (a *Publish) updateSearchIndex(ctx context.Context, name string) (*metadata.Index, error) {
@@ -1006,13 +1004,13 @@ func (a *Publish) updateSearchIndex(ctx context.Context, name string) (*metadata
 			// loop: a concurrent commit of a newer version is never undone by
 			// an older one's entry.
 			var p metadata.Package
-			if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.PackageKey(name), &p); err != nil {
+			if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(name), &p); err != nil {
 				return false, err
 			}
 			entry := metadata.IndexEntry{Name: p.Name, Latest: p.Latest, Filename: p.Filename, Description: p.Description,
 				Keywords: p.Keywords, Homepage: p.Homepage, License: p.License}
 			var latest metadata.Version
-			if _, err := a.Primary.GetJSON(ctx, a.Buckets.Meta, metadata.VersionKey(p.Name, p.Latest), &latest); err == nil {
+			if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.VersionKey(p.Name, p.Latest), &latest); err == nil {
 				if f, ok := latest.Lookup(p.Filename); ok {
 					entry.SRI = f.SRI
 				}

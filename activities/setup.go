@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/process"
 	"github.com/edgeflow/edgeflow/internal/registry"
 	"github.com/edgeflow/edgeflow/internal/tarx"
@@ -45,10 +46,10 @@ func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
 		return nil, err
 	}
 	b := c.Storage.Buckets
-	if err := primary.EnsureBuckets(ctx, b.Files, b.Meta, b.Incoming); err != nil {
+	if err := objectstore.EnsureBuckets(ctx, primary, b.Files, b.Meta, b.Incoming); err != nil {
 		return nil, err
 	}
-	if err := mirror.EnsureBuckets(ctx, b.Mirror, b.MirrorMeta); err != nil {
+	if err := objectstore.EnsureBuckets(ctx, mirror, b.Mirror, b.MirrorMeta); err != nil {
 		return nil, err
 	}
 	httpClient := &http.Client{Timeout: 10 * time.Minute}
@@ -81,5 +82,5 @@ func (a *Publish) RegisterCompress(w worker.Registry) {
 
 // String names the stores without secrets, for logs.
 func (a *Publish) String() string {
-	return fmt.Sprintf("primary %s, mirror %s, buckets %+v", a.Primary.Config(), a.Mirror.Config(), a.Buckets)
+	return fmt.Sprintf("primary %s, mirror %s, buckets %+v", a.Primary, a.Mirror, a.Buckets)
 }

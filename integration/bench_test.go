@@ -69,7 +69,9 @@ func baselinePublish(ctx context.Context, prefix string, files map[string][]byte
 			for _, o := range outs {
 				key := prefix + o.Path
 				put := func(bucket, key string, b []byte) {
-					w.Go(func() error { return env.Store.Put(wctx, bucket, key, b, o.ContentType) })
+					w.Go(func() error {
+						return objectstore.PutBytes(wctx, env.Store, bucket, key, b, objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: o.ContentType}})
+					})
 				}
 				for _, bucket := range []string{buckets.Files, buckets.Mirror} {
 					put(bucket, key, o.Data)
@@ -183,7 +185,7 @@ func publishWatching(b *testing.B, pkg catalog.Package, version string, visible 
 	for {
 		if !seen {
 			var doc metadata.Package
-			if _, err := env.Store.GetJSON(context.Background(), buckets.Meta, metadata.PackageKey(pkg.Name), &doc); err == nil && slices.Contains(doc.Versions, version) {
+			if _, err := objectstore.GetJSON(context.Background(), env.Store, buckets.Meta, metadata.PackageKey(pkg.Name), &doc); err == nil && slices.Contains(doc.Versions, version) {
 				seen = true
 				visible()
 			} else if err != nil && !errors.Is(err, objectstore.ErrNotFound) {

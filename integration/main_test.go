@@ -15,6 +15,7 @@ import (
 	"github.com/edgeflow/edgeflow/activities"
 	"github.com/edgeflow/edgeflow/internal/catalog"
 	"github.com/edgeflow/edgeflow/internal/metadata"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/process"
 	"github.com/edgeflow/edgeflow/internal/registry"
 	"github.com/edgeflow/edgeflow/internal/tarx"
@@ -40,7 +41,7 @@ func startWorkers(t testing.TB) {
 	if pub == nil {
 		npm = newFakeNPM()
 		ctx := context.Background()
-		if err := env.Store.EnsureBuckets(ctx, buckets.Files, buckets.Mirror, buckets.Meta, buckets.MirrorMeta, buckets.Incoming); err != nil {
+		if err := objectstore.EnsureBuckets(ctx, env.Store, buckets.Files, buckets.Mirror, buckets.Meta, buckets.MirrorMeta, buckets.Incoming); err != nil {
 			t.Fatal(err)
 		}
 		pub = &activities.Publish{

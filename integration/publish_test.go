@@ -93,7 +93,7 @@ func runUpdates(t *testing.T, id string, in workflows.UpdatesInput) workflows.Up
 func getVersion(t *testing.T, name, version string) metadata.Version {
 	t.Helper()
 	var v metadata.Version
-	if _, err := env.Store.GetJSON(testContext(t), buckets.Meta, metadata.VersionKey(name, version), &v); err != nil {
+	if _, err := objectstore.GetJSON(testContext(t), env.Store, buckets.Meta, metadata.VersionKey(name, version), &v); err != nil {
 		t.Fatalf("version document %s@%s: %v", name, version, err)
 	}
 	return v
@@ -127,7 +127,7 @@ func TestPublishEndToEnd(t *testing.T) {
 	for _, f := range v1.Files {
 		key := metadata.FileKey("demo", "1.0.0", f.Path)
 		for _, bucket := range []string{buckets.Files, buckets.Mirror} {
-			data, err := env.Store.Get(ctx, bucket, key)
+			data, _, err := objectstore.ReadAll(ctx, env.Store, bucket, key)
 			if err != nil {
 				t.Fatalf("%s/%s: %v", bucket, key, err)
 			}
@@ -146,7 +146,7 @@ func TestPublishEndToEnd(t *testing.T) {
 				}
 				continue
 			}
-			br, err := env.Store.Get(ctx, bucket, key+".br")
+			br, _, err := objectstore.ReadAll(ctx, env.Store, bucket, key+".br")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +154,7 @@ func TestPublishEndToEnd(t *testing.T) {
 			if err != nil || !bytes.Equal(plain, data) {
 				t.Errorf("%s.br does not decompress to the original (%v)", key, err)
 			}
-			gz, err := env.Store.Get(ctx, bucket, key+".gz")
+			gz, _, err := objectstore.ReadAll(ctx, env.Store, bucket, key+".gz")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +172,7 @@ func TestPublishEndToEnd(t *testing.T) {
 	if minJS.MinifiedFrom != "demo.js" {
 		t.Errorf("demo.min.js MinifiedFrom = %q", minJS.MinifiedFrom)
 	}
-	minified, _ := env.Store.Get(ctx, buckets.Files, metadata.FileKey("demo", "1.0.0", "demo.min.js"))
+	minified, _, _ := objectstore.ReadAll(ctx, env.Store, buckets.Files, metadata.FileKey("demo", "1.0.0", "demo.min.js"))
 	for _, syntax := range []string{"this.#", "class Counter", "??", "?.", "async function", "/*! demo v1.0.0"} {
 		if !bytes.Contains(minified, []byte(syntax)) {
 			t.Errorf("minified JS lost %q: %s", syntax, minified)
@@ -203,7 +203,7 @@ func TestPublishEndToEnd(t *testing.T) {
 		t.Errorf("reused demo.min.css points at %q, want the bytes 1.0.0 stored at %q", css2.StoredAt, want)
 	}
 	// After the workflow, reused files have their own keys too (materialized).
-	reusedBytes, err := env.Store.Get(ctx, buckets.Mirror, metadata.FileKey("demo", "1.1.0", "demo.min.css.br"))
+	reusedBytes, _, err := objectstore.ReadAll(ctx, env.Store, buckets.Mirror, metadata.FileKey("demo", "1.1.0", "demo.min.css.br"))
 	if err != nil || len(reusedBytes) == 0 {
 		t.Errorf("reused output not copied to the mirror: %v", err)
 	}
@@ -215,14 +215,14 @@ func TestPublishEndToEnd(t *testing.T) {
 	}
 
 	var doc metadata.Package
-	if _, err := env.Store.GetJSON(ctx, buckets.Meta, metadata.PackageKey("demo"), &doc); err != nil {
+	if _, err := objectstore.GetJSON(ctx, env.Store, buckets.Meta, metadata.PackageKey("demo"), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(doc.Versions, ",") != "1.0.0,1.1.0" || doc.Latest != "1.1.0" || doc.Description != "a demo library" {
 		t.Errorf("package document: versions %v latest %q description %q", doc.Versions, doc.Latest, doc.Description)
 	}
 	var index metadata.Index
-	if _, err := env.Store.GetJSON(ctx, buckets.Meta, metadata.SearchIndexKey, &index); err != nil {
+	if _, err := objectstore.GetJSON(ctx, env.Store, buckets.Meta, metadata.SearchIndexKey, &index); err != nil {
 		t.Fatal(err)
 	}
 	found := false
@@ -238,11 +238,11 @@ func TestPublishEndToEnd(t *testing.T) {
 	// is on the mirror too, byte for byte.
 	for _, key := range []string{metadata.VersionKey("demo", "1.0.0"), metadata.VersionKey("demo", "1.1.0"),
 		metadata.PackageKey("demo"), metadata.SearchIndexKey} {
-		primary, err := env.Store.Get(ctx, buckets.Meta, key)
+		primary, _, err := objectstore.ReadAll(ctx, env.Store, buckets.Meta, key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mirrored, err := env.Store.Get(ctx, buckets.MirrorMeta, key)
+		mirrored, _, err := objectstore.ReadAll(ctx, env.Store, buckets.MirrorMeta, key)
 		if err != nil {
 			t.Errorf("%s not copied to the mirror's metadata bucket: %v", key, err)
 			continue
@@ -254,7 +254,7 @@ func TestPublishEndToEnd(t *testing.T) {
 	if _, err := env.Store.Stat(ctx, buckets.MirrorMeta, metadata.VersionKey("demo", "1.2.0")); !errors.Is(err, objectstore.ErrNotFound) {
 		t.Errorf("the rejected version has a mirrored version document: %v", err)
 	}
-	if left, _ := env.Store.List(ctx, buckets.Incoming, metadata.StagingPrefix("demo", "1.1.0")); len(left) != 0 {
+	if left, _ := objectstore.ListAll(ctx, env.Store, buckets.Incoming, metadata.StagingPrefix("demo", "1.1.0")); len(left) != 0 {
 		t.Errorf("staging not cleaned: %d objects left", len(left))
 	}
 
@@ -408,7 +408,7 @@ func TestHalfCommittedVersionPublishesAgain(t *testing.T) {
 	pkg := demoPackage("halfdone")
 	npm.add("halfdone", "1.0.0", demoTarball("1.0.0", demoCSS))
 	stale := metadata.Version{Name: "halfdone", Version: "1.0.0", Files: []metadata.File{{Path: "demo.js"}}}
-	if err := env.Store.PutJSON(ctx, buckets.Meta, metadata.VersionKey("halfdone", "1.0.0"), stale); err != nil {
+	if err := objectstore.PutJSON(ctx, env.Store, buckets.Meta, metadata.VersionKey("halfdone", "1.0.0"), stale); err != nil {
 		t.Fatal(err)
 	}
 	_, out, err := runPublish(t, activities.VersionRef{PackageRef: activities.PackageRef{Name: "halfdone", Package: &pkg}, Version: "1.0.0"}, nil)
@@ -416,7 +416,7 @@ func TestHalfCommittedVersionPublishesAgain(t *testing.T) {
 		t.Fatalf("publish over a half commit: %+v %v; want a full publish of 5 files", out, err)
 	}
 	var doc metadata.Package
-	if _, err := env.Store.GetJSON(ctx, buckets.Meta, metadata.PackageKey("halfdone"), &doc); err != nil || !slices.Contains(doc.Versions, "1.0.0") {
+	if _, err := objectstore.GetJSON(ctx, env.Store, buckets.Meta, metadata.PackageKey("halfdone"), &doc); err != nil || !slices.Contains(doc.Versions, "1.0.0") {
 		t.Errorf("package document %+v (%v) does not list 1.0.0", doc, err)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/metadata"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/schedules"
 	"github.com/edgeflow/edgeflow/workflows"
 )
@@ -121,12 +122,12 @@ func run() error {
 	}
 	defer minio.Stop(30 * time.Second)
 
-	store, err := objectstore.New(objectstore.Config{Endpoint: minio.Endpoint, AccessKey: accessKey, SecretKey: secretKey})
+	store, err := s3.New(s3.Config{Endpoint: minio.Endpoint, AccessKey: accessKey, SecretKey: secretKey})
 	if err != nil {
 		return err
 	}
 	b := metadata.DefaultBuckets
-	if err := store.EnsureBuckets(ctx, b.Files, b.Mirror, b.Meta, b.MirrorMeta, b.Incoming); err != nil {
+	if err := objectstore.EnsureBuckets(ctx, store, b.Files, b.Mirror, b.Meta, b.MirrorMeta, b.Incoming); err != nil {
 		return err
 	}
 

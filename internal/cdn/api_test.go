@@ -14,6 +14,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/catalog"
 	"github.com/edgeflow/edgeflow/internal/metadata"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
 )
 
 // getJSON fetches u and decodes the body into a generic map, keeping the key order.
@@ -63,7 +64,7 @@ func keysOf(m map[string]any) []string {
 func indexedNames(t *testing.T) []string {
 	t.Helper()
 	var ix metadata.Index
-	if _, err := testEnv.store.GetJSON(context.Background(), testEnv.buckets.Meta, metadata.SearchIndexKey, &ix); err != nil {
+	if _, err := objectstore.GetJSON(context.Background(), testEnv.store, testEnv.buckets.Meta, metadata.SearchIndexKey, &ix); err != nil {
 		t.Fatal(err)
 	}
 	var names []string

@@ -577,7 +577,7 @@ func (s *Server) smallBody(ctx context.Context, key fileCacheKey, size int64) (d
 // store is one place a file body can come from.
 type store struct {
 	name    string
-	store   *objectstore.Store
+	store   objectstore.Store
 	bucket  string
 	timeout time.Duration
 	primary bool
@@ -613,7 +613,7 @@ func (s *Server) fetchWhole(ctx context.Context, key fileCacheKey, size int64) (
 	var errs []error
 	for _, st := range s.stores() {
 		fctx, cancel := context.WithTimeout(ctx, st.timeout)
-		data, err := st.store.Get(fctx, st.bucket, objKey)
+		data, _, err := objectstore.ReadAll(fctx, st.store, st.bucket, objKey)
 		cancel()
 		if err == nil && int64(len(data)) != size {
 			err = fmt.Errorf("%s/%s holds %d bytes where the version document says %d", st.bucket, objKey, len(data), size)
@@ -638,22 +638,19 @@ func (s *Server) fetchWhole(ctx context.Context, key fileCacheKey, size int64) (
 // not the transfer.
 func (s *Server) openBody(ctx context.Context, key fileCacheKey, start, length, size int64) (io.ReadCloser, string, error) {
 	objKey := key.objectKey()
-	var rng *objectstore.Range
-	if start != 0 || length != size {
-		rng = &objectstore.Range{Start: start, Length: length}
-	}
+	ranged := start != 0 || length != size
 	var errs []error
 	for _, st := range s.stores() {
 		octx, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(st.timeout, cancel)
-		body, info, err := st.store.Open(octx, st.bucket, objKey, rng)
+		body, info, err := open(octx, st.store, st.bucket, objKey, ranged, start, length)
 		if err == nil && !timer.Stop() {
 			body.Close()
 			err = fmt.Errorf("no response within %s", st.timeout)
 		}
-		if err == nil && info.Size != length {
+		if err == nil && info.Size != size {
 			body.Close()
-			err = fmt.Errorf("%s/%s answered %d bytes where %d were expected", st.bucket, objKey, info.Size, length)
+			err = fmt.Errorf("%s/%s holds %d bytes where the version document says %d", st.bucket, objKey, info.Size, size)
 		}
 		if err == nil {
 			if !st.primary {
@@ -670,6 +667,18 @@ func (s *Server) openBody(ctx context.Context, key fileCacheKey, start, length, 
 		s.noteFailure(st, objKey, err)
 	}
 	return nil, "", fmt.Errorf("%w: %w", errBothStoresFailed, errors.Join(errs...))
+}
+
+// open reads the whole object, or a range of it from a store that can.
+func open(ctx context.Context, s objectstore.Store, bucket, key string, ranged bool, start, length int64) (io.ReadCloser, objectstore.ObjectInfo, error) {
+	if !ranged {
+		return s.Get(ctx, bucket, key)
+	}
+	rr, ok := s.(objectstore.RangeReader)
+	if !ok {
+		return nil, objectstore.ObjectInfo{}, fmt.Errorf("%s/%s: range read: %w", bucket, key, objectstore.ErrNotSupported)
+	}
+	return rr.GetRange(ctx, bucket, key, start, length)
 }
 
 // cancelOnClose releases the read's context when the body is closed.

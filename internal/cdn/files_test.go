@@ -490,7 +490,7 @@ func TestReusedFileIsReadWhereItIsStored(t *testing.T) {
 	reused.Version = "1.1.0"
 	reused.Files = slices.Clone(reused.Files)
 	reused.Files[0].StoredAt = metadata.FileKey("reuselib", "1.0.0", "a.js")
-	if err := st.PutJSON(ctx, b.Meta, metadata.VersionKey("reuselib", "1.1.0"), &reused); err != nil {
+	if err := objectstore.PutJSON(ctx, st, b.Meta, metadata.VersionKey("reuselib", "1.1.0"), &reused); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := objectstore.UpdateJSON(ctx, st, b.Meta, metadata.PackageKey("reuselib"), func(p *metadata.Package, _ bool) (bool, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/metadata"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/process"
 	"github.com/edgeflow/edgeflow/internal/versions"
 )
@@ -30,7 +31,7 @@ import (
 // TestMain) and the fixtures seeded into it.
 var testEnv struct {
 	minio   *devstack.MinIO
-	store   *objectstore.Store
+	store   objectstore.Store
 	buckets metadata.Buckets
 }
 
@@ -58,7 +59,7 @@ func runTests(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "stop MinIO:", err)
 		}
 	}()
-	store, err := objectstore.New(objectstore.Config{Endpoint: mi.Endpoint, AccessKey: mi.AccessKey, SecretKey: mi.SecretKey})
+	store, err := s3.New(s3.Config{Endpoint: mi.Endpoint, AccessKey: mi.AccessKey, SecretKey: mi.SecretKey})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "connect to MinIO:", err)
 		return 1
@@ -67,7 +68,7 @@ func runTests(m *testing.M) int {
 	b := testEnv.buckets
 	// "Live" is not "initialized": retry until MinIO accepts bucket calls.
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		err = store.EnsureBuckets(ctx, b.Files, b.Mirror, b.Meta, b.MirrorMeta)
+		err = objectstore.EnsureBuckets(ctx, store, b.Files, b.Mirror, b.Meta, b.MirrorMeta)
 		if err == nil {
 			break
 		}
@@ -152,7 +153,7 @@ func seedFixtures(ctx context.Context) error {
 		return err
 	}
 	// A file in a published version's folder that its version document does not list.
-	if err := st.Put(ctx, b.Files, metadata.FileKey(testLib, "1.0.0", "secret.js"), []byte("secret"), "application/javascript"); err != nil {
+	if err := putBytes(ctx, st, b.Files, metadata.FileKey(testLib, "1.0.0", "secret.js"), []byte("secret"), "application/javascript"); err != nil {
 		return err
 	}
 	// A version document whose package document does not list it (a commit
@@ -189,12 +190,12 @@ type fixtureFile struct {
 
 // uploadFiles writes the files and their precompressed representations to
 // the Files and Mirror buckets and returns their version-document entries.
-func uploadFiles(ctx context.Context, st *objectstore.Store, b metadata.Buckets, name, version string, files []fixtureFile) error {
+func uploadFiles(ctx context.Context, st objectstore.Store, b metadata.Buckets, name, version string, files []fixtureFile) error {
 	_, err := uploadAndDescribe(ctx, st, b, name, version, files)
 	return err
 }
 
-func uploadAndDescribe(ctx context.Context, st *objectstore.Store, b metadata.Buckets, name, version string, files []fixtureFile) ([]metadata.File, error) {
+func uploadAndDescribe(ctx context.Context, st objectstore.Store, b metadata.Buckets, name, version string, files []fixtureFile) ([]metadata.File, error) {
 	var described []metadata.File
 	for _, f := range files {
 		ct := process.ContentType(f.Path)
@@ -215,7 +216,7 @@ func uploadAndDescribe(ctx context.Context, st *objectstore.Store, b metadata.Bu
 		}
 		for key, data := range objects {
 			for _, bucket := range []string{b.Files, b.Mirror} {
-				if err := st.Put(ctx, bucket, key, data, ct); err != nil {
+				if err := putBytes(ctx, st, bucket, key, data, ct); err != nil {
 					return nil, err
 				}
 			}
@@ -226,14 +227,14 @@ func uploadAndDescribe(ctx context.Context, st *objectstore.Store, b metadata.Bu
 	return described, nil
 }
 
-func writeFilesAndVersionDoc(ctx context.Context, st *objectstore.Store, b metadata.Buckets, name, version string, files []fixtureFile, publishedAt time.Time) (*metadata.Version, []metadata.File, error) {
+func writeFilesAndVersionDoc(ctx context.Context, st objectstore.Store, b metadata.Buckets, name, version string, files []fixtureFile, publishedAt time.Time) (*metadata.Version, []metadata.File, error) {
 	described, err := uploadAndDescribe(ctx, st, b, name, version, files)
 	if err != nil {
 		return nil, nil, err
 	}
 	doc := &metadata.Version{Name: name, Version: version, Files: described, PublishedAt: publishedAt}
 	doc.Stats.Files = len(described)
-	if err := st.PutJSON(ctx, b.Meta, metadata.VersionKey(name, version), doc); err != nil {
+	if err := objectstore.PutJSON(ctx, st, b.Meta, metadata.VersionKey(name, version), doc); err != nil {
 		return nil, nil, err
 	}
 	return doc, described, mirrorMetaDoc(ctx, st, b, metadata.VersionKey(name, version))
@@ -241,14 +242,14 @@ func writeFilesAndVersionDoc(ctx context.Context, st *objectstore.Store, b metad
 
 // mirrorMetaDoc copies a metadata document to the mirror's metadata bucket,
 // as the pipeline's commit does after writing it.
-func mirrorMetaDoc(ctx context.Context, st *objectstore.Store, b metadata.Buckets, key string) error {
+func mirrorMetaDoc(ctx context.Context, st objectstore.Store, b metadata.Buckets, key string) error {
 	return objectstore.Replicate(ctx, st, b.Meta, st, b.MirrorMeta, key)
 }
 
 // publishVersion does what the publish pipeline's commit does: files, then
 // the version document, then the package document, then the search index,
 // each document copied to the mirror's metadata bucket once written.
-func publishVersion(ctx context.Context, st *objectstore.Store, b metadata.Buckets, pkg catalog.Package, version string, files []fixtureFile, publishedAt time.Time) error {
+func publishVersion(ctx context.Context, st objectstore.Store, b metadata.Buckets, pkg catalog.Package, version string, files []fixtureFile, publishedAt time.Time) error {
 	doc, _, err := writeFilesAndVersionDoc(ctx, st, b, pkg.Name, version, files, publishedAt)
 	if err != nil {
 		return err
@@ -277,7 +278,7 @@ func publishVersion(ctx context.Context, st *objectstore.Store, b metadata.Bucke
 		}
 	} else {
 		var latest metadata.Version
-		if _, err := st.GetJSON(ctx, b.Meta, metadata.VersionKey(pkg.Name, pkgDoc.Latest), &latest); err == nil {
+		if _, err := objectstore.GetJSON(ctx, st, b.Meta, metadata.VersionKey(pkg.Name, pkgDoc.Latest), &latest); err == nil {
 			if f, ok := latest.Lookup(pkg.Filename); ok {
 				entry.SRI = f.SRI
 			}
@@ -303,7 +304,7 @@ func publishVersion(ctx context.Context, st *objectstore.Store, b metadata.Bucke
 func testVersionDoc(t testing.TB, name, version string) *metadata.Version {
 	t.Helper()
 	var doc metadata.Version
-	if _, err := testEnv.store.GetJSON(context.Background(), testEnv.buckets.Meta, metadata.VersionKey(name, version), &doc); err != nil {
+	if _, err := objectstore.GetJSON(context.Background(), testEnv.store, testEnv.buckets.Meta, metadata.VersionKey(name, version), &doc); err != nil {
 		t.Fatalf("read version document %s@%s: %v", name, version, err)
 	}
 	return &doc
@@ -400,4 +401,8 @@ func fixtureData(t testing.TB, version, path string) []byte {
 	}
 	t.Fatalf("no fixture file %s", path)
 	return nil
+}
+
+func putBytes(ctx context.Context, st objectstore.Store, bucket, key string, data []byte, contentType string) error {
+	return objectstore.PutBytes(ctx, st, bucket, key, data, objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: contentType}})
 }

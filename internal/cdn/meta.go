@@ -182,7 +182,7 @@ func (m *metaSource) read(ctx context.Context, key string) ([]byte, store, error
 func (m *metaSource) fetch(ctx context.Context, st store, key string) ([]byte, error) {
 	fctx, cancel := context.WithTimeout(ctx, st.timeout)
 	defer cancel()
-	data, err := st.store.Get(fctx, st.bucket, key)
+	data, _, err := objectstore.ReadAll(fctx, st.store, st.bucket, key)
 	if err == nil && !st.primary {
 		m.log.Info("metadata served from the mirror", "key", key)
 	}

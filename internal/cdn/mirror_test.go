@@ -19,6 +19,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/catalog"
 	"github.com/edgeflow/edgeflow/internal/metadata"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/process"
 )
 
@@ -115,7 +116,7 @@ func (p *storeProxy) set(mode int32) {
 func proxiedEdge(t *testing.T, adjust func(*Config)) (*storeProxy, string, *logBuffer) {
 	t.Helper()
 	proxy := newStoreProxy(t, testEnv.minio.Endpoint)
-	primary, err := objectstore.New(objectstore.Config{Endpoint: proxy.addr, AccessKey: testEnv.minio.AccessKey, SecretKey: testEnv.minio.SecretKey})
+	primary, err := s3.New(s3.Config{Endpoint: proxy.addr, AccessKey: testEnv.minio.AccessKey, SecretKey: testEnv.minio.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,11 +202,11 @@ func TestMirrorAnswersWhenPrimaryStalls(t *testing.T) {
 }
 
 // deadStore is a store whose port refuses every connection.
-func deadStore(t *testing.T) *objectstore.Store {
+func deadStore(t *testing.T) *s3.Store {
 	t.Helper()
 	proxy := newStoreProxy(t, testEnv.minio.Endpoint)
 	proxy.set(proxyRefuse)
-	st, err := objectstore.New(objectstore.Config{Endpoint: proxy.addr, AccessKey: testEnv.minio.AccessKey, SecretKey: testEnv.minio.SecretKey})
+	st, err := s3.New(s3.Config{Endpoint: proxy.addr, AccessKey: testEnv.minio.AccessKey, SecretKey: testEnv.minio.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestPrimaryIsAuthoritativeOnMissingMetadata(t *testing.T) {
 	// A library only the mirror knows, as when the primary's copy was removed.
 	ghost := metadata.Package{Package: catalog.Package{Name: "ghostlib", Filename: "ghost.js"}, Versions: []string{"1.0.0"}, Latest: "1.0.0"}
 	key := metadata.PackageKey(ghost.Name)
-	if err := testEnv.store.PutJSON(ctx, testEnv.buckets.MirrorMeta, key, ghost); err != nil {
+	if err := objectstore.PutJSON(ctx, testEnv.store, testEnv.buckets.MirrorMeta, key, ghost); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = testEnv.store.Delete(context.Background(), testEnv.buckets.MirrorMeta, key) })
@@ -297,7 +298,7 @@ func TestStaleMetadataIsServedWhilePrimaryIsDown(t *testing.T) {
 	// The mirror holds the files but no metadata (as for documents written
 	// before they were copied there): only what the edge cached can be served.
 	emptyMirrorMeta := "cdn-mirror-meta-empty"
-	if err := testEnv.store.EnsureBuckets(t.Context(), emptyMirrorMeta); err != nil {
+	if err := objectstore.EnsureBuckets(t.Context(), testEnv.store, emptyMirrorMeta); err != nil {
 		t.Fatal(err)
 	}
 	proxy, base, logs := proxiedEdge(t, func(c *Config) { c.Now = now; c.MetaTTL = time.Second; c.Buckets.MirrorMeta = emptyMirrorMeta })
@@ -364,7 +365,7 @@ func countingEdge(t *testing.T, adjust func(*Config)) (*countingStore, string) {
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(front.Close)
-	primary, err := objectstore.New(objectstore.Config{Endpoint: strings.TrimPrefix(front.URL, "http://"),
+	primary, err := s3.New(s3.Config{Endpoint: strings.TrimPrefix(front.URL, "http://"),
 		AccessKey: testEnv.minio.AccessKey, SecretKey: testEnv.minio.SecretKey})
 	if err != nil {
 		t.Fatal(err)

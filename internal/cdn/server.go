@@ -23,7 +23,7 @@ type Config struct {
 	// Primary holds the Files and Meta buckets; Mirror holds the Mirror
 	// bucket with the same file objects and the MirrorMeta bucket with copies
 	// of the metadata documents (it may be the same store).
-	Primary, Mirror *objectstore.Store
+	Primary, Mirror objectstore.Store
 	Buckets         metadata.Buckets
 	// CacheBytes bounds the in-memory cache of file bodies; 0 disables it.
 	CacheBytes int64

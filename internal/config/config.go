@@ -19,7 +19,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/edgeflow/edgeflow/internal/metadata"
-	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 )
 
 // Env returns the environment value of key, or def when unset or empty.
@@ -142,8 +142,8 @@ func (t Temporal) Dial(logger *slog.Logger) (client.Client, error) {
 
 // Storage says how to reach the primary store and its mirror, and which buckets to use.
 type Storage struct {
-	Primary objectstore.Config
-	Mirror  objectstore.Config
+	Primary s3.Config
+	Mirror  s3.Config
 	Buckets metadata.Buckets
 }
 
@@ -170,8 +170,8 @@ func (s *Storage) RegisterFlags(fs *flag.FlagSet) {
 }
 
 // Open returns the primary and mirror stores (the same store when no mirror endpoint is set).
-func (s Storage) Open() (primary, mirror *objectstore.Store, err error) {
-	primary, err = objectstore.New(s.Primary)
+func (s Storage) Open() (primary, mirror *s3.Store, err error) {
+	primary, err = s3.New(s.Primary)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,6 +182,6 @@ func (s Storage) Open() (primary, mirror *objectstore.Store, err error) {
 	if m.AccessKey == "" {
 		m.AccessKey, m.SecretKey = s.Primary.AccessKey, s.Primary.SecretKey
 	}
-	mirror, err = objectstore.New(m)
+	mirror, err = s3.New(m)
 	return primary, mirror, err
 }

@@ -1,377 +1,235 @@
-// Package objectstore is the project's thin layer over any S3-compatible store
-// (MinIO locally, R2/S3 in production): bytes in, bytes out, JSON documents
-// with optimistic concurrency, and errors that never carry credentials.
+// Package objectstore is how every product talks to object storage: a small
+// required core every store implements (Store: get, put, stat, delete and a
+// paged list) and optional capabilities a caller discovers by type assertion,
+// as rclone's fs does:
+//
+//	Copier             server-side copy, preserving or replacing metadata
+//	MultipartUploader  create / upload part / list parts / complete / abort
+//	PartCopier         server-side copy of a byte range into a part (compose)
+//	ConditionalWriter  writes guarded by If-Match / If-None-Match
+//	RangeReader        reads of a byte range
+//	BucketManager      create, check, list and remove buckets
+//	BulkDeleter        many deletes in one request
+//
+// The helpers in this package (Copy, Compose, DeletePrefix, EnsureBuckets,
+// GetJSON/PutJSON/UpdateJSON, Replicate, ...) use a capability when the store
+// has it and fall back, or say clearly that it is missing, when it does not.
+// Errors are classified (see errors.go) so callers can tell a missing key from
+// a lost race, a rejected credential or a failure worth retrying. The S3
+// implementation, on minio-go, is in the s3 subpackage.
 package objectstore
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"net/http"
-	"strings"
+	"maps"
 	"time"
-
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
-// ErrNotFound is returned (wrapped) when a key or bucket does not exist.
-var ErrNotFound = errors.New("object not found")
-
-// ErrConflict is returned (wrapped) when a conditional write lost a race.
-var ErrConflict = errors.New("object changed concurrently")
-
-// Config says how to reach one store. SecretKey is never printed.
-type Config struct {
-	Endpoint  string // host:port
-	AccessKey string
-	SecretKey string
-	Secure    bool
-	Region    string
+// Store is the core every object store implements.
+type Store interface {
+	// Get streams a whole object. The response headers are read before it
+	// returns, so a missing object is an error here, not on the first Read.
+	Get(ctx context.Context, bucket, key string) (io.ReadCloser, ObjectInfo, error)
+	// Put writes size bytes from r (size -1: until EOF) under key.
+	Put(ctx context.Context, bucket, key string, r io.Reader, size int64, opts PutOptions) (ObjectInfo, error)
+	// Stat describes an object without reading it.
+	Stat(ctx context.Context, bucket, key string) (ObjectInfo, error)
+	// Delete removes an object; a missing object is not an error.
+	Delete(ctx context.Context, bucket, key string) error
+	// List returns one page of the objects in bucket, in key order.
+	List(ctx context.Context, bucket string, opts ListOptions) (ListPage, error)
 }
 
-// String describes the store without its secret.
-func (c Config) String() string {
-	scheme := "http"
-	if c.Secure {
-		scheme = "https"
-	}
-	return fmt.Sprintf("%s://%s (access key %s)", scheme, c.Endpoint, c.AccessKey)
+// Metadata is what a store keeps with an object besides its bytes. Migrate
+// preserves all of it; Publish sets the content type.
+type Metadata struct {
+	ContentType        string `json:"contentType,omitempty"`
+	CacheControl       string `json:"cacheControl,omitempty"`
+	ContentEncoding    string `json:"contentEncoding,omitempty"`
+	ContentDisposition string `json:"contentDisposition,omitempty"`
+	// User is the user metadata (x-amz-meta-*). Keys are case-insensitive;
+	// stores return them in lower case.
+	User map[string]string `json:"user,omitempty"`
 }
 
-// Info describes a stored object.
-type Info struct {
-	Key          string
-	Size         int64
-	ETag         string
-	ContentType  string
-	LastModified time.Time
+// Clone returns a copy that shares no map with m.
+func (m Metadata) Clone() Metadata {
+	m.User = maps.Clone(m.User)
+	return m
 }
 
-// Store is one S3-compatible endpoint.
-type Store struct {
-	cfg    Config
-	client *minio.Client
-	core   *minio.Core
+// ObjectInfo describes a stored object. List results carry Key, Size, ETag
+// and LastModified only (S3 listings have no more); Get, Stat and Put fill
+// the metadata too.
+type ObjectInfo struct {
+	Key          string    `json:"key"`
+	Size         int64     `json:"size"` // of the whole object, also for range reads
+	ETag         string    `json:"etag"` // without quotes
+	LastModified time.Time `json:"lastModified"`
+	Metadata
 }
 
-// New connects lazily: no request is made until the first call.
-func New(cfg Config) (*Store, error) {
-	if cfg.Endpoint == "" {
-		return nil, errors.New("object store: endpoint is empty")
-	}
-	if strings.Contains(cfg.Endpoint, "://") {
-		return nil, fmt.Errorf("object store: endpoint %q must be host:port without a scheme (set Secure for https)", cfg.Endpoint)
-	}
-	transport, err := minio.DefaultTransport(cfg.Secure)
-	if err != nil {
-		return nil, fmt.Errorf("object store %s: %w", cfg, err)
-	}
-	// Many small objects are written concurrently; keep connections warm.
-	transport.MaxIdleConnsPerHost = 256
-	transport.MaxIdleConns = 512
-	core, err := minio.NewCore(cfg.Endpoint, &minio.Options{
-		Creds:     credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
-		Secure:    cfg.Secure,
-		Region:    cfg.Region,
-		Transport: transport,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("object store %s: %w", cfg, err)
-	}
-	return &Store{cfg: cfg, client: core.Client, core: core}, nil
+// PutOptions are the metadata a Put stores with the object. An empty
+// ContentType is stored as application/octet-stream.
+type PutOptions struct {
+	Metadata
 }
 
-// Config returns the store's configuration.
-func (s *Store) Config() Config { return s.cfg }
-
-// SameEndpoint reports whether server-side copies between s and o are possible.
-func (s *Store) SameEndpoint(o *Store) bool {
-	return s == o || (s.cfg.Endpoint == o.cfg.Endpoint && s.cfg.AccessKey == o.cfg.AccessKey)
+// ListOptions select a page of a listing.
+type ListOptions struct {
+	Prefix string
+	// Delimiter groups keys that share a prefix up to it into
+	// ListPage.CommonPrefixes (e.g. "/" for one folder level); empty lists
+	// every key under Prefix.
+	Delimiter string
+	// StartAfter lists keys after this one (first page only).
+	StartAfter string
+	// ContinuationToken is the NextToken of the previous page.
+	ContinuationToken string
+	// MaxKeys bounds the page; 0 means the store's maximum (1,000 on S3).
+	MaxKeys int
 }
 
-// EnsureBuckets creates the buckets that do not exist yet.
-func (s *Store) EnsureBuckets(ctx context.Context, buckets ...string) error {
-	for _, b := range buckets {
-		ok, err := s.client.BucketExists(ctx, b)
-		if err != nil {
-			return s.wrap("check bucket", b, "", err)
-		}
-		if ok {
-			continue
-		}
-		if err := s.client.MakeBucket(ctx, b, minio.MakeBucketOptions{Region: s.cfg.Region}); err != nil {
-			var resp minio.ErrorResponse
-			if errors.As(err, &resp) && (resp.Code == "BucketAlreadyOwnedByYou" || resp.Code == "BucketAlreadyExists") {
-				continue
-			}
-			return s.wrap("create bucket", b, "", err)
-		}
-	}
-	return nil
+// ListPage is one page of a listing.
+type ListPage struct {
+	Objects        []ObjectInfo
+	CommonPrefixes []string
+	// NextToken continues the listing; empty on the last page.
+	NextToken string
 }
 
-// Ping checks that the store answers and the credentials are accepted.
-func (s *Store) Ping(ctx context.Context) error {
-	_, err := s.client.ListBuckets(ctx)
-	return s.wrap("list buckets", "", "", err)
+// Copier copies objects server side: the bytes never leave the store.
+type Copier interface {
+	// Copy copies srcBucket/srcKey to dstBucket/dstKey, both on this store.
+	// One request copies at most MaxCopySize bytes; larger objects need
+	// Compose (the Copy helper picks it).
+	Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string, opts CopyOptions) (ObjectInfo, error)
+	// CanCopyFrom reports whether objects of src can be copied into this
+	// store server side (the same endpoint and credentials).
+	CanCopyFrom(src Store) bool
 }
 
-// Put writes data under key.
-func (s *Store) Put(ctx context.Context, bucket, key string, data []byte, contentType string) error {
-	_, err := s.client.PutObject(ctx, bucket, key, bytes.NewReader(data), int64(len(data)), putOptions(contentType))
-	return s.wrap("put", bucket, key, err)
+// CopyOptions control a copy.
+type CopyOptions struct {
+	// Metadata, when set, replaces the source's metadata on the copy; nil
+	// keeps the source's content type, cache control, encoding, disposition
+	// and user metadata.
+	Metadata *Metadata
+	// IfSourceMatch copies only when the source still has this ETag
+	// (ErrPreconditionFailed otherwise): a copy of exactly what was listed.
+	IfSourceMatch string
+
+	// The fields below are read by the Copy helper only.
+
+	// Size is the source's size when the caller knows it (from a listing):
+	// Copy composes objects above SingleCopyLimit at once. When it is 0, Copy
+	// tries one request and composes if the store answers ErrTooLarge.
+	Size int64
+	// SingleCopyLimit is the largest object copied in one request; 0 means
+	// MaxCopySize. Larger objects are composed from parts of PartSize.
+	SingleCopyLimit int64
+	// PartSize is the part size of composed copies and of streamed ones; 0
+	// means DefaultPartSize.
+	PartSize int64
+	// Parallel bounds the parts copied at once; 0 means 4.
+	Parallel int
 }
 
-// PutStream writes size bytes (or until EOF when size is -1) from r under key.
-func (s *Store) PutStream(ctx context.Context, bucket, key string, r io.Reader, size int64, contentType string) error {
-	opts := putOptions(contentType)
-	if size < 0 {
-		opts.PartSize = 16 << 20
-	}
-	_, err := s.client.PutObject(ctx, bucket, key, r, size, opts)
-	return s.wrap("put", bucket, key, err)
+// MaxCopySize is the largest object S3 copies in one request (5 GiB).
+const MaxCopySize = 5 << 30
+
+// Multipart limits of S3: every part but the last is at least MinPartSize,
+// no part is larger than MaxPartSize, and an upload has at most MaxParts.
+const (
+	MinPartSize     = 5 << 20
+	MaxPartSize     = 5 << 30
+	MaxParts        = 10000
+	DefaultPartSize = 64 << 20
+)
+
+// Upload names one multipart upload. It is plain data, so a workflow can
+// keep it in its state and an activity on another host can add parts.
+type Upload struct {
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+	ID     string `json:"id"`
 }
 
-func putOptions(contentType string) minio.PutObjectOptions {
-	if contentType == "" {
-		contentType = "application/octet-stream"
-	}
-	// Small objects dominate; MD5/SHA256 content hashing of every body is
-	// wasted CPU on top of TLS/HTTP integrity, and the pipeline verifies SRI itself.
-	return minio.PutObjectOptions{ContentType: contentType, DisableContentSha256: true}
+// Part is one uploaded part of a multipart upload.
+type Part struct {
+	Number int    `json:"number"`
+	ETag   string `json:"etag"`
+	Size   int64  `json:"size"`
 }
 
-// Get reads a whole object.
-func (s *Store) Get(ctx context.Context, bucket, key string) ([]byte, error) {
-	r, _, err := s.Open(ctx, bucket, key, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	data, err := io.ReadAll(r)
-	return data, s.wrap("read", bucket, key, err)
+// MultipartUploader uploads one object as parts that may be sent in
+// parallel, from several processes, and in any order.
+type MultipartUploader interface {
+	CreateMultipartUpload(ctx context.Context, bucket, key string, opts PutOptions) (Upload, error)
+	// UploadPart stores part number n (1..MaxParts) of size bytes from r.
+	// Uploading a number again replaces that part.
+	UploadPart(ctx context.Context, u Upload, n int, r io.Reader, size int64) (Part, error)
+	// ListParts returns the parts uploaded so far, by number: what a resumed
+	// transfer does not need to send again.
+	ListParts(ctx context.Context, u Upload) ([]Part, error)
+	// CompleteMultipartUpload joins the parts, in number order, into the object.
+	CompleteMultipartUpload(ctx context.Context, u Upload, parts []Part) (ObjectInfo, error)
+	// AbortMultipartUpload discards the upload and its parts.
+	AbortMultipartUpload(ctx context.Context, u Upload) error
 }
 
-// Range asks Open for part of an object: bytes [Start, Start+Length).
-type Range struct{ Start, Length int64 }
-
-// Open starts reading an object; the headers are fetched before it returns, so
-// a missing object is an error here, not on the first Read.
-func (s *Store) Open(ctx context.Context, bucket, key string, rng *Range) (io.ReadCloser, Info, error) {
-	opts := minio.GetObjectOptions{}
-	if rng != nil {
-		if err := opts.SetRange(rng.Start, rng.Start+rng.Length-1); err != nil {
-			return nil, Info{}, err
-		}
-	}
-	body, oi, _, err := s.core.GetObject(ctx, bucket, key, opts)
-	if err != nil {
-		return nil, Info{}, s.wrap("get", bucket, key, err)
-	}
-	return body, toInfo(oi), nil
+// ByteRange is part of an object on the same store: Length bytes from Offset.
+type ByteRange struct {
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
+	// IfMatch, when set, is the ETag the source object must still have.
+	IfMatch string `json:"ifMatch,omitempty"`
 }
 
-// Stat returns an object's description.
-func (s *Store) Stat(ctx context.Context, bucket, key string) (Info, error) {
-	oi, err := s.client.StatObject(ctx, bucket, key, minio.StatObjectOptions{})
-	if err != nil {
-		return Info{}, s.wrap("stat", bucket, key, err)
-	}
-	return toInfo(oi), nil
+// PartCopier fills a part of a multipart upload from a range of an object
+// already on the store (S3 UploadPartCopy): server-side compose, the way to
+// copy objects larger than MaxCopySize.
+type PartCopier interface {
+	UploadPartCopy(ctx context.Context, u Upload, n int, src ByteRange) (Part, error)
 }
 
-// Copy copies an object server-side (both buckets on this store).
-func (s *Store) Copy(ctx context.Context, srcBucket, srcKey, dstBucket, dstKey string) error {
-	_, err := s.client.CopyObject(ctx,
-		minio.CopyDestOptions{Bucket: dstBucket, Object: dstKey},
-		minio.CopySrcOptions{Bucket: srcBucket, Object: srcKey})
-	return s.wrap("copy "+srcBucket+"/"+srcKey+" to", dstBucket, dstKey, err)
+// Precondition guards a conditional write.
+type Precondition struct {
+	// IfMatch writes only if the object exists with this ETag.
+	IfMatch string
+	// IfNoneMatch "*" writes only if the object does not exist.
+	IfNoneMatch string
 }
 
-// Delete removes one object; a missing object is not an error.
-func (s *Store) Delete(ctx context.Context, bucket, key string) error {
-	err := s.client.RemoveObject(ctx, bucket, key, minio.RemoveObjectOptions{})
-	if err != nil && errors.Is(s.wrap("", bucket, key, err), ErrNotFound) {
-		return nil
-	}
-	return s.wrap("delete", bucket, key, err)
+// ConditionalWriter writes only when a precondition holds; otherwise it
+// returns an error that errors.Is ErrPreconditionFailed. It is the basis of
+// optimistic concurrency (UpdateJSON) and of exactly-once creates.
+type ConditionalWriter interface {
+	PutIf(ctx context.Context, bucket, key string, r io.Reader, size int64, opts PutOptions, cond Precondition) (ObjectInfo, error)
 }
 
-// DeletePrefix removes every object under prefix.
-func (s *Store) DeletePrefix(ctx context.Context, bucket, prefix string) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the lister if removal fails first
-	objects := make(chan minio.ObjectInfo)
-	var listErr error
-	go func() {
-		defer close(objects)
-		for oi := range s.client.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
-			if oi.Err != nil {
-				listErr = oi.Err
-				return
-			}
-			select {
-			case objects <- oi:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	for res := range s.client.RemoveObjects(ctx, bucket, objects, minio.RemoveObjectsOptions{}) {
-		if res.Err != nil {
-			return s.wrap("delete", bucket, res.ObjectName, res.Err)
-		}
-	}
-	// objects is closed (RemoveObjects drained it), so listErr is settled.
-	return s.wrap("list", bucket, prefix, listErr)
+// RangeReader reads part of an object.
+type RangeReader interface {
+	// GetRange streams length bytes from offset (length -1: to the end).
+	// ObjectInfo.Size is the size of the whole object.
+	GetRange(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, ObjectInfo, error)
 }
 
-// List returns every object under prefix, in key order.
-func (s *Store) List(ctx context.Context, bucket, prefix string) ([]Info, error) {
-	var out []Info
-	for oi := range s.client.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
-		if oi.Err != nil {
-			return nil, s.wrap("list", bucket, prefix, oi.Err)
-		}
-		out = append(out, toInfo(oi))
-	}
-	return out, nil
+// BucketManager creates, checks, lists and removes buckets.
+type BucketManager interface {
+	// MakeBucket creates a bucket; ErrBucketExists when it exists already.
+	MakeBucket(ctx context.Context, bucket string) error
+	BucketExists(ctx context.Context, bucket string) (bool, error)
+	ListBuckets(ctx context.Context) ([]string, error)
+	// RemoveBucket removes an empty bucket.
+	RemoveBucket(ctx context.Context, bucket string) error
 }
 
-// GetJSON decodes the object into v and returns its ETag.
-func (s *Store) GetJSON(ctx context.Context, bucket, key string, v any) (string, error) {
-	r, info, err := s.Open(ctx, bucket, key, nil)
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	if err := json.NewDecoder(r).Decode(v); err != nil {
-		return "", fmt.Errorf("decode %s/%s: %w", bucket, key, err)
-	}
-	return info.ETag, nil
-}
-
-// PutJSON writes v as JSON.
-func (s *Store) PutJSON(ctx context.Context, bucket, key string, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode %s/%s: %w", bucket, key, err)
-	}
-	return s.Put(ctx, bucket, key, data, "application/json")
-}
-
-// UpdateJSON is a read-modify-write of one JSON document that never loses a
-// concurrent update: the write is conditional on the ETag that was read (or on
-// absence), and a lost race re-reads and re-applies. newDoc returns a fresh
-// zero document; apply mutates it (found says whether it existed) and returns
-// false to skip the write.
-func UpdateJSON[T any](ctx context.Context, s *Store, bucket, key string, apply func(doc *T, found bool) (bool, error)) (*T, error) {
-	for attempt := 0; ; attempt++ {
-		doc := new(T)
-		etag, err := s.GetJSON(ctx, bucket, key, doc)
-		found := err == nil
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, err
-		}
-		write, err := apply(doc, found)
-		if err != nil || !write {
-			return doc, err
-		}
-		data, err := json.Marshal(doc)
-		if err != nil {
-			return nil, fmt.Errorf("encode %s/%s: %w", bucket, key, err)
-		}
-		opts := putOptions("application/json")
-		if found {
-			opts.SetMatchETag(etag)
-		} else {
-			opts.SetMatchETagExcept("*")
-		}
-		_, err = s.client.PutObject(ctx, bucket, key, bytes.NewReader(data), int64(len(data)), opts)
-		err = s.wrap("put", bucket, key, err)
-		if err == nil {
-			return doc, nil
-		}
-		if !errors.Is(err, ErrConflict) || attempt >= 50 {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
-		}
-	}
-}
-
-// replicateAttempts bounds how often Replicate starts over because the source
-// changed while it was being copied.
-const replicateAttempts = 50
-
-// Replicate copies the object under key from srcBucket on src to dstBucket on
-// dst (another store, or the same one), with its content type. It copies what
-// src holds when it reads, then checks that src still holds it, and starts
-// over if not: when several processes read-modify-write one document on src
-// and each replicates it afterwards, dst may briefly hold an older copy, but
-// every replication ends only after copying what src held at its last check,
-// so once they all return dst holds src's final state.
-func Replicate(ctx context.Context, src *Store, srcBucket string, dst *Store, dstBucket, key string) error {
-	for attempt := 1; ; attempt++ {
-		r, info, err := src.Open(ctx, srcBucket, key, nil)
-		if err != nil {
-			return fmt.Errorf("replicate: %w", err)
-		}
-		data, err := io.ReadAll(r)
-		r.Close()
-		if err != nil {
-			return fmt.Errorf("replicate: %w", src.wrap("read", srcBucket, key, err))
-		}
-		if err := dst.Put(ctx, dstBucket, key, data, info.ContentType); err != nil {
-			return fmt.Errorf("replicate %s/%s: %w", srcBucket, key, err)
-		}
-		now, err := src.Stat(ctx, srcBucket, key)
-		if err != nil {
-			return fmt.Errorf("replicate: %w", err)
-		}
-		if now.ETag == info.ETag {
-			return nil
-		}
-		if attempt == replicateAttempts {
-			return fmt.Errorf("replicate %s/%s on %s to %s on %s: it changed during each of %d copies",
-				srcBucket, key, src.cfg.Endpoint, dstBucket, dst.cfg.Endpoint, replicateAttempts)
-		}
-	}
-}
-
-func toInfo(oi minio.ObjectInfo) Info {
-	return Info{Key: oi.Key, Size: oi.Size, ETag: strings.Trim(oi.ETag, `"`), ContentType: oi.ContentType, LastModified: oi.LastModified}
-}
-
-// wrap turns a client error into one that names the operation and object,
-// maps not-found and precondition failures to sentinel errors, and is free of
-// credentials (minio-go's messages carry none; signatures are never printed).
-func (s *Store) wrap(op, bucket, key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	where := bucket
-	if key != "" {
-		where += "/" + key
-	}
-	var resp minio.ErrorResponse
-	if errors.As(err, &resp) {
-		switch {
-		case resp.Code == "NoSuchKey" || resp.Code == "NoSuchBucket" || resp.StatusCode == http.StatusNotFound:
-			return fmt.Errorf("%s %s: %w", op, where, ErrNotFound)
-		case resp.Code == "PreconditionFailed" || resp.StatusCode == http.StatusPreconditionFailed || resp.Code == "ConditionalRequestConflict":
-			return fmt.Errorf("%s %s: %w", op, where, ErrConflict)
-		case resp.Code == "AccessDenied" || resp.Code == "InvalidAccessKeyId" || resp.Code == "SignatureDoesNotMatch":
-			return fmt.Errorf("%s %s on %s: credentials rejected (%s)", op, where, s.cfg.Endpoint, resp.Code)
-		}
-		return fmt.Errorf("%s %s on %s: %s: %s", op, where, s.cfg.Endpoint, resp.Code, resp.Message)
-	}
-	return fmt.Errorf("%s %s on %s: %w", op, where, s.cfg.Endpoint, err)
+// BulkDeleter deletes many objects of one bucket in few requests.
+type BulkDeleter interface {
+	// DeleteKeys deletes the keys; missing ones are not an error.
+	DeleteKeys(ctx context.Context, bucket string, keys []string) error
 }

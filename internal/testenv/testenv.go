@@ -17,7 +17,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/edgeflow/edgeflow/internal/devstack"
-	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 )
 
 // Env is a running stack for tests.
@@ -25,7 +25,7 @@ type Env struct {
 	Temporal *devstack.Temporal
 	MinIO    *devstack.MinIO
 	Client   client.Client
-	Store    *objectstore.Store
+	Store    *s3.Store
 	dir      string
 }
 
@@ -55,7 +55,7 @@ func Start(o Options) (*Env, error) {
 			e.Stop()
 			return nil, err
 		}
-		e.Store, err = objectstore.New(objectstore.Config{Endpoint: e.MinIO.Endpoint, AccessKey: "testaccess", SecretKey: "testsecret123"})
+		e.Store, err = s3.New(s3.Config{Endpoint: e.MinIO.Endpoint, AccessKey: "testaccess", SecretKey: "testsecret123"})
 		if err != nil {
 			e.Stop()
 			return nil, err
