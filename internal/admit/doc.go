@@ -1,0 +1,67 @@
+// Package admit is the waiting room's admission engine, in plain Go: the
+// room settings, the visitor's ticket, the per-request decision, the slot
+// allocation across data centers and gates, the wait estimates, and the
+// per-minute rollup that turns the gates' reports into the next snapshot.
+// It reads no clock, draws no random number and does no I/O of its own, so
+// the gate (cmd/gate), the room workflow (workflows/admit) and the
+// simulator (cmd/simulate) all drive exactly this code.
+//
+// # The model (source documents 000 and 001)
+//
+// A room has two limits: total_active_users (sessions at once) and
+// new_users_per_minute. Each minute the room may admit
+//
+//	slots = min(total_active_users - activeUsers, new_users_per_minute)
+//
+// FIFO reserves those slots for the queued minute buckets, oldest first
+// (Reserve); new visitors get what the reservations leave. Random treats
+// everyone as new but keeps the buckets and reservations, so switching back
+// to FIFO restores everyone's place. Each pool of slots is split between
+// data centers by their share of the previous minute's traffic (as a share
+// of the limit), rounded down, and the rest is the Anywhere scope (Split).
+//
+// # Who calls what
+//
+// The room (the workflow, or the simulator) keeps a Room:
+//
+//	r, err := admit.NewRoom(settings, 60, now)   // publishes the first snapshot at once
+//	r.AddReport(report, now)                     // each gate report (signal)
+//	r.Advance(now)                               // at r.NextWake(now): the next minute's snapshot
+//	r.SetSettings(s, version, now)               // after r.CheckSettings (the update's validator)
+//	r.AddEvent / r.CancelEvent                   // scheduled events
+//
+// and publishes r.Snapshot. A gate caches the Snapshot and decides each
+// request locally:
+//
+//	d, err := admit.Decide(ctx, admit.Input{Now: now, Snapshot: snap, Ticket: ticket,
+//		Gate: admit.Gate{DataCenter: "ams", ID: "ams-1"}, Strategy: strategy, Entropy: rand.Uint64()})
+//	tally.Add(d.Effect)          // and send tally.Pending() to the room every few seconds
+//	if d.SetTicket { seal d.Ticket into the cookie }
+//
+// Decide needs a Strategy, which holds the counters: SharedCounters (the
+// source's current design), EvenSplit and Adaptive (its two older ones), on
+// any Counter — MemoryCounter here, Redis in the gate. Fallback combines
+// two (counters, falling back to the even split while the counter store is
+// unreachable).
+//
+// # Between minutes
+//
+// The room publishes minute M's snapshot a short grace after M starts, once
+// the gates' last reports of M-1 are in. Until a gate has it, the gate keeps
+// deciding on M-1's snapshot but spends only what M-1's scopes had left
+// (their limits minus what the counters of M-1 took), on M's counters; the
+// room gives every scope of M at least that remainder (Allocate's Carry), so
+// propagation delays never overshoot. A gate whose snapshot is older than
+// its maximum age (snapshot_max_age_seconds) queues every new visitor, while
+// admitted sessions still pass.
+//
+// # Counting sessions
+//
+// A ticket's session runs from its last check-in (or from its admission when
+// renewal is disabled). Gates report admissions and the moves of sessions
+// from one minute to a later one; the room counts as active the sessions
+// whose minute lies within the last session_duration minutes (Ledger). A
+// queued visitor is counted once per minute, at its first check-in in it,
+// so the waiting counts are exact when every queued visitor checks in each
+// minute (RefreshBase keeps the interval under a third of a minute).
+package admit

@@ -1,0 +1,228 @@
+package admit
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// MinuteTotals is what all gates counted in one minute.
+type MinuteTotals struct {
+	Minute            time.Time `json:"minute"`
+	Reports           int       `json:"reports,omitempty"`
+	NewVisitors       int       `json:"newVisitors,omitempty"`
+	Admitted          int       `json:"admitted,omitempty"`
+	AdmittedFromQueue int       `json:"admittedFromQueue,omitempty"`
+	EarlyRefreshes    int       `json:"earlyRefreshes,omitempty"`
+	Closed            int       `json:"closed,omitempty"`
+	Revocations       int       `json:"revocations,omitempty"`
+	// Sessions counted in this minute are Entered - Left: Entered are those
+	// admitted or renewed in it, Left those that renewed into a later minute
+	// or were revoked since.
+	Entered int         `json:"entered,omitempty"`
+	Left    int         `json:"left,omitempty"`
+	Taken   []PoolCount `json:"taken,omitempty"`
+
+	// Only for minutes still open (computed from their reports):
+	Queued      []MinuteCount     `json:"-"`
+	DataCenters []DataCenterUsers `json:"-"`
+}
+
+// Ledger keeps a room's reports: the newest report of each gate for the
+// minutes still open (the current and the previous one), and totals of a
+// bounded window of closed minutes, enough for the longest session. Its JSON
+// form is what a room carries across continue-as-new.
+type Ledger struct {
+	Closed       []MinuteTotals `json:"closed,omitempty"` // oldest first
+	Open         []Report       `json:"open,omitempty"`   // by minute, data center, gate
+	ClosedBefore time.Time      `json:"closedBefore,omitzero"`
+	Dropped      int            `json:"dropped,omitempty"` // reports too late for their minute
+}
+
+func compareReports(a, b Report) int {
+	return cmp.Or(a.Minute.Compare(b.Minute), strings.Compare(a.DataCenter, b.DataCenter), strings.Compare(a.Gate, b.Gate))
+}
+
+// Add keeps r unless the ledger already has a newer report of the same gate
+// and minute, or the minute is closed. It reports whether r was kept.
+func (l *Ledger) Add(r Report) bool {
+	if r.Minute.Before(l.ClosedBefore) {
+		l.Dropped++
+		return false
+	}
+	i, found := slices.BinarySearchFunc(l.Open, r, compareReports)
+	if found {
+		if l.Open[i].Seq >= r.Seq {
+			return false
+		}
+		l.Open[i] = r
+		return true
+	}
+	l.Open = slices.Insert(l.Open, i, r)
+	return true
+}
+
+// Close folds the reports of minutes before `before` into closed totals and
+// forgets closed minutes before keepFrom. Reports of folded minutes that
+// arrive later are dropped.
+func (l *Ledger) Close(before, keepFrom time.Time) {
+	n := 0
+	for n < len(l.Open) && l.Open[n].Minute.Before(before) {
+		n++
+	}
+	for _, r := range l.Open[:n] {
+		t := l.closedAt(r.Minute, true)
+		addReport(t, r)
+		for _, c := range r.Renewed {
+			if s := l.closedAt(c.Minute, !c.Minute.Before(keepFrom)); s != nil {
+				s.Left += c.Count
+			}
+		}
+		for _, c := range r.Revoked {
+			if s := l.closedAt(c.Minute, !c.Minute.Before(keepFrom)); s != nil {
+				s.Left += c.Count
+			}
+		}
+	}
+	l.Open = slices.Delete(l.Open, 0, n)
+	if before.After(l.ClosedBefore) {
+		l.ClosedBefore = before
+	}
+	l.Closed = slices.DeleteFunc(l.Closed, func(t MinuteTotals) bool { return t.Minute.Before(keepFrom) })
+}
+
+// closedAt finds (or, with create, makes) the closed totals of a minute.
+func (l *Ledger) closedAt(m time.Time, create bool) *MinuteTotals {
+	i, found := slices.BinarySearchFunc(l.Closed, m, func(t MinuteTotals, m time.Time) int { return t.Minute.Compare(m) })
+	if !found {
+		if !create {
+			return nil
+		}
+		l.Closed = slices.Insert(l.Closed, i, MinuteTotals{Minute: m})
+	}
+	return &l.Closed[i]
+}
+
+// addReport adds a report's own-minute counts to t.
+func addReport(t *MinuteTotals, r Report) {
+	t.Reports++
+	t.NewVisitors += r.NewVisitors
+	t.Admitted += r.Admitted
+	t.AdmittedFromQueue += r.AdmittedFromQueue
+	t.EarlyRefreshes += r.EarlyRefreshes
+	t.Closed += r.Closed
+	t.Entered += r.Admitted
+	for _, c := range r.Renewed {
+		t.Entered += c.Count
+	}
+	for _, c := range r.Revoked {
+		t.Revocations += c.Count
+	}
+	for _, p := range r.Taken {
+		i, found := slices.BinarySearchFunc(t.Taken, p, comparePoolScope)
+		if found {
+			t.Taken[i].Count += p.Count
+		} else {
+			t.Taken = slices.Insert(t.Taken, i, p)
+		}
+	}
+}
+
+func comparePoolScope(a, b PoolCount) int {
+	return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Scope, b.Scope))
+}
+
+// Totals is what the gates counted in minute m: the closed totals, or the
+// sum of its open reports, with the waiting visitors by bucket and the users
+// by data center.
+func (l *Ledger) Totals(m time.Time) MinuteTotals {
+	if t := l.closedAt(m, false); t != nil {
+		out := *t
+		out.Taken = slices.Clone(t.Taken)
+		return out
+	}
+	out := MinuteTotals{Minute: m}
+	var queued []MinuteCount
+	for _, r := range l.Open {
+		if !r.Minute.Equal(m) {
+			continue
+		}
+		addReport(&out, r)
+		for _, q := range r.Queued {
+			i, found := slices.BinarySearchFunc(queued, q.Minute, func(c MinuteCount, m time.Time) int { return c.Minute.Compare(m) })
+			if found {
+				queued[i].Count += q.Count
+			} else {
+				queued = slices.Insert(queued, i, q)
+			}
+		}
+		// Open reports are sorted by data center, then gate.
+		if n := len(out.DataCenters); n == 0 || out.DataCenters[n-1].DataCenter != r.DataCenter {
+			out.DataCenters = append(out.DataCenters, DataCenterUsers{DataCenter: r.DataCenter})
+		}
+		dc := &out.DataCenters[len(out.DataCenters)-1]
+		dc.Users += r.Seen
+		dc.Gates = append(dc.Gates, r.Gate)
+	}
+	out.Queued = queued
+	// Left counts of open minutes come from later open reports.
+	for _, r := range l.Open {
+		for _, c := range r.Renewed {
+			if c.Minute.Equal(m) {
+				out.Left += c.Count
+			}
+		}
+		for _, c := range r.Revoked {
+			if c.Minute.Equal(m) {
+				out.Left += c.Count
+			}
+		}
+	}
+	return out
+}
+
+// Sessions counts the sessions whose minute is in [from, to): admitted or
+// renewed in it, and not renewed or revoked in a later minute before to.
+// (Sessions renewed in `to` itself or later still count where they were:
+// the count is of the sessions alive when `to` began.)
+func (l *Ledger) Sessions(from, to time.Time) int {
+	n := 0
+	for _, t := range l.Closed {
+		if !t.Minute.Before(from) && t.Minute.Before(to) {
+			n += t.Entered - t.Left
+		}
+	}
+	in := func(m time.Time) bool { return !m.Before(from) && m.Before(to) }
+	for _, r := range l.Open {
+		if !r.Minute.Before(to) {
+			continue
+		}
+		if in(r.Minute) {
+			n += r.Admitted
+			for _, c := range r.Renewed {
+				n += c.Count
+			}
+		}
+		for _, c := range r.Renewed {
+			if in(c.Minute) {
+				n -= c.Count
+			}
+		}
+		for _, c := range r.Revoked {
+			if in(c.Minute) {
+				n -= c.Count
+			}
+		}
+	}
+	return max(n, 0)
+}
+
+// Taken is how many slots of a pool's scope the gates took in minute m.
+func (t MinuteTotals) TakenFrom(pool, scope string) int {
+	i, found := slices.BinarySearchFunc(t.Taken, PoolCount{Pool: pool, Scope: scope}, comparePoolScope)
+	if !found {
+		return 0
+	}
+	return t.Taken[i].Count
+}

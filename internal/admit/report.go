@@ -1,0 +1,247 @@
+package admit
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MinuteCount counts something by minute (a bucket, or a session's minute).
+type MinuteCount struct {
+	Minute time.Time `json:"minute"`
+	Count  int       `json:"count"`
+}
+
+// PoolCount counts slots taken from one scope of one pool.
+type PoolCount struct {
+	Pool  string `json:"pool"`
+	Scope string `json:"scope"`
+	Count int    `json:"count"`
+}
+
+// Report is what one gate counted in one minute, cumulative: a newer report
+// (higher Seq) of the same gate and minute replaces the older one, so a lost
+// or repeated report costs nothing. Gates send one every few seconds while
+// the minute runs and a last one just after it ends, and at least one a
+// minute even when idle, so the even split knows how many gates there are.
+type Report struct {
+	Room       string    `json:"room"`
+	DataCenter string    `json:"dataCenter"`
+	Gate       string    `json:"gate"`
+	Minute     time.Time `json:"minute"`
+	Seq        uint64    `json:"seq"`
+
+	NewVisitors       int           `json:"newVisitors,omitempty"`
+	Admitted          int           `json:"admitted,omitempty"`
+	AdmittedFromQueue int           `json:"admittedFromQueue,omitempty"`
+	Queued            []MinuteCount `json:"queued,omitempty"`             // net waiting visitors by bucket
+	Seen              int           `json:"activeSessionsSeen,omitempty"` // distinct sessions seen this minute
+	Renewed           []MinuteCount `json:"renewed,omitempty"`            // sessions moved into this minute, by the minute they left
+	Revoked           []MinuteCount `json:"revoked,omitempty"`            // sessions the origin ended, by their minute
+	EarlyRefreshes    int           `json:"earlyRefreshesIgnored,omitempty"`
+	Closed            int           `json:"closed,omitempty"`
+	Taken             []PoolCount   `json:"taken,omitempty"` // slots by pool and scope
+}
+
+// Report limits, so one malformed report cannot bloat a room's state.
+const (
+	maxReportEntries = 2000
+	maxNameLength    = 64
+)
+
+// Validate checks a report before a room accepts it.
+func (r Report) Validate(room string, minute time.Duration) error {
+	switch {
+	case r.Room != room:
+		return fmt.Errorf("report for room %q sent to room %q", r.Room, room)
+	case !validLabel(r.DataCenter):
+		return fmt.Errorf("report: data center %q must be 1-%d letters, digits, '.', '_' or '-'", r.DataCenter, maxNameLength)
+	case !validLabel(r.Gate):
+		return fmt.Errorf("report: gate %q must be 1-%d letters, digits, '.', '_' or '-'", r.Gate, maxNameLength)
+	case r.Minute.IsZero() || !MinuteOf(r.Minute, minute).Equal(r.Minute):
+		return fmt.Errorf("report: minute %s is not the start of a minute", r.Minute)
+	case r.NewVisitors < 0 || r.Admitted < 0 || r.AdmittedFromQueue < 0 || r.Seen < 0 || r.EarlyRefreshes < 0 || r.Closed < 0:
+		return fmt.Errorf("report: negative count")
+	case len(r.Queued) > maxReportEntries || len(r.Renewed) > maxReportEntries || len(r.Revoked) > maxReportEntries || len(r.Taken) > maxReportEntries:
+		return fmt.Errorf("report: more than %d entries in a list", maxReportEntries)
+	}
+	for _, l := range [][]MinuteCount{r.Renewed, r.Revoked} {
+		for _, c := range l {
+			if c.Count < 0 || !c.Minute.Before(r.Minute) {
+				return fmt.Errorf("report: a session entry must count up and name an earlier minute")
+			}
+		}
+	}
+	for _, c := range r.Queued {
+		if c.Minute.After(r.Minute) {
+			return fmt.Errorf("report: bucket %s is after the report's minute", c.Minute)
+		}
+	}
+	for _, t := range r.Taken {
+		if t.Count < 0 || (t.Scope != Anywhere && !validLabel(t.Scope)) || t.Pool == "" || len(t.Pool) > maxNameLength {
+			return fmt.Errorf("report: bad slot entry %+v", t)
+		}
+	}
+	return nil
+}
+
+func validLabel(s string) bool {
+	if s == "" || len(s) > maxNameLength {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._-", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidLabel reports whether s can name a data center or a gate.
+func ValidLabel(s string) bool { return validLabel(s) }
+
+// Tally adds up one gate's decisions into its reports, minute by minute.
+// It is safe for concurrent use.
+type Tally struct {
+	mu      sync.Mutex
+	room    string
+	gate    Gate
+	seq     uint64
+	minutes []*tallyMinute // oldest first
+}
+
+type tallyMinute struct {
+	minute                                                             time.Time
+	newVisitors, admitted, fromQueue, seen, earlyRefreshes, closedRoom int
+	queued, renewed, revoked                                           map[int64]int // by Unix ms
+	taken                                                              map[[2]string]int
+	dirty                                                              bool
+}
+
+// NewTally starts an empty tally for a gate of a room.
+func NewTally(room string, gate Gate) *Tally { return &Tally{room: room, gate: gate} }
+
+func (t *Tally) at(m time.Time) *tallyMinute {
+	i, ok := slices.BinarySearchFunc(t.minutes, m, func(e *tallyMinute, m time.Time) int { return e.minute.Compare(m) })
+	if !ok {
+		t.minutes = slices.Insert(t.minutes, i, &tallyMinute{minute: m, queued: map[int64]int{}, renewed: map[int64]int{},
+			revoked: map[int64]int{}, taken: map[[2]string]int{}})
+	}
+	return t.minutes[i]
+}
+
+// Add counts one decision's effect (a zero Effect counts nothing).
+func (t *Tally) Add(e Effect) {
+	if e.Minute.IsZero() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.at(e.Minute)
+	m.dirty = true
+	if e.NewVisitor {
+		m.newVisitors++
+	}
+	if e.Admitted {
+		m.admitted++
+		if e.FromQueue {
+			m.fromQueue++
+		}
+		if e.Pool != "" {
+			m.taken[[2]string{e.Pool, e.Scope}]++
+		}
+	}
+	if e.Seen {
+		m.seen++
+	}
+	if !e.Renewed.IsZero() {
+		m.renewed[e.Renewed.UnixMilli()]++
+	}
+	if !e.Revoked.IsZero() {
+		m.revoked[e.Revoked.UnixMilli()]++
+	}
+	if e.Waiting != 0 {
+		m.queued[e.Bucket.UnixMilli()] += e.Waiting
+	}
+	if e.EarlyRefresh {
+		m.earlyRefreshes++
+	}
+	if e.Closed {
+		m.closedRoom++
+	}
+}
+
+// Heartbeat makes sure the minute is reported even if nothing happened in it.
+func (t *Tally) Heartbeat(minute time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.at(minute).dirty = true
+}
+
+// Pending returns a cumulative report of every minute that changed since the
+// last call, each with a new sequence number, oldest first.
+func (t *Tally) Pending() []Report {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Report
+	for _, m := range t.minutes {
+		if m.dirty {
+			m.dirty = false
+			out = append(out, t.report(m))
+		}
+	}
+	return out
+}
+
+// Report returns the cumulative report of a minute, without changing what
+// is pending.
+func (t *Tally) Report(minute time.Time) (Report, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i, ok := slices.BinarySearchFunc(t.minutes, minute, func(e *tallyMinute, m time.Time) int { return e.minute.Compare(m) })
+	if !ok {
+		return Report{}, false
+	}
+	return t.report(t.minutes[i]), true
+}
+
+// Forget drops the minutes before a time (already reported for good).
+func (t *Tally) Forget(before time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.minutes = slices.DeleteFunc(t.minutes, func(m *tallyMinute) bool { return m.minute.Before(before) && !m.dirty })
+}
+
+func (t *Tally) report(m *tallyMinute) Report {
+	t.seq++
+	return Report{Room: t.room, DataCenter: t.gate.DataCenter, Gate: t.gate.ID, Minute: m.minute, Seq: t.seq,
+		NewVisitors: m.newVisitors, Admitted: m.admitted, AdmittedFromQueue: m.fromQueue, Seen: m.seen,
+		EarlyRefreshes: m.earlyRefreshes, Closed: m.closedRoom,
+		Queued: minuteCounts(m.queued), Renewed: minuteCounts(m.renewed), Revoked: minuteCounts(m.revoked),
+		Taken: poolCounts(m.taken)}
+}
+
+func minuteCounts(m map[int64]int) []MinuteCount {
+	out := make([]MinuteCount, 0, len(m))
+	for k, v := range m {
+		if v != 0 {
+			out = append(out, MinuteCount{Minute: fromMillis(k), Count: v})
+		}
+	}
+	slices.SortFunc(out, func(a, b MinuteCount) int { return a.Minute.Compare(b.Minute) })
+	return out
+}
+
+func poolCounts(m map[[2]string]int) []PoolCount {
+	out := make([]PoolCount, 0, len(m))
+	for k, v := range m {
+		out = append(out, PoolCount{Pool: k[0], Scope: k[1], Count: v})
+	}
+	slices.SortFunc(out, func(a, b PoolCount) int {
+		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Scope, b.Scope))
+	})
+	return out
+}

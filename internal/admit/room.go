@@ -1,0 +1,452 @@
+package admit
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Room is a room's whole state, kept by whoever rolls its minutes up: the
+// room workflow (where it lives in workflow state and crosses
+// continue-as-new as JSON) and the simulator. Every method takes the time as
+// an argument; none reads a clock, draws a random number or ranges over a
+// map, so a workflow can call them deterministically.
+type Room struct {
+	Settings        Settings  `json:"settings"` // as configured, defaults applied
+	SettingsVersion int64     `json:"settingsVersion"`
+	Events          []Event   `json:"events,omitempty"` // by start
+	MinuteSeconds   int       `json:"minuteSeconds"`
+	Created         time.Time `json:"created"`
+	Seq             int64     `json:"seq"`
+
+	Ledger   Ledger    `json:"ledger"`
+	Snapshot *Snapshot `json:"snapshot,omitempty"` // the last one published
+	// The pools of the last snapshot of an earlier minute, whose remainders
+	// stale gates may still spend (see Allocate).
+	PrevPools  []Pool    `json:"prevPools,omitempty"`
+	PrevMinute time.Time `json:"prevMinute,omitzero"`
+
+	Shuffles []TimeRange     `json:"shuffles,omitempty"`
+	Recent   []MinuteSummary `json:"recent,omitempty"` // the last RecentMinutes minutes, oldest first
+}
+
+// MinuteSummary is one closed minute, for live views.
+type MinuteSummary struct {
+	Minute         time.Time `json:"minute"`
+	ActiveUsers    int       `json:"activeUsers"`
+	SlotsAvailable int       `json:"slotsAvailable"`
+	Admitted       int       `json:"admitted"`
+	Waiting        int       `json:"waiting"`
+	Status         Status    `json:"status"`
+}
+
+// Window sizes.
+const (
+	RecentMinutes  = 60
+	letInMinutes   = 5 // the let-in rate is the average of the last 5 minutes
+	ledgerMinutes  = MaxSessionMinutes + letInMinutes + 2
+	DefaultMinute  = 60
+	MinMinuteSecs  = 3
+	maxEventsStore = 50
+)
+
+// NewRoom creates a room from validated settings and publishes its first
+// snapshot at once (every slot in the Anywhere pool, so it admits from its
+// first second). minuteSeconds is the length of the room's minute: 60 in
+// production, shorter in tests.
+func NewRoom(s Settings, minuteSeconds int, now time.Time) (*Room, error) {
+	s = s.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if minuteSeconds == 0 {
+		minuteSeconds = DefaultMinute
+	}
+	if minuteSeconds < MinMinuteSecs || minuteSeconds > DefaultMinute {
+		return nil, fmt.Errorf("minute length must be between %d and %d seconds, got %d", MinMinuteSecs, DefaultMinute, minuteSeconds)
+	}
+	r := &Room{Settings: s, SettingsVersion: 1, MinuteSeconds: minuteSeconds, Created: now.UTC()}
+	r.publish(now, MinuteOf(now, r.MinuteLength()))
+	return r, nil
+}
+
+// MinuteLength is the length of the room's minute.
+func (r *Room) MinuteLength() time.Duration { return time.Duration(r.MinuteSeconds) * time.Second }
+
+// Grace is how long after a minute ends the room waits for the gates' last
+// reports of it before publishing the next snapshot; gates spend the
+// previous snapshot's remainders meanwhile.
+func (r *Room) Grace() time.Duration { return r.MinuteLength() / 12 }
+
+// AddReport keeps a gate's report if it is valid and newer than what the
+// room has of that gate and minute. Reports of closed minutes are dropped.
+func (r *Room) AddReport(rep Report, now time.Time) error {
+	length := r.MinuteLength()
+	if err := rep.Validate(r.Settings.Name, length); err != nil {
+		return err
+	}
+	if rep.Minute.After(MinuteOf(now, length).Add(length)) {
+		return fmt.Errorf("report of minute %s is from the future (now %s)", rep.Minute.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	r.Ledger.Add(rep)
+	return nil
+}
+
+// NextWake is when Advance has something to do: the next minute's snapshot,
+// or an event beginning, starting or ending.
+func (r *Room) NextWake(now time.Time) time.Time {
+	next := r.Snapshot.Minute.Add(r.MinuteLength() + r.Grace())
+	if t, ok := NextEventChange(r.Events, now); ok && t.Before(next) {
+		next = t
+	}
+	return next
+}
+
+// Advance publishes a new snapshot if one is due at now — a new minute has
+// passed its grace, or an event changed phase — and returns it.
+func (r *Room) Advance(now time.Time) (*Snapshot, bool) {
+	due := MinuteOf(now.Add(-r.Grace()), r.MinuteLength())
+	switch {
+	case due.After(r.Snapshot.Minute):
+		r.Events = PruneEvents(r.Events, now)
+		return r.publish(now, due), true
+	case r.eventChanged(now):
+		r.Events = PruneEvents(r.Events, now)
+		return r.publish(now, r.Snapshot.Minute), true
+	}
+	return r.Snapshot, false
+}
+
+func (r *Room) eventChanged(now time.Time) bool {
+	e, phase := EventAt(r.Events, now)
+	cur := r.Snapshot.Event
+	switch {
+	case e == nil:
+		return cur != nil
+	case cur == nil:
+		return true
+	default:
+		return cur.Name != e.Name || cur.Phase != phase
+	}
+}
+
+// ErrVersion means settings were changed by someone else since they were read.
+var ErrVersion = errors.New("the room's settings changed since they were read; read them again")
+
+// CheckSettings validates a settings change: the settings must be valid,
+// keep the room's name, and (when ifVersion is not 0) replace the version
+// they were read at.
+func (r *Room) CheckSettings(s Settings, ifVersion int64) error {
+	s = s.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if s.Name != r.Settings.Name {
+		return &InvalidError{Problems: []*FieldError{{Field: "name", Reason: fmt.Sprintf("a room cannot be renamed (%q to %q); create a new one", r.Settings.Name, s.Name)}}}
+	}
+	if ifVersion != 0 && ifVersion != r.SettingsVersion {
+		return fmt.Errorf("%w (read at version %d, now %d)", ErrVersion, ifVersion, r.SettingsVersion)
+	}
+	return nil
+}
+
+// SetSettings applies a checked settings change and republishes the current
+// minute's snapshot with it: a change of queueing method takes effect now,
+// and the buckets keep everyone's place.
+func (r *Room) SetSettings(s Settings, ifVersion int64, now time.Time) (*Snapshot, error) {
+	if err := r.CheckSettings(s, ifVersion); err != nil {
+		return nil, err
+	}
+	r.Settings = s.WithDefaults()
+	r.SettingsVersion++
+	return r.republish(now), nil
+}
+
+// CheckEvent validates a new event against the room and its other events.
+func (r *Room) CheckEvent(e Event, now time.Time) error {
+	if err := ValidateEvent(e, r.Settings, r.Events, now); err != nil {
+		return err
+	}
+	if len(r.Events) >= maxEventsStore {
+		return fmt.Errorf("a room holds at most %d events", maxEventsStore)
+	}
+	return nil
+}
+
+// AddEvent schedules a checked event.
+func (r *Room) AddEvent(e Event, now time.Time) (*Snapshot, error) {
+	if err := r.CheckEvent(e, now); err != nil {
+		return nil, err
+	}
+	r.Events = append(r.Events, e)
+	SortEvents(r.Events)
+	r.SettingsVersion++
+	return r.republish(now), nil
+}
+
+// CheckCancel reports whether the room has an event of that name.
+func (r *Room) CheckCancel(name string) error {
+	if !slices.ContainsFunc(r.Events, func(e Event) bool { return e.Name == name }) {
+		return fmt.Errorf("the room has no event named %q", name)
+	}
+	return nil
+}
+
+// CancelEvent removes an event (ending it now if it runs).
+func (r *Room) CancelEvent(name string, now time.Time) (*Snapshot, error) {
+	if err := r.CheckCancel(name); err != nil {
+		return nil, err
+	}
+	r.Events = slices.DeleteFunc(r.Events, func(e Event) bool { return e.Name == name })
+	r.SettingsVersion++
+	return r.republish(now), nil
+}
+
+// republish recomputes the snapshot of the current minute (or of a later
+// one, if one is due).
+func (r *Room) republish(now time.Time) *Snapshot {
+	due := MinuteOf(now.Add(-r.Grace()), r.MinuteLength())
+	return r.publish(now, later(due, r.Snapshot.Minute))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// publish computes the snapshot of minute from the ledger and makes it
+// current.
+func (r *Room) publish(now, minute time.Time) *Snapshot {
+	length := r.MinuteLength()
+	if r.Snapshot != nil && minute.After(r.Snapshot.Minute) {
+		r.PrevPools, r.PrevMinute = r.Snapshot.Pools, r.Snapshot.Minute
+		r.recordRecent(r.Snapshot)
+	}
+	eff, ev, phase := Effective(r.Settings, r.Events, now)
+	r.trackShuffle(ev, phase)
+	previous := minute.Add(-length)
+	r.Ledger.Close(previous, minute.Add(-time.Duration(ledgerMinutes)*length))
+	last := r.Ledger.Totals(previous)
+
+	active := r.Ledger.Sessions(minute.Add(-time.Duration(eff.SessionDuration)*length), minute)
+	slots := SlotsAvailable(eff.TotalActiveUsers, active, eff.NewUsersPerMinute)
+	buckets := r.waitingBuckets(last.Queued)
+	buckets, newSlots := Reserve(buckets, slots)
+	shares, anywhere := Shares(last.DataCenters, eff.TotalActiveUsers)
+	waiting := 0
+	for _, b := range buckets {
+		waiting += b.Waiting
+	}
+
+	s := &Snapshot{
+		Room: eff.Name, MinuteSeconds: r.MinuteSeconds, Minute: minute, PublishedAt: now.UTC(),
+		SettingsVersion: r.SettingsVersion, Settings: eff,
+		ActiveUsers: active, SlotsAvailable: slots, NewUserSlots: newSlots,
+		Buckets: buckets, CurrentlyWaiting: waiting, TrafficHistory: shares, AnywhereShare: anywhere,
+		Shuffled: slices.Clone(r.Shuffles),
+	}
+	s.Settings.CustomPageHTML = ""
+	for _, t := range shares {
+		s.GatesActive += len(t.Gates)
+	}
+	s.Utilization = min(1, max(float64(active)/float64(eff.TotalActiveUsers), float64(last.Admitted)/float64(eff.NewUsersPerMinute)))
+	if ev != nil {
+		s.Event = &EventInfo{Name: ev.Name, Phase: phase, PrequeueStartTime: ev.PrequeueStartTime,
+			EventStartTime: ev.EventStartTime, EventEndTime: ev.EventEndTime, ShuffleAtEventStart: ev.ShuffleAtEventStart}
+	}
+	switch {
+	case eff.Suspended:
+		s.Status = StatusSuspended
+	case phase == EventPrequeueing:
+		s.Status = StatusEventPrequeueing
+	case waiting > 0 || eff.QueueAll || eff.QueueingMethod == Reject:
+		s.Status = StatusQueueing
+	default:
+		s.Status = StatusNotQueueing
+	}
+	method := eff.QueueingMethod
+	if s.Status == StatusSuspended || s.Status == StatusEventPrequeueing || eff.QueueAll {
+		method = "" // nobody new is admitted: only the remainders stale gates may spend
+	}
+	s.Pools = Allocate(AllocationInput{Method: method, Slots: slots, Buckets: buckets, NewUserSlots: newSlots,
+		Shares: shares, TotalActiveUsers: eff.TotalActiveUsers, Carry: r.carry(minute)})
+	setHeadroom(s.Pools, eff.TotalActiveUsers-active-slots, slots)
+	s.PacedRelease = method == Random && waiting > 0
+	s.LetInPerMinute = r.letIn(minute, slots)
+	if eff.QueueAll || phase == EventPrequeueing {
+		s.Estimate = Estimate{}
+	} else {
+		s.Estimate = Estimates(eff.QueueingMethod, s.LetInPerMinute, waiting)
+	}
+	r.Seq++
+	s.Seq = r.Seq
+	r.Snapshot = s
+	return s
+}
+
+// waitingBuckets turns the net waiting counts of the previous minute into
+// buckets, shuffled ranges merged, oldest first.
+func (r *Room) waitingBuckets(queued []MinuteCount) []Bucket {
+	var out []Bucket
+	for _, q := range queued {
+		key := q.Minute
+		for _, sh := range r.Shuffles {
+			if sh.Contains(key) {
+				key = sh.From
+			}
+		}
+		i, found := slices.BinarySearchFunc(out, key, func(b Bucket, k time.Time) int { return b.Key.Compare(k) })
+		if found {
+			out[i].Waiting += q.Count
+		} else {
+			out = slices.Insert(out, i, Bucket{Key: key, Waiting: q.Count})
+		}
+	}
+	return slices.DeleteFunc(out, func(b Bucket) bool { return b.Waiting <= 0 })
+}
+
+// trackShuffle merges an event's pre-queue buckets into one at its start
+// when the event shuffles, and forgets merged ranges nobody waits in.
+func (r *Room) trackShuffle(ev *Event, phase EventPhase) {
+	length := r.MinuteLength()
+	if ev != nil && phase == EventActive && ev.ShuffleAtEventStart && ev.PrequeueStartTime != nil {
+		rg := TimeRange{From: MinuteOf(*ev.PrequeueStartTime, length), To: MinuteOf(ev.EventStartTime.Add(length-time.Nanosecond), length)}
+		if rg.To.After(rg.From) && !slices.Contains(r.Shuffles, rg) {
+			r.Shuffles = append(r.Shuffles, rg)
+		}
+	}
+	if r.Snapshot == nil {
+		return
+	}
+	r.Shuffles = slices.DeleteFunc(r.Shuffles, func(rg TimeRange) bool {
+		if ev != nil && phase == EventActive && ev.PrequeueStartTime != nil && rg.From.Equal(MinuteOf(*ev.PrequeueStartTime, length)) {
+			return false
+		}
+		return !slices.ContainsFunc(r.Snapshot.Buckets, func(b Bucket) bool { return rg.Contains(b.Key) })
+	})
+}
+
+// carry lists the floors of minute's allocation: what the gates already
+// took this minute, and what stale gates may still spend from the pools of
+// the previous allocation after what they took in the minutes since.
+func (r *Room) carry(minute time.Time) []Remainder {
+	var out []Remainder
+	for _, t := range r.Ledger.Totals(minute).Taken {
+		if b, ok := parsePoolKey(t.Pool); ok && t.Count > 0 {
+			out = append(out, Remainder{Bucket: b, Scope: t.Scope, Slots: t.Count})
+		}
+	}
+	if r.PrevMinute.IsZero() || !r.PrevMinute.Before(minute) {
+		return out
+	}
+	var totals []MinuteTotals
+	for m := r.PrevMinute; m.Before(minute); m = m.Add(r.MinuteLength()) {
+		totals = append(totals, r.Ledger.Totals(m))
+	}
+	for _, p := range r.PrevPools {
+		for _, sc := range p.Scopes {
+			used := 0
+			for _, t := range totals {
+				used += t.TakenFrom(p.Key(), sc.Name)
+			}
+			if left := StaleRemainder(sc, used); left > 0 {
+				out = append(out, Remainder{Bucket: p.Bucket, Scope: sc.Name, Slots: left})
+			}
+		}
+	}
+	return out
+}
+
+// setHeadroom shares the room's headroom beyond this minute's slots between
+// the scopes, in proportion to their limits, rounded down.
+func setHeadroom(pools []Pool, headroom, slots int) {
+	if headroom <= 0 {
+		return
+	}
+	allocated := 0
+	for _, p := range pools {
+		allocated += p.Slots
+	}
+	total := max(slots, allocated) // the floors may take the pools past the slots
+	for i := range pools {
+		for j := range pools[i].Scopes {
+			sc := &pools[i].Scopes[j]
+			sc.Headroom = int(int64(sc.Limit) * int64(headroom) / int64(max(total, 1)))
+		}
+	}
+}
+
+func parsePoolKey(key string) (time.Time, bool) {
+	if key == PoolNew {
+		return time.Time{}, true
+	}
+	ms, err := strconv.ParseInt(key, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}, false
+	}
+	return fromMillis(ms), true
+}
+
+// letIn is the average number of visitors admitted per minute over the last
+// few minutes the room existed, or this minute's slots if none were.
+func (r *Room) letIn(minute time.Time, slots int) float64 {
+	length := r.MinuteLength()
+	n, sum := 0, 0
+	for m := minute.Add(-letInMinutes * length); m.Before(minute); m = m.Add(length) {
+		if m.Before(MinuteOf(r.Created, length)) {
+			continue
+		}
+		n++
+		sum += r.Ledger.Totals(m).Admitted
+	}
+	if sum == 0 {
+		return float64(slots)
+	}
+	return float64(sum) / float64(n)
+}
+
+func (r *Room) recordRecent(s *Snapshot) {
+	r.Recent = append(r.Recent, MinuteSummary{Minute: s.Minute, ActiveUsers: s.ActiveUsers, SlotsAvailable: s.SlotsAvailable,
+		Admitted: r.Ledger.Totals(s.Minute).Admitted, Waiting: s.CurrentlyWaiting, Status: s.Status})
+	if len(r.Recent) > RecentMinutes {
+		r.Recent = slices.Delete(r.Recent, 0, len(r.Recent)-RecentMinutes)
+	}
+}
+
+// StatusAPI is the source product's status API answer.
+type StatusAPI struct {
+	Status                    Status `json:"status"`
+	EventID                   string `json:"event_id"`
+	EstimatedQueuedUsers      int    `json:"estimated_queued_users"`
+	EstimatedTotalActiveUsers int    `json:"estimated_total_active_users"`
+	MaxEstimatedTimeMinutes   int    `json:"max_estimated_time_minutes"`
+}
+
+// StatusAPI answers the status API from a snapshot.
+func (s *Snapshot) StatusAPI() StatusAPI {
+	out := StatusAPI{Status: s.Status, EstimatedQueuedUsers: s.CurrentlyWaiting, EstimatedTotalActiveUsers: s.ActiveUsers}
+	if s.Event != nil {
+		out.EventID = s.Event.Name
+	}
+	if s.Estimate.Known && s.CurrentlyWaiting > 0 {
+		out.MaxEstimatedTimeMinutes = ceilMinutes(s.Estimate.MaxMinutes)
+	}
+	return out
+}
+
+// String is a one-line summary for logs and the Web UI.
+func (s *Snapshot) String() string {
+	line := fmt.Sprintf("%s: %d/%d active, %d slots this minute, %d waiting, %s", s.Status, s.ActiveUsers,
+		s.Settings.TotalActiveUsers, s.SlotsAvailable, s.CurrentlyWaiting, s.Settings.QueueingMethod)
+	if s.Estimate.Known && s.CurrentlyWaiting > 0 {
+		line += ", max wait " + strconv.Itoa(ceilMinutes(s.Estimate.MaxMinutes)) + " min"
+	}
+	if s.Event != nil {
+		line += ", event " + s.Event.Name + " " + string(s.Event.Phase)
+	}
+	return line
+}

@@ -1,0 +1,237 @@
+package admit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Gate names the process deciding: its data center and its own id. A gate
+// id must be unique to one process's lifetime (a restarted gate reports
+// under a new id), since the room keeps the newest report per gate.
+type Gate struct {
+	DataCenter string `json:"dataCenter"`
+	ID         string `json:"gate"`
+}
+
+// SlotRequest asks a strategy for one slot of a pool.
+type SlotRequest struct {
+	Snapshot *Snapshot
+	Now      time.Time
+	Gate     Gate
+	Pool     *Pool
+}
+
+// Strategy decides whether a gate may hand out one more slot of a pool. The
+// three the source describes share this interface, so the gate can fall back
+// from one to another and the simulator can compare them on the same
+// traffic:
+//
+//   - SharedCounters (the source's current design): one counter per data
+//     center scope, shared by the data center's gates, and one Anywhere
+//     counter shared by all. Never queues early because of uneven arrivals
+//     across a data center's gates, never overshoots.
+//   - EvenSplit: each gate gets its data center's share divided by the data
+//     center's gates, plus Anywhere divided by all gates. Never overshoots;
+//     queues early when arrivals are uneven. The gate's fallback while its
+//     counter store is unreachable.
+//   - Adaptive: like EvenSplit, but divides by gates × utilization^curveFactor
+//     (never less than one gate), so each gate gets more while the room is far
+//     from its limits — and a spike after a quiet spell overshoots.
+//
+// A strategy looks in the visitor's data center scope first, then Anywhere,
+// and says which scope the slot came from.
+type Strategy interface {
+	Name() string
+	TakeSlot(ctx context.Context, req SlotRequest) (scope string, ok bool, err error)
+}
+
+// SharedCounters is the source's data center counters strategy.
+type SharedCounters struct{ Store Counter }
+
+// EvenSplit divides each scope evenly between gates, on counters that are
+// each gate's own.
+type EvenSplit struct{ Store Counter }
+
+// Adaptive divides each scope between gates scaled by
+// utilization^CurveFactor, on counters that are each gate's own.
+type Adaptive struct {
+	Store       Counter
+	CurveFactor float64
+}
+
+// Name implements Strategy.
+func (SharedCounters) Name() string { return "counters" }
+
+// Name implements Strategy.
+func (EvenSplit) Name() string { return "even" }
+
+// Name implements Strategy.
+func (a Adaptive) Name() string { return "adaptive-" + strconv.FormatFloat(a.CurveFactor, 'g', -1, 64) }
+
+// TakeSlot implements Strategy.
+func (s SharedCounters) TakeSlot(ctx context.Context, req SlotRequest) (string, bool, error) {
+	return takeSlot(ctx, s.Store, req, func(sc Scope) (string, int) { return "", sc.Limit })
+}
+
+// TakeSlot implements Strategy.
+func (s EvenSplit) TakeSlot(ctx context.Context, req SlotRequest) (string, bool, error) {
+	inDC, global := req.Snapshot.Gates(req.Gate)
+	return takeSlot(ctx, s.Store, req, func(sc Scope) (string, int) {
+		return "/gate=" + req.Gate.ID, PerGateLimit(sc, inDC, global, 1)
+	})
+}
+
+// TakeSlot implements Strategy.
+func (a Adaptive) TakeSlot(ctx context.Context, req SlotRequest) (string, bool, error) {
+	inDC, global := req.Snapshot.Gates(req.Gate)
+	m := WorkerMultiplier(req.Snapshot.Utilization, a.CurveFactor)
+	return takeSlot(ctx, a.Store, req, func(sc Scope) (string, int) {
+		return "/gate=" + req.Gate.ID, PerGateLimit(sc, inDC, global, m)
+	})
+}
+
+// WorkerMultiplier is the adaptive strategy's utilization^curveFactor
+// (source document 000), utilization clamped to [0, 1].
+func WorkerMultiplier(utilization, curveFactor float64) float64 {
+	return math.Pow(min(max(utilization, 0), 1), curveFactor)
+}
+
+// PerGateLimit is one gate's part of a scope when the scope is divided
+// between gates: a data center scope by the data center's gates, Anywhere by
+// all gates, each count scaled by multiplier (1 for the even split) but never
+// below one gate, rounded down.
+func PerGateLimit(sc Scope, gatesInDataCenter, gatesGlobal int, multiplier float64) int {
+	gates := gatesInDataCenter
+	if sc.Name == Anywhere {
+		gates = gatesGlobal
+	}
+	adapted := max(float64(gates)*multiplier, 1)
+	return int(math.Floor(float64(sc.Limit)/adapted + 1e-9))
+}
+
+// Fallback uses Primary, and Secondary for any request Primary fails with an
+// error (the gate: shared counters, falling back to the even split while the
+// counter store is unreachable). OnError, if set, hears each such error.
+type Fallback struct {
+	Primary, Secondary Strategy
+	OnError            func(error)
+}
+
+// Name implements Strategy.
+func (f Fallback) Name() string { return f.Primary.Name() + "|" + f.Secondary.Name() }
+
+// TakeSlot implements Strategy.
+func (f Fallback) TakeSlot(ctx context.Context, req SlotRequest) (string, bool, error) {
+	scope, ok, err := f.Primary.TakeSlot(ctx, req)
+	if err == nil {
+		return scope, ok, nil
+	}
+	if f.OnError != nil {
+		f.OnError(err)
+	}
+	return f.Secondary.TakeSlot(ctx, req)
+}
+
+// CounterKey names the counter of a pool's scope in a minute; strategies
+// whose counters belong to one gate append the gate.
+func CounterKey(room string, minute time.Time, pool, scope string) string {
+	return "admit/" + room + "/" + strconv.FormatInt(minute.UnixMilli(), 10) + "/" + pool + "/" + scope
+}
+
+// takeSlot is what the strategies share: scopes in order (the gate's data
+// center, then Anywhere), each with the strategy's limit for its counter.
+//
+// A gate whose snapshot is of an earlier minute (the new one has not reached
+// it yet, or the room is unreachable) spends only StaleShare of each scope,
+// and only what the counters of the minutes since left of it. The room
+// allots the new minute at least that much in the same scopes, so nothing
+// overshoots while snapshots propagate.
+func takeSlot(ctx context.Context, store Counter, req SlotRequest, split func(Scope) (suffix string, limit int)) (string, bool, error) {
+	snap, pool := req.Snapshot, req.Pool
+	length := snap.MinuteLength()
+	current := MinuteOf(req.Now, length)
+	if current.Before(snap.Minute) {
+		current = snap.Minute
+	}
+	expire := current.Add(2*length + snap.MaxAge())
+	for _, sc := range scopeOrder(pool, req.Gate.DataCenter) {
+		suffix, limit := split(sc)
+		if snap.PacedRelease && current.Equal(snap.Minute) {
+			limit = PacedLimit(limit, req.Now.Sub(snap.Minute), length)
+		}
+		if current.After(snap.Minute) {
+			used := 0
+			for m := snap.Minute; m.Before(current); m = m.Add(length) {
+				n, err := store.Load(ctx, CounterKey(snap.Room, m, pool.Key(), sc.Name)+suffix)
+				if err != nil {
+					return "", false, fmt.Errorf("counter: %w", err)
+				}
+				used += int(n)
+			}
+			_, share := split(Scope{Name: sc.Name, Limit: StaleShare(sc.Limit)})
+			_, headroom := split(Scope{Name: sc.Name, Limit: sc.Headroom})
+			limit = min(share, limit-used+headroom)
+		}
+		if limit <= 0 {
+			continue
+		}
+		ok, err := store.TakeBelow(ctx, CounterKey(snap.Room, current, pool.Key(), sc.Name)+suffix, int64(limit), expire)
+		if err != nil {
+			return "", false, fmt.Errorf("counter: %w", err)
+		}
+		if ok {
+			return sc.Name, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// StaleShare is how much of a scope's limit gates may spend in each minute
+// after the snapshot's own, before a newer snapshot reaches them: a quarter,
+// rounded up. The room gives each scope of the next minute at least what
+// they may spend (Allocate's Carry), so a quarter keeps the next minute's
+// allocation close to its ideal split.
+func StaleShare(limit int) int { return (limit + 3) / 4 }
+
+// StaleRemainder is what gates deciding on a stale snapshot may spend from
+// a scope in a minute after the snapshot's, when the minutes since took used
+// from it: StaleShare, but no more than what is left of the limit plus the
+// scope's headroom. Summed over scopes that stays within
+// total_active_users - activeUsers - (admitted since), so even if every
+// stale slot is taken before the room counts them, no limit is overshot:
+// the new-users limit because a quarter of this minute's slots is less than
+// a minute's, the active-users limit by the headroom.
+func StaleRemainder(sc Scope, used int) int {
+	return max(0, min(StaleShare(sc.Limit), sc.Limit-used+sc.Headroom))
+}
+
+// scopeOrder lists the scopes a visitor at dataCenter may take from: its
+// own data center's, then Anywhere.
+func scopeOrder(p *Pool, dataCenter string) []Scope {
+	out := make([]Scope, 0, 2)
+	for _, s := range p.Scopes {
+		if s.Name == dataCenter && s.Name != Anywhere {
+			out = append(out, s)
+		}
+	}
+	for _, s := range p.Scopes {
+		if s.Name == Anywhere {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// PacedLimit is how much of a minute's limit is released after elapsed:
+// one slot at once, then evenly over the minute, so that in a random queue a
+// visitor's chance does not depend on when in the minute it checks in.
+func PacedLimit(limit int, elapsed, minute time.Duration) int {
+	if limit <= 0 {
+		return 0
+	}
+	released := int(float64(limit)*float64(max(elapsed, 0))/float64(minute)) + 1
+	return min(released, limit)
+}
