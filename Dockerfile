@@ -5,7 +5,7 @@
 #
 #   docker build --target compress -t edgeflow-compress .
 #
-# Targets: pipeline, compress (worker pools), edge (HTTP), starters (CLIs).
+# Targets: publish, compress (worker pools), edge (HTTP), starters (CLIs).
 
 # ---- build -----------------------------------------------------------------
 FROM golang:1.26-bookworm AS build
@@ -20,17 +20,14 @@ COPY go.mod go.sum ./
 RUN go mod download
 
 COPY . .
-# One go build for all binaries compiles shared packages once. With several
-# packages and -o ending in a slash, each binary is named after its directory.
-# The build cache is a cache mount so rebuilds after an edit stay incremental.
+# With several packages and -o ending in a slash, each binary is named after
+# its directory; workers/publish and starters/publish share a name, so each
+# layer builds into its own folder. The build cache (a cache mount, so
+# rebuilds after an edit stay incremental) compiles shared packages once.
 RUN --mount=type=cache,target=/root/.cache/go-build \
-    go build -ldflags="-s -w" -o /out/ \
-        ./workers/pipeline \
-        ./workers/compress \
-        ./edge \
-        ./starters/publish \
-        ./starters/schedule \
-        ./starters/catalog
+    go build -ldflags="-s -w" -o /out/workers/ ./workers/publish ./workers/compress \
+ && go build -ldflags="-s -w" -o /out/cmd/ ./cmd/edge \
+ && go build -ldflags="-s -w" -o /out/starters/ ./starters/publish ./starters/schedule ./starters/catalog
 
 # ---- runtime base ----------------------------------------------------------
 # Debian slim instead of distroless: healthchecks need an HTTP client inside
@@ -49,29 +46,29 @@ USER 65532:65532
 # from / makes that /catalog in the images that carry one.
 WORKDIR /
 
-# ---- pipeline --------------------------------------------------------------
-# The pipeline pool reads the package catalog (ListCatalog, CheckPackages), so
+# ---- publish ---------------------------------------------------------------
+# The publish pool reads the package catalog (ListCatalog, CheckPackages), so
 # the catalog ships in its image; a catalog change means a new image.
-FROM runtime AS pipeline
+FROM runtime AS publish
 COPY catalog /catalog
-COPY --from=build /out/pipeline /usr/local/bin/pipeline
+COPY --from=build /out/workers/publish /usr/local/bin/publish
 # Inside a container the loopback defaults of the flags are unreachable from
 # probes; these keep `docker run` usable without extra -e flags.
 ENV CATALOG_DIR=/catalog HEALTH_ADDR=0.0.0.0:8091
 EXPOSE 8091
-ENTRYPOINT ["/usr/local/bin/pipeline"]
+ENTRYPOINT ["/usr/local/bin/publish"]
 
 # ---- compress --------------------------------------------------------------
 # CPU-bound and scaled on its own; it never reads the catalog.
 FROM runtime AS compress
-COPY --from=build /out/compress /usr/local/bin/compress
+COPY --from=build /out/workers/compress /usr/local/bin/compress
 ENV HEALTH_ADDR=0.0.0.0:8092
 EXPOSE 8092
 ENTRYPOINT ["/usr/local/bin/compress"]
 
 # ---- edge ------------------------------------------------------------------
 FROM runtime AS edge
-COPY --from=build /out/edge /usr/local/bin/edge
+COPY --from=build /out/cmd/edge /usr/local/bin/edge
 ENV EDGE_ADDR=0.0.0.0:8080
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/edge"]
@@ -82,5 +79,5 @@ ENTRYPOINT ["/usr/local/bin/edge"]
 # The catalog lets `publish --catalog /catalog` and `catalog validate` work.
 FROM runtime AS starters
 COPY catalog /catalog
-COPY --from=build /out/publish /out/schedule /out/catalog /usr/local/bin/
+COPY --from=build /out/starters/publish /out/starters/schedule /out/starters/catalog /usr/local/bin/
 CMD ["bash"]

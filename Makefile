@@ -7,8 +7,6 @@ TOOLS := $(CURDIR)/.tools/bin
 TEMPORAL_CLI_MODULE  := github.com/temporalio/cli/cmd/temporal@v1.5.1
 MINIO_MODULE         := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
 
-BINARIES := pipeline compress edge devstack
-
 .PHONY: run test test-short bench build tools browser clean
 
 run: tools build ## the whole system in the foreground (Ctrl-C stops it)
@@ -24,12 +22,11 @@ test-short: ## skips the tests that need the Temporal dev server
 bench: tools ## every benchmark, with a summary table
 	$(GO) run ./cmd/benchtable
 
-build: ## worker pools, edge and the dev launcher into ./bin
+# Every worker pool (workers/<queue>) and every other binary (cmd/<name>),
+# named after its folder: `make run` starts bin/<queue> for each task queue.
+build: ## every worker pool and binary into ./bin
 	@mkdir -p bin
-	$(GO) build -o bin/pipeline ./workers/pipeline
-	$(GO) build -o bin/compress ./workers/compress
-	$(GO) build -o bin/edge ./edge
-	$(GO) build -o bin/devstack ./cmd/devstack
+	$(GO) build -o bin/ ./workers/... ./cmd/...
 
 tools: $(TOOLS)/temporal $(TOOLS)/minio
 

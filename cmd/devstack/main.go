@@ -27,11 +27,11 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/devstack"
-	"github.com/edgeflow/edgeflow/internal/metadata"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
-	"github.com/edgeflow/edgeflow/internal/schedules"
-	"github.com/edgeflow/edgeflow/workflows"
+	"github.com/edgeflow/edgeflow/internal/publish/metadata"
+	"github.com/edgeflow/edgeflow/internal/publish/schedules"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
 var outMu sync.Mutex
@@ -137,7 +137,13 @@ func run() error {
 		"CATALOG_DIR="+config.Env("CATALOG_DIR", filepath.Join(root, "catalog")),
 		"EDGE_ADDR="+edgeAddr,
 	)
-	children := []struct{ name, color string }{{"pipeline", "32"}, {"compress", "33"}, {"edge", "34"}}
+	// One worker pool per task queue of every product (bin/<queue>, built
+	// from workers/<queue>), then the HTTP processes.
+	var children []struct{ name, color string }
+	colors := []string{"32", "33", "34", "31", "92", "93", "94", "95"}
+	for i, name := range append(devstack.TaskQueues(), "edge") {
+		children = append(children, struct{ name, color string }{name, colors[i%len(colors)]})
+	}
 	var procs []*exec.Cmd
 	exited := make(chan string, len(children))
 	alive := 0
@@ -180,18 +186,18 @@ func run() error {
 		return err
 	}
 	defer c.Close()
-	created, err := schedules.Upsert(ctx, c, workflows.UpdatesScheduleID, every)
+	created, err := schedules.Upsert(ctx, c, contract.UpdatesScheduleID, every)
 	if err != nil {
 		return fmt.Errorf("schedule: %w", err)
 	}
-	if err := c.ScheduleClient().GetHandle(ctx, workflows.UpdatesScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+	if err := c.ScheduleClient().GetHandle(ctx, contract.UpdatesScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
 		return fmt.Errorf("trigger schedule: %w", err)
 	}
 	verb := "updated"
 	if created {
 		verb = "created"
 	}
-	say("schedule %q %s (every %s) and triggered: the sample catalog publishes within a minute or two", workflows.UpdatesScheduleID, verb, every)
+	say("schedule %q %s (every %s) and triggered: the sample catalog publishes within a minute or two", contract.UpdatesScheduleID, verb, every)
 	say("")
 	say("  Temporal Web UI  %s  (filter: Package = \"mitt\")", temporal.UIURL)
 	say("  Edge (CDN + API) http://%s", edgeAddr)

@@ -10,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,15 +24,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 )
-
-// SearchAttributes are the custom search attributes every run is findable by,
-// registered on the dev server at start.
-var SearchAttributes = map[string]string{
-	"Package":      "Keyword",
-	"Version":      "Keyword",
-	"MigrationJob": "Keyword",
-	"Room":         "Keyword",
-}
 
 // RepoRoot finds the module root by walking up from the working directory.
 func RepoRoot() (string, error) {
@@ -205,8 +198,12 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 		}
 		args = append(args, "--ui-port", strconv.Itoa(o.UIPort))
 	}
-	for name, typ := range SearchAttributes {
-		args = append(args, "--search-attribute", name+"="+typ)
+	attrs, err := SearchAttributes()
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		args = append(args, "--search-attribute", name+"="+attrs[name])
 	}
 	p, err := start("temporal", exec.Command(o.Bin, args...), o.Logs)
 	if err != nil {

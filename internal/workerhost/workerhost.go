@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,6 +34,9 @@ type Options struct {
 	MaxActivityPollers int
 	HealthAddr         string
 	StopTimeout        time.Duration
+	// AlsoServe are more task queues served with the same registrations, so
+	// that runs started on a queue's former name finish after a rename.
+	AlsoServe []string
 }
 
 // RegisterFlags adds the pool flags to fs with defaults for this pool.
@@ -68,7 +72,7 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 	// A worker the SDK stopped for good must take its process down, so that
 	// health checks and supervisors see it instead of a healthy-looking idler.
 	fatal := make(chan error, 1)
-	w := worker.New(c, o.TaskQueue, worker.Options{
+	opts := worker.Options{
 		OnFatalError: func(err error) {
 			select {
 			case fatal <- err:
@@ -79,8 +83,13 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 		MaxConcurrentWorkflowTaskExecutionSize: o.MaxWorkflowTasks,
 		MaxConcurrentActivityTaskPollers:       o.MaxActivityPollers,
 		WorkerStopTimeout:                      o.StopTimeout,
-	})
-	register(w)
+	}
+	var workers []worker.Worker
+	for _, q := range append([]string{o.TaskQueue}, o.AlsoServe...) {
+		w := worker.New(c, q, opts)
+		register(w)
+		workers = append(workers, w)
+	}
 
 	var ready atomic.Bool
 	if o.HealthAddr != "" {
@@ -92,12 +101,17 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 	}
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker on %s: %w", o.TaskQueue, err)
+	for i, w := range workers {
+		if err := w.Start(); err != nil {
+			for _, started := range workers[:i] {
+				started.Stop()
+			}
+			return fmt.Errorf("start worker on %s: %w", o.TaskQueue, err)
+		}
 	}
 	ready.Store(true)
-	log.Info("worker started", "taskQueue", o.TaskQueue, "temporal", o.Temporal.HostPort, "namespace", o.Temporal.Namespace,
-		"maxActivities", o.MaxActivities, "health", o.HealthAddr)
+	log.Info("worker started", "taskQueue", o.TaskQueue, "alsoServing", o.AlsoServe, "temporal", o.Temporal.HostPort,
+		"namespace", o.Temporal.Namespace, "maxActivities", o.MaxActivities, "health", o.HealthAddr)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	select {
@@ -108,7 +122,11 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 	}
 	ready.Store(false)
 	log.Info("stopping: no new tasks; waiting for in-flight activities", "timeout", o.StopTimeout)
-	w.Stop()
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(w.Stop)
+	}
+	wg.Wait()
 	log.Info("stopped")
 	return nil
 }

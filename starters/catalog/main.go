@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/edgeflow/edgeflow/internal/catalog"
 	"github.com/edgeflow/edgeflow/internal/cli"
+	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 )
 
 func main() {

@@ -21,11 +21,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/edgeflow/edgeflow/activities"
-	"github.com/edgeflow/edgeflow/internal/catalog"
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
-	"github.com/edgeflow/edgeflow/workflows"
+	"github.com/edgeflow/edgeflow/internal/publish/catalog"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
 func main() {
@@ -74,25 +73,24 @@ func main() {
 
 	var run client.WorkflowRun
 	if *version != "" {
-		ref := activities.VersionRef{PackageRef: activities.PackageRef{Name: *name, Package: pkg}, Version: *version}
-		co := workflows.PublishChildOptions(*name, *version)
+		ref := contract.VersionRef{PackageRef: contract.PackageRef{Name: *name, Package: pkg}, Version: *version}
 		run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: co.WorkflowID, TaskQueue: co.TaskQueue, WorkflowIDReusePolicy: co.WorkflowIDReusePolicy,
+			ID: contract.PublishID(*name, *version), TaskQueue: contract.PublishQueue, WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
 			// A run already publishing this version is followed, not duplicated.
 			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			TypedSearchAttributes:    co.TypedSearchAttributes, StaticSummary: co.StaticSummary,
-		}, workflows.PublishVersion, workflows.PublishInput{VersionRef: ref})
+			TypedSearchAttributes:    contract.VersionAttributes(*name, *version), StaticSummary: contract.PublishSummary(*name, *version),
+		}, contract.PublishVersionWorkflow, contract.PublishInput{VersionRef: ref})
 	} else {
-		in := workflows.UpdatesInput{Only: []string{*name}}
+		in := contract.UpdatesInput{Only: []string{*name}}
 		if pkg != nil {
 			in.Packages = []catalog.Package{*pkg}
 		}
 		run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: "publish-package/" + *name, TaskQueue: workflows.PipelineQueue,
+			ID: contract.PackageUpdatesID(*name), TaskQueue: contract.PublishQueue,
 			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.PackageKey.ValueSet(*name)),
+			TypedSearchAttributes:    temporal.NewSearchAttributes(contract.PackageKey.ValueSet(*name)),
 			StaticSummary:            "Publish new versions of " + *name,
-		}, workflows.PackageUpdates, in)
+		}, contract.PackageUpdatesWorkflow, in)
 	}
 	if err != nil {
 		cli.Exit(cli.ExitUnavailable, "publish: start: %v", err)
@@ -113,7 +111,7 @@ func main() {
 	code := cli.ExitOK
 	var result any
 	if *version != "" {
-		var out workflows.PublishOutput
+		var out contract.PublishOutput
 		err = run.Get(ctx, &out)
 		result = out
 		if err == nil && !*asJSON {
@@ -122,7 +120,7 @@ func main() {
 			printVersion(*name, *version, out)
 		}
 	} else {
-		var out workflows.UpdatesStats
+		var out contract.UpdatesStats
 		err = run.Get(ctx, &out)
 		result = out
 		if err == nil && out.Failed > 0 {
@@ -173,17 +171,17 @@ func followProgress(ctx context.Context, c client.Client, run client.WorkflowRun
 			return
 		case <-t.C:
 		}
-		v, err := c.QueryWorkflow(ctx, run.GetID(), "", workflows.ProgressQuery)
+		v, err := c.QueryWorkflow(ctx, run.GetID(), "", contract.ProgressQuery)
 		if err != nil {
 			continue
 		}
 		if single {
-			var p workflows.PublishProgress
+			var p contract.PublishProgress
 			if v.Get(&p) == nil {
 				bar.Update(p.FilesDone, p.Files, fmt.Sprintf("%s, %d/%d batches, %d reused", p.Stage, p.BatchesDone, p.Batches, p.Reused))
 			}
 		} else {
-			var s workflows.UpdatesStats
+			var s contract.UpdatesStats
 			if v.Get(&s) == nil {
 				bar.Update(s.Published+s.AlreadyPublished+s.InProgress+s.Failed, s.NewVersions,
 					fmt.Sprintf("versions; %d/%d packages checked", s.Checked, s.Packages))
@@ -192,7 +190,7 @@ func followProgress(ctx context.Context, c client.Client, run client.WorkflowRun
 	}
 }
 
-func printVersion(name, version string, out workflows.PublishOutput) {
+func printVersion(name, version string, out contract.PublishOutput) {
 	if out.AlreadyPublished {
 		fmt.Printf("%s@%s was already published: nothing to do\n", name, version)
 		return
@@ -208,7 +206,7 @@ func printVersion(name, version string, out workflows.PublishOutput) {
 	}
 }
 
-func printUpdates(name string, s workflows.UpdatesStats) {
+func printUpdates(name string, s contract.UpdatesStats) {
 	fmt.Printf("%s: %d new versions, %d published, %d already published, %d in progress elsewhere, %d failed\n",
 		name, s.NewVersions, s.Published, s.AlreadyPublished, s.InProgress, s.Failed)
 	for _, p := range s.Problems {

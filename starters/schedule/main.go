@@ -22,8 +22,8 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
-	"github.com/edgeflow/edgeflow/internal/schedules"
-	"github.com/edgeflow/edgeflow/workflows"
+	"github.com/edgeflow/edgeflow/internal/publish/schedules"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
 const usage = `Usage: schedule COMMAND [flags]
@@ -50,7 +50,7 @@ func main() {
 	var tc config.Temporal
 	tc.RegisterFlags(fs)
 	every := fs.Duration("every", 10*time.Minute, "interval between runs (create, update)")
-	id := fs.String("id", workflows.UpdatesScheduleID, "schedule ID")
+	id := fs.String("id", contract.UpdatesScheduleID, "schedule ID")
 	note := fs.String("note", "", "note recorded with pause/unpause")
 	asJSON := fs.Bool("json", false, "print JSON (describe)")
 	if err := fs.Parse(os.Args[2:]); err != nil {

@@ -13,22 +13,22 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
-	"github.com/edgeflow/edgeflow/activities"
+	publishacts "github.com/edgeflow/edgeflow/activities/publish"
 	"github.com/edgeflow/edgeflow/internal/workerhost"
-	"github.com/edgeflow/edgeflow/workflows"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
 func main() {
 	fs := flag.NewFlagSet("compress", flag.ExitOnError)
 	var opts workerhost.Options
-	opts.RegisterFlags(fs, workflows.CompressQueue, 2*runtime.GOMAXPROCS(0), "8092")
-	var cfg activities.PublishConfig
+	opts.RegisterFlags(fs, contract.CompressQueue, 2*runtime.GOMAXPROCS(0), "8092")
+	var cfg publishacts.CompressConfig
 	cfg.RegisterFlags(fs)
 	_ = fs.Parse(os.Args[1:])
 	log := workerhost.Logger("compress")
-	pub, err := cfg.Build(context.Background())
+	acts, err := cfg.Build(context.Background())
 	workerhost.Fatal(log, err)
 	workerhost.Fatal(log, workerhost.Run(opts, log, func(w worker.Worker) {
-		pub.RegisterCompress(w)
+		publishacts.RegisterCompress(w, acts)
 	}))
 }

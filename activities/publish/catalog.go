@@ -1,0 +1,173 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/publish/catalog"
+	"github.com/edgeflow/edgeflow/internal/publish/metadata"
+	"github.com/edgeflow/edgeflow/internal/publish/registry"
+	"github.com/edgeflow/edgeflow/internal/publish/versions"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
+)
+
+// ListCatalog returns the names of the catalog's entries, sorted. An entry
+// that does not load is listed too: the check that loads it reports what is
+// wrong, so one broken file neither hides the others nor goes unnoticed.
+func (a *Publish) ListCatalog(ctx context.Context) ([]string, error) {
+	return catalog.Names(a.CatalogDir)
+}
+
+// CheckPackages finds the versions of each package that are not yet
+// published, not ignored and not rejected. A package that cannot be checked
+// gets a Problem; the others are still checked.
+func (a *Publish) CheckPackages(ctx context.Context, refs []contract.PackageRef) ([]contract.PackageCheck, error) {
+	out := make([]contract.PackageCheck, len(refs))
+	var done atomic.Int64
+	// A slow listing (many tag pages, a rate limit) must not look like a dead worker.
+	defer heartbeatEvery(ctx, 10*time.Second, func() any { return done.Load() })()
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i, ref := range refs {
+		g.Go(func() error {
+			out[i] = a.checkPackage(ctx, ref)
+			done.Add(1)
+			return nil
+		})
+	}
+	_ = g.Wait() // every check reports through its Problem
+	return out, nil
+}
+
+func (a *Publish) checkPackage(ctx context.Context, ref contract.PackageRef) contract.PackageCheck {
+	res := contract.PackageCheck{Name: ref.Name}
+	pkg, err := a.loadPackage(ref)
+	if err != nil {
+		res.Problem = err.Error()
+		return res
+	}
+	listing, notModified, err := a.listVersions(ctx, pkg)
+	if err != nil {
+		res.Problem = err.Error()
+		return res
+	}
+	res.NotModified = notModified
+	published := map[string]bool{}
+	var doc metadata.Package
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(pkg.Name), &doc); err == nil {
+		for _, v := range doc.Versions {
+			published[v] = true
+		}
+	} else if !errors.Is(err, objectstore.ErrNotFound) {
+		res.Problem = err.Error()
+		return res
+	}
+	rejected, err := a.rejectedVersions(ctx, pkg)
+	if err != nil {
+		res.Problem = err.Error()
+		return res
+	}
+	available := make([]string, 0, len(listing))
+	for v := range listing {
+		if !rejected[v] {
+			available = append(available, v)
+		}
+	}
+	firstImport := a.FirstImport
+	if firstImport <= 0 {
+		firstImport = 10
+	}
+	for _, v := range versions.NewVersions(available, published, pkg.Autoupdate.IgnoreVersions, firstImport) {
+		d := contract.Dist(listing[v])
+		res.NewVersions = append(res.NewVersions, contract.NewVersion{Version: v, Dist: &d})
+	}
+	return res
+}
+
+// loadPackage returns the catalog entry a starter sent, or reads it from the
+// workers' catalog; either way it must be valid.
+func (a *Publish) loadPackage(ref contract.PackageRef) (catalog.Package, error) {
+	if ref.Package != nil {
+		if err := catalog.Check(*ref.Package); err != nil {
+			return catalog.Package{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrInvalidPackage, nil)
+		}
+		return *ref.Package, nil
+	}
+	if a.CatalogDir == "" {
+		return catalog.Package{}, temporal.NewNonRetryableApplicationError("no catalog configured on the worker and none sent", contract.ErrInvalidPackage, nil)
+	}
+	pkg, err := catalog.Find(a.CatalogDir, ref.Name)
+	if err != nil {
+		return catalog.Package{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrInvalidPackage, nil)
+	}
+	return pkg, nil
+}
+
+// rejectedVersions reads the package's rejection markers and returns the
+// versions they still hold for. A marker that cannot be read is a problem
+// to report, not a rejection to forget.
+func (a *Publish) rejectedVersions(ctx context.Context, pkg catalog.Package) (map[string]bool, error) {
+	markers, err := objectstore.ListAll(ctx, a.Primary, a.Buckets.Meta, metadata.RejectedPrefix(pkg.Name))
+	if err != nil {
+		return nil, fmt.Errorf("list rejection markers: %w", err)
+	}
+	rejected := map[string]bool{}
+	selection := pkg.Selection()
+	for _, m := range markers {
+		var r metadata.Rejection
+		switch _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, m.Key, &r); {
+		case errors.Is(err, objectstore.ErrNotFound):
+			continue // deleted by an operator since the listing
+		case err != nil:
+			return nil, fmt.Errorf("rejection marker %s/%s: %w (fix or delete it)", a.Buckets.Meta, m.Key, err)
+		}
+		if r.Holds(selection) {
+			rejected[r.Version] = true
+		}
+	}
+	return rejected, nil
+}
+
+// listVersions asks the package's source for its versions with the cached
+// ETag, falling back to the cached listing on 304.
+func (a *Publish) listVersions(ctx context.Context, pkg catalog.Package) (map[string]registry.Dist, bool, error) {
+	var cache registry.CachedListing
+	key := metadata.RegistryCacheKey(pkg.Name)
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, key, &cache); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
+		return nil, false, err
+	}
+	list := func(etag string) (*registry.Listing, error) {
+		if pkg.Autoupdate.Source == catalog.SourceGit {
+			return a.GitHub.Tags(ctx, pkg.Autoupdate.Target, etag)
+		}
+		return a.NPM.Versions(ctx, pkg.Autoupdate.Target, etag)
+	}
+	listing, err := list(cache.ETag)
+	if err != nil {
+		return nil, false, err
+	}
+	if listing.NotModified && cache.Versions != nil {
+		return cache.Versions, true, nil
+	}
+	if listing.NotModified {
+		// A 304 without a cached listing (the cache was lost): ask unconditionally.
+		if listing, err = list(""); err != nil {
+			return nil, false, err
+		}
+		if listing.NotModified {
+			return nil, false, fmt.Errorf("%s: the source answered 304 to an unconditional request", pkg.Name)
+		}
+	}
+	cache = registry.CachedListing{ETag: listing.ETag, Versions: listing.Versions}
+	if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Meta, key, cache); err != nil {
+		return nil, false, err
+	}
+	return listing.Versions, false, nil
+}

@@ -1,0 +1,136 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/publish/metadata"
+	"github.com/edgeflow/edgeflow/internal/publish/plan"
+	"github.com/edgeflow/edgeflow/internal/publish/transform"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
+)
+
+// CompressBatch (registered as "ProcessBatch") minifies, compresses and
+// hashes every file of a staged batch, writes each output to the primary and
+// mirror buckets at its final key, and records the results. Rerunning it
+// rewrites the same bytes: outputs are deterministic.
+func (c *Compress) CompressBatch(ctx context.Context, in contract.BatchInput) (*contract.BatchSummary, error) {
+	opts := transform.Options(in.Options)
+	if fp := transform.Fingerprint(opts); in.Fingerprint != "" && fp != in.Fingerprint {
+		// A rolling deploy: outputs recorded under the plan's fingerprint must
+		// come from those tools. Retryable, so a matching worker takes it.
+		return nil, fmt.Errorf("this compress worker processes as %q, the plan assumed %q", fp, in.Fingerprint)
+	}
+	data, _, err := objectstore.ReadAll(ctx, c.Primary, c.Buckets.Incoming, metadata.BatchKey(in.Name, in.Version, in.Batch))
+	if err != nil {
+		return nil, err
+	}
+	files, err := plan.ReadBatch(bytes.NewReader(data))
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrBadArchive, nil)
+	}
+	var done atomic.Int64
+	defer heartbeatEvery(ctx, 5*time.Second, func() any { return done.Load() })()
+
+	results := make([]plan.FileResult, len(files))
+	var summary contract.BatchSummary
+	var mu sync.Mutex
+	var cpu atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.ioParallel())
+	for i, f := range files {
+		g.Go(func() error {
+			var outs []transform.Output
+			var warnings []string
+			var perr error
+			if err := c.CPU.Do(gctx, func() {
+				start := time.Now()
+				outs, warnings, perr = transform.File(f.Path, f.Data, opts, func(string) bool { return !f.TwinWanted })
+				cpu.Add(time.Since(start).Milliseconds())
+			}); err != nil {
+				return err
+			}
+			if perr != nil {
+				return fmt.Errorf("%s: %w", f.Path, perr)
+			}
+			r := plan.FileResult{TwinWanted: f.TwinWanted}
+			if len(warnings) > 0 {
+				r.Warning = strings.Join(warnings, "; ")
+				activity.GetLogger(ctx).Warn("minify failed; publishing the original", "package", in.Name, "version", in.Version, "reason", r.Warning)
+			}
+			var out int64
+			for _, o := range outs {
+				meta := metadata.File{Path: o.Path, Size: int64(len(o.Data)), SRI: o.SRI, ContentType: o.ContentType,
+					BrotliSize: int64(len(o.Brotli)), GzipSize: int64(len(o.Gzip)), MinifiedFrom: o.MinifiedFrom}
+				if err := c.writeOutput(gctx, in.Name, in.Version, o); err != nil {
+					return err
+				}
+				out += meta.Size + meta.BrotliSize + meta.GzipSize
+				if o.MinifiedFrom == "" {
+					r.File = meta
+				} else {
+					twin := meta
+					r.Twin = &twin
+				}
+			}
+			results[i] = r
+			done.Add(1)
+			mu.Lock()
+			defer mu.Unlock()
+			summary.Files++
+			summary.BytesIn += int64(len(f.Data))
+			summary.BytesOut += out
+			if r.Twin != nil {
+				summary.Twins++
+			}
+			if r.Warning != "" {
+				summary.MinifyFailed++
+				if len(summary.Warnings) < 3 {
+					summary.Warnings = append(summary.Warnings, f.Path+": "+r.Warning)
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	summary.CPUMillis = cpu.Load()
+	if err := objectstore.PutJSON(ctx, c.Primary, c.Buckets.Incoming, metadata.ResultKey(in.Name, in.Version, in.Batch), results); err != nil {
+		return nil, err
+	}
+	return &summary, nil
+}
+
+// writeOutput stores one output and its precompressed representations in the
+// primary and the mirror bucket, all at once.
+func (c *Compress) writeOutput(ctx context.Context, name, version string, o transform.Output) error {
+	key := metadata.FileKey(name, version, o.Path)
+	type object struct {
+		key  string
+		data []byte
+	}
+	objects := []object{{key, o.Data}}
+	if o.Brotli != nil {
+		objects = append(objects, object{key + metadata.BrotliSuffix, o.Brotli})
+	}
+	if o.Gzip != nil {
+		objects = append(objects, object{key + metadata.GzipSuffix, o.Gzip})
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, ob := range objects {
+		g.Go(func() error { return putBytes(gctx, c.Primary, c.Buckets.Files, ob.key, ob.data, o.ContentType) })
+		g.Go(func() error { return putBytes(gctx, c.Mirror, c.Buckets.Mirror, ob.key, ob.data, o.ContentType) })
+	}
+	return g.Wait()
+}

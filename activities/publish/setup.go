@@ -1,0 +1,166 @@
+// Package publish holds Publish's activities: thin adapters from Temporal to
+// the logic in internal/publish, one struct per worker pool, each holding
+// only what its pool needs. Publish serves the publish queue (catalog
+// checks, staging, commits); Compress serves the compress queue (per-file
+// CPU work).
+package publish
+
+import (
+	"context"
+	"flag"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/publish/metadata"
+	"github.com/edgeflow/edgeflow/internal/publish/plan"
+	"github.com/edgeflow/edgeflow/internal/publish/registry"
+	"github.com/edgeflow/edgeflow/internal/publish/tarx"
+	"github.com/edgeflow/edgeflow/internal/publish/transform"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
+)
+
+// Stores are the buckets both pools read and write.
+type Stores struct {
+	Primary, Mirror objectstore.Store
+	Buckets         metadata.Buckets
+	IOParallel      int // concurrent object-store requests per activity; 0 means 32
+}
+
+func (s *Stores) ioParallel() int {
+	if s.IOParallel > 0 {
+		return s.IOParallel
+	}
+	return 32
+}
+
+// Publish is the publish pool's activities: it reads the catalog and the
+// registries, stages versions and commits them.
+type Publish struct {
+	Stores
+	CatalogDir  string
+	NPM         *registry.NPM
+	GitHub      *registry.GitHub
+	HTTP        *http.Client // for archive downloads
+	Extract     tarx.Limits
+	Batch       plan.BatchLimits // zero: plan.DefaultBatchLimits
+	FirstImport int              // versions imported for a package new to the catalog; 0 means 10
+	Now         func() time.Time // for document timestamps; time.Now when nil
+	TempDir     string           // scratch space for archives; os.TempDir when empty
+}
+
+// Compress is the compress pool's activity: minify, compress and hash.
+type Compress struct {
+	Stores
+	CPU *transform.Limiter // bounds concurrent compressions in this process
+}
+
+// RegisterPublish registers the publish pool's activities under the names
+// recorded histories use. (A function, not a method: every exported method
+// of the struct is an activity.)
+func RegisterPublish(r worker.ActivityRegistry, a *Publish) {
+	r.RegisterActivity(a)
+	// Renamed in Go (it does far more than download); histories know it as Download.
+	r.RegisterActivityWithOptions(a.StageVersion, activity.RegisterOptions{Name: contract.StageVersionActivity})
+}
+
+// RegisterCompress registers the compress pool's activity.
+func RegisterCompress(r worker.ActivityRegistry, c *Compress) {
+	// Renamed in Go (the workflow is ProcessBatch); histories know it as ProcessBatch.
+	r.RegisterActivityWithOptions(c.CompressBatch, activity.RegisterOptions{Name: contract.CompressBatchActivity})
+}
+
+func (a *Publish) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now().UTC()
+}
+
+// StorageFlags are the store settings every pool takes.
+type StorageFlags struct {
+	Storage    config.Storage
+	IOParallel int
+}
+
+func (f *StorageFlags) register(fs *flag.FlagSet) {
+	f.Storage.RegisterFlags(fs)
+	fs.IntVar(&f.IOParallel, "io-parallel", config.EnvInt("IO_PARALLEL", 32), "concurrent object-store requests per activity (env IO_PARALLEL)")
+}
+
+// open connects to the stores, creating the missing buckets of this pool.
+func (f *StorageFlags) open(ctx context.Context) (Stores, error) {
+	primary, mirror, err := f.Storage.Open()
+	if err != nil {
+		return Stores{}, err
+	}
+	b := f.Storage.Buckets
+	if err := objectstore.EnsureBuckets(ctx, primary, b.Files, b.Meta, b.Incoming); err != nil {
+		return Stores{}, err
+	}
+	if err := objectstore.EnsureBuckets(ctx, mirror, b.Mirror, b.MirrorMeta); err != nil {
+		return Stores{}, err
+	}
+	return Stores{Primary: primary, Mirror: mirror, Buckets: b, IOParallel: f.IOParallel}, nil
+}
+
+// PublishConfig is the flag set of the publish pool.
+type PublishConfig struct {
+	StorageFlags
+	CatalogDir  string
+	NPMURL      string
+	GitHubURL   string
+	FirstImport int
+}
+
+// RegisterFlags adds the publish pool's flags to fs.
+func (c *PublishConfig) RegisterFlags(fs *flag.FlagSet) {
+	c.StorageFlags.register(fs)
+	fs.StringVar(&c.CatalogDir, "catalog", config.Env("CATALOG_DIR", "catalog"), "catalog directory (env CATALOG_DIR)")
+	fs.StringVar(&c.NPMURL, "npm-registry", config.Env("NPM_REGISTRY", registry.DefaultNPMURL), "npm registry base URL (env NPM_REGISTRY)")
+	fs.StringVar(&c.GitHubURL, "github-api", config.Env("GITHUB_API", "https://api.github.com"), "GitHub API base URL (env GITHUB_API; token from GITHUB_TOKEN)")
+	fs.IntVar(&c.FirstImport, "first-import", config.EnvInt("FIRST_IMPORT", 10), "versions imported for a package new to the catalog (env FIRST_IMPORT)")
+}
+
+// Build connects to the stores and returns the publish pool's activities.
+func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
+	stores, err := c.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	httpClient := &http.Client{Timeout: 10 * time.Minute}
+	return &Publish{
+		Stores:      stores,
+		CatalogDir:  c.CatalogDir,
+		NPM:         &registry.NPM{BaseURL: c.NPMURL, Client: httpClient},
+		GitHub:      &registry.GitHub{BaseURL: c.GitHubURL, Token: config.Env("GITHUB_TOKEN", ""), Client: httpClient},
+		HTTP:        httpClient,
+		Extract:     tarx.DefaultLimits,
+		FirstImport: c.FirstImport,
+	}, nil
+}
+
+// CompressConfig is the flag set of the compress pool.
+type CompressConfig struct {
+	StorageFlags
+	CPUs int
+}
+
+// RegisterFlags adds the compress pool's flags to fs.
+func (c *CompressConfig) RegisterFlags(fs *flag.FlagSet) {
+	c.StorageFlags.register(fs)
+	fs.IntVar(&c.CPUs, "cpus", config.EnvInt("COMPRESS_CPUS", 0), "concurrent compressions per process; 0 = all cores (env COMPRESS_CPUS)")
+}
+
+// Build connects to the stores and returns the compress pool's activity.
+func (c *CompressConfig) Build(ctx context.Context) (*Compress, error) {
+	stores, err := c.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Compress{Stores: stores, CPU: transform.NewLimiter(c.CPUs)}, nil
+}

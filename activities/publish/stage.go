@@ -1,0 +1,317 @@
+package publish
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/publish/catalog"
+	"github.com/edgeflow/edgeflow/internal/publish/fileset"
+	"github.com/edgeflow/edgeflow/internal/publish/metadata"
+	"github.com/edgeflow/edgeflow/internal/publish/plan"
+	"github.com/edgeflow/edgeflow/internal/publish/registry"
+	"github.com/edgeflow/edgeflow/internal/publish/tarx"
+	"github.com/edgeflow/edgeflow/internal/publish/transform"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
+)
+
+// StageVersion prepares a version for processing (registered as
+// "Download"): it fetches the archive and verifies its digest, keeps the
+// original, extracts it safely, selects files by the fileMap, hashes them,
+// plans which to process and which to reuse, and stages the files to process
+// as batches in the bucket. The plan stays in the bucket; the summary is
+// returned. A release that can never publish is rejected with its reason.
+func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (*contract.PlanSummary, error) {
+	// Extracting, hashing and staging a 100,000-file release takes minutes.
+	defer heartbeatEvery(ctx, 10*time.Second, func() any { return "staging" })()
+	pkg, err := a.loadPackage(in.PackageRef)
+	if err != nil {
+		return nil, err
+	}
+	// Published means listed in the package document (the commit point), not
+	// merely a version document: a commit that failed between the two runs
+	// again, and finishes.
+	if listed, err := a.isListed(ctx, pkg.Name, in.Version); err != nil {
+		return nil, err
+	} else if listed {
+		return &contract.PlanSummary{AlreadyPublished: true}, nil
+	}
+	dist, err := a.resolveDist(ctx, pkg, in)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(a.TempDir, "publish-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	archive := filepath.Join(tmp, "archive.tgz")
+	if err := a.fetchVerified(ctx, pkg, dist, archive); err != nil {
+		return nil, err
+	}
+	if err := a.putFile(ctx, a.Buckets.Incoming, metadata.TarballKey(pkg.Name, in.Version), archive, "application/gzip"); err != nil {
+		return nil, err
+	}
+	root := filepath.Join(tmp, "files")
+	extracted, err := a.extract(ctx, pkg, in.Version, archive, root)
+	if err != nil {
+		return nil, err
+	}
+	files, sourceOf, err := a.selectFiles(ctx, pkg, in.Version, extracted, root)
+	if err != nil {
+		return nil, err
+	}
+
+	opts := transform.Options{MinifyJS: pkg.MinifyJS(), MinifyCSS: pkg.MinifyCSS()}
+	fingerprint := transform.Fingerprint(opts)
+	var reuse plan.ReuseIndex
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.ReuseIndexKey(pkg.Name), &reuse); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
+		return nil, err
+	}
+	limits := a.Batch
+	if limits.MaxBytes <= 0 || limits.MaxFiles <= 0 {
+		limits = plan.DefaultBatchLimits
+	}
+	if l := in.BatchLimits; l != nil && l.MaxBytes > 0 && l.MaxFiles > 0 {
+		limits = plan.BatchLimits(*l)
+	}
+	shipped := make(map[string]bool, len(files))
+	for _, f := range files {
+		shipped[f.Path] = true
+	}
+	wantsTwin := func(p string) bool { return opts.WantsTwin(p, shipped) }
+	p := plan.BuildPlan(pkg.Name, in.Version, fingerprint, files, &reuse, wantsTwin, transform.Class, limits)
+	p.Package = pkg
+	for i, s := range extracted.Skipped {
+		p.Skipped = append(p.Skipped, plan.Skip{Path: s.Path, Reason: s.Reason})
+		if i < 20 {
+			activity.GetLogger(ctx).Warn("file skipped", "package", pkg.Name, "version", in.Version, "path", s.Path, "reason", s.Reason)
+		}
+	}
+	if err := a.stageBatches(ctx, p, sourceOf); err != nil {
+		return nil, err
+	}
+	if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Incoming, metadata.PlanKey(pkg.Name, in.Version), p); err != nil {
+		return nil, err
+	}
+	toProcess, reused, same := p.Counts()
+	res := &contract.PlanSummary{Batches: p.Batches, SourceFiles: len(files), ToProcess: toProcess, Reused: reused,
+		SameContent: same, Skipped: len(p.Skipped), Options: contract.ProcessingOptions(opts), Fingerprint: fingerprint}
+	for _, f := range files {
+		res.Bytes += f.Size
+	}
+	activity.GetLogger(ctx).Info("planned", "package", pkg.Name, "version", in.Version, "files", len(files),
+		"process", toProcess, "reuse", reused, "batches", p.Batches, "skipped", len(p.Skipped))
+	return res, nil
+}
+
+// extract unpacks the archive under root; a hostile or corrupt archive
+// rejects the version.
+func (a *Publish) extract(ctx context.Context, pkg catalog.Package, version, archive, root string) (*tarx.Result, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	extracted, err := tarx.Extract(f, root, a.Extract)
+	if err != nil {
+		var unsafe *tarx.UnsafeError
+		var limit *tarx.LimitError
+		if errors.As(err, &unsafe) || errors.As(err, &limit) || strings.Contains(err.Error(), "corrupt archive") {
+			return nil, a.reject(ctx, pkg, version, contract.ErrBadArchive, err.Error())
+		}
+		return nil, err
+	}
+	activity.RecordHeartbeat(ctx, "extracted")
+	return extracted, nil
+}
+
+// selectFiles applies the fileMap and hashes every selected file; sourceOf
+// maps each output path to its extracted file.
+func (a *Publish) selectFiles(ctx context.Context, pkg catalog.Package, version string, extracted *tarx.Result, root string) ([]plan.SourceFile, map[string]string, error) {
+	paths := make([]string, len(extracted.Files))
+	for i, e := range extracted.Files {
+		paths[i] = e.Path
+	}
+	selected, err := fileset.Apply(pkg.Autoupdate.FileMap, paths)
+	if err != nil {
+		var conflict *fileset.ConflictError
+		if errors.As(err, &conflict) {
+			return nil, nil, a.reject(ctx, pkg, version, contract.ErrFileMapConflict, err.Error())
+		}
+		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrInvalidPackage, nil)
+	}
+	if len(selected) == 0 {
+		return nil, nil, a.reject(ctx, pkg, version, contract.ErrNoFiles,
+			fmt.Sprintf("the fileMap selected none of the %d files in %s@%s", len(paths), pkg.Name, version))
+	}
+	sourceOf := make(map[string]string, len(selected))
+	files := make([]plan.SourceFile, len(selected))
+	for i, s := range selected {
+		sourceOf[s.Output] = filepath.Join(root, filepath.FromSlash(s.Source))
+		sri, size, err := hashFile(sourceOf[s.Output])
+		if err != nil {
+			return nil, nil, err
+		}
+		files[i] = plan.SourceFile{Path: s.Output, Size: size, SRI: sri}
+	}
+	return files, sourceOf, nil
+}
+
+func hashFile(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	return transform.SRIOf(f)
+}
+
+// reject records that the version can never publish as the catalog stands,
+// so later checks skip it, and fails the activity for good.
+func (a *Publish) reject(ctx context.Context, pkg catalog.Package, version, errType, reason string) error {
+	marker := metadata.Rejection{Name: pkg.Name, Version: version, Type: errType, Reason: reason, At: a.now()}
+	if errType == contract.ErrNoFiles || errType == contract.ErrFileMapConflict {
+		marker.Selection = pkg.Selection()
+	}
+	if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Meta, metadata.RejectedKey(pkg.Name, version), marker); err != nil {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(reason, errType, nil)
+}
+
+func (a *Publish) resolveDist(ctx context.Context, pkg catalog.Package, in contract.VersionRef) (registry.Dist, error) {
+	if in.Dist != nil && in.Dist.Tarball != "" {
+		return registry.Dist(*in.Dist), nil
+	}
+	listing, _, err := a.listVersions(ctx, pkg)
+	if err != nil {
+		return registry.Dist{}, err
+	}
+	d, ok := listing[in.Version]
+	if !ok {
+		return d, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("%s has no version %s at its %s source %q", pkg.Name, in.Version, pkg.Autoupdate.Source, pkg.Autoupdate.Target),
+			contract.ErrVersionNotFound, nil)
+	}
+	return d, nil
+}
+
+// fetchVerified streams the archive to disk while hashing it, then checks the
+// registry's digest: a corrupted or tampered download never gets further.
+func (a *Publish) fetchVerified(ctx context.Context, pkg catalog.Package, dist registry.Dist, dst string) error {
+	token := ""
+	if pkg.Autoupdate.Source == catalog.SourceGit && a.GitHub != nil && sameHost(dist.Tarball, a.GitHub.BaseURL) {
+		// The token goes only to the GitHub API, never to a URL a request named.
+		token = a.GitHub.Token
+	}
+	body, err := registry.Fetch(ctx, a.HTTP, dist.Tarball, token)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	var w io.Writer = out
+	var verifier *registry.Verifier
+	if dist.Integrity != "" || dist.Shasum != "" {
+		if verifier, err = registry.NewVerifier(dist.Integrity, dist.Shasum); err != nil {
+			return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrBadArchive, nil)
+		}
+		w = io.MultiWriter(out, verifier)
+	}
+	if _, err := io.Copy(w, &heartbeatReader{ctx: ctx, r: body}); err != nil {
+		return fmt.Errorf("download %s: %w", pkg.Name, err)
+	}
+	if verifier != nil {
+		// A mismatch may be a truncated transfer: let the retry policy try again.
+		if err := verifier.Verify(); err != nil {
+			return err
+		}
+	}
+	return out.Close()
+}
+
+func sameHost(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	return errA == nil && errB == nil && ua.Host != "" && strings.EqualFold(ua.Host, ub.Host)
+}
+
+func (a *Publish) putFile(ctx context.Context, bucket, key, path, contentType string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	_, err = a.Primary.Put(ctx, bucket, key, f, st.Size(), objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: contentType}})
+	return err
+}
+
+// stageBatches packs each batch's files into one tar object.
+func (a *Publish) stageBatches(ctx context.Context, p *plan.Plan, sourceOf map[string]string) error {
+	byBatch := make([][]plan.PlanEntry, p.Batches)
+	for _, e := range p.Entries {
+		if e.Batch >= 0 {
+			byBatch[e.Batch] = append(byBatch[e.Batch], e)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for b, entries := range byBatch {
+		g.Go(func() error {
+			files := make([]plan.BatchFile, len(entries))
+			for i, e := range entries {
+				data, err := os.ReadFile(sourceOf[e.Path])
+				if err != nil {
+					return err
+				}
+				files[i] = plan.BatchFile{Path: e.Path, TwinWanted: e.TwinWanted, Data: data}
+			}
+			var buf bytes.Buffer
+			if err := plan.WriteBatch(&buf, files); err != nil {
+				return err
+			}
+			return putBytes(gctx, a.Primary, a.Buckets.Incoming, metadata.BatchKey(p.Name, p.Version, b), buf.Bytes(), "application/x-tar")
+		})
+	}
+	return g.Wait()
+}
+
+// isListed reports whether the package document lists the version.
+func (a *Publish) isListed(ctx context.Context, name, version string) (bool, error) {
+	var doc metadata.Package
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(name), &doc); err != nil {
+		if errors.Is(err, objectstore.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	return slices.Contains(doc.Versions, version), nil
+}
+
+// putBytes writes a small object with its content type.
+func putBytes(ctx context.Context, s objectstore.Store, bucket, key string, data []byte, contentType string) error {
+	return objectstore.PutBytes(ctx, s, bucket, key, data, objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: contentType}})
+}

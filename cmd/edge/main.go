@@ -1,0 +1,131 @@
+// Command edge is the CDN's HTTP edge: it serves published files, the
+// cdnjs-compatible API and the browsable pages from the buckets the publish
+// pipeline writes, falling back to the mirror when the primary store fails.
+//
+// Settings come from flags, defaulting from the environment (EDGE_*, and the
+// S3_*, MIRROR_S3_* and BUCKET_* variables every process shares).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/publish/cdn"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "edge:", err)
+		os.Exit(1)
+	}
+}
+
+// shutdownGrace is how long in-flight requests may finish after a signal.
+const shutdownGrace = 15 * time.Second
+
+// run serves until ctx is cancelled, then shuts down gracefully. ready, if
+// set, is called with the listening address once requests are accepted.
+func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
+	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var storage config.Storage
+	storage.RegisterFlags(fs)
+	addr := fs.String("addr", config.Env("EDGE_ADDR", "127.0.0.1:8080"), "listen address (env EDGE_ADDR)")
+	cacheMiB := fs.Int("cache-mib", config.EnvInt("EDGE_CACHE_MIB", 256), "in-memory file cache size in MiB; 0 disables it (env EDGE_CACHE_MIB)")
+	maxCachedKiB := fs.Int("max-cached-file-kib", config.EnvInt("EDGE_MAX_CACHED_FILE_KIB", 1024), "largest file kept in the cache, KiB (env EDGE_MAX_CACHED_FILE_KIB)")
+	metaTTL := fs.Duration("meta-ttl", config.EnvDuration("EDGE_META_TTL", cdn.DefaultMetaTTL), "how long package documents and the search index are cached (env EDGE_META_TTL)")
+	metaTimeout := fs.Duration("meta-timeout", config.EnvDuration("EDGE_META_TIMEOUT", cdn.DefaultMetaTimeout), "deadline for fetching a metadata document not cached yet (env EDGE_META_TIMEOUT)")
+	primaryTimeout := fs.Duration("primary-timeout", config.EnvDuration("EDGE_PRIMARY_TIMEOUT", cdn.DefaultPrimaryTimeout), "primary store deadline before the mirror answers (env EDGE_PRIMARY_TIMEOUT)")
+	publicURL := fs.String("public-url", config.Env("EDGE_PUBLIC_URL", ""), "scheme://host for absolute URLs in responses; empty: from each request (env EDGE_PUBLIC_URL)")
+	logLevel := fs.String("log-level", config.Env("EDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env EDGE_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("-log-level %q: %w", *logLevel, err)
+	}
+	if *cacheMiB < 0 || *maxCachedKiB <= 0 {
+		return fmt.Errorf("-cache-mib must be >= 0 and -max-cached-file-kib > 0 (got %d and %d)", *cacheMiB, *maxCachedKiB)
+	}
+	logHandler := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	logger := slog.New(logHandler)
+
+	primary, mirror, err := storage.Open()
+	if err != nil {
+		return err
+	}
+	edge := cdn.New(cdn.Config{
+		Primary:        primary,
+		Mirror:         mirror,
+		Buckets:        storage.Buckets,
+		CacheBytes:     int64(*cacheMiB) << 20,
+		MaxCachedFile:  int64(*maxCachedKiB) << 10,
+		MetaTTL:        *metaTTL,
+		MetaTimeout:    *metaTimeout,
+		PrimaryTimeout: *primaryTimeout,
+		PublicURL:      *publicURL,
+		Logger:         logger,
+	})
+	// Liveness only: the edge keeps serving cached files and metadata while
+	// a store is down, so store health must not take it out of rotation.
+	edge.Routes().HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	server := &http.Server{
+		Handler:           edge,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logHandler, slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- server.Serve(ln) }()
+	logger.Info("edge listening", "addr", ln.Addr().String(), "primary", storage.Primary.String(),
+		"mirror", mirror.Config().String(), "buckets", fmt.Sprintf("%+v", storage.Buckets), "cache_mib", *cacheMiB)
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "grace", shutdownGrace)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := server.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

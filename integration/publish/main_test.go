@@ -1,0 +1,97 @@
+// Package integration runs the workflows on a real Temporal dev server with
+// real MinIO, with the pipeline and compress worker pools in this process and
+// a local npm registry serving tarballs the tests build.
+package integration
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	publishacts "github.com/edgeflow/edgeflow/activities/publish"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/publish/catalog"
+	"github.com/edgeflow/edgeflow/internal/publish/metadata"
+	"github.com/edgeflow/edgeflow/internal/publish/registry"
+	"github.com/edgeflow/edgeflow/internal/publish/registry/registrytest"
+	"github.com/edgeflow/edgeflow/internal/publish/tarx"
+	"github.com/edgeflow/edgeflow/internal/publish/transform"
+	"github.com/edgeflow/edgeflow/internal/testenv"
+	"github.com/edgeflow/edgeflow/workflows/publish"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
+)
+
+var (
+	env     *testenv.Env
+	npm     *registrytest.Registry
+	acts    *publishacts.Publish
+	squash  *publishacts.Compress
+	buckets = metadata.Buckets{Files: "it-files", Mirror: "it-mirror", Meta: "it-meta", MirrorMeta: "it-mirror-meta", Incoming: "it-incoming"}
+)
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{Temporal: true, MinIO: true}, &env)
+}
+
+// startWorkers runs both publish pools against the test stack until the test ends.
+func startWorkers(t testing.TB) {
+	t.Helper()
+	testenv.Require(t, env)
+	if acts == nil {
+		npm = registrytest.New()
+		ctx := context.Background()
+		if err := objectstore.EnsureBuckets(ctx, env.Store, buckets.Files, buckets.Mirror, buckets.Meta, buckets.MirrorMeta, buckets.Incoming); err != nil {
+			t.Fatal(err)
+		}
+		stores := publishacts.Stores{Primary: env.Store, Mirror: env.Store, Buckets: buckets, IOParallel: 16}
+		acts = &publishacts.Publish{
+			Stores: stores,
+			NPM:    &registry.NPM{BaseURL: npm.URL, Client: http.DefaultClient},
+			GitHub: &registry.GitHub{BaseURL: npm.URL},
+			HTTP:   http.DefaultClient, Extract: tarx.DefaultLimits, FirstImport: 10,
+		}
+		squash = &publishacts.Compress{Stores: stores, CPU: transform.NewLimiter(0)}
+	}
+	pool := worker.New(env.Client, contract.PublishQueue, worker.Options{})
+	publish.Register(pool)
+	publishacts.RegisterPublish(pool, acts)
+	compress := worker.New(env.Client, contract.CompressQueue, worker.Options{MaxConcurrentActivityExecutionSize: 4})
+	publishacts.RegisterCompress(compress, squash)
+	for _, w := range []worker.Worker{pool, compress} {
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+	}
+}
+
+// publishOnce runs PublishVersion for one version and waits for it.
+func publishOnce(ctx context.Context, pkg catalog.Package, version string) (*contract.PublishOutput, error) {
+	run, err := env.Client.ExecuteWorkflow(ctx, versionStart(pkg.Name, version),
+		contract.PublishVersionWorkflow, contract.PublishInput{VersionRef: contract.VersionRef{
+			PackageRef: contract.PackageRef{Name: pkg.Name, Package: &pkg}, Version: version}})
+	if err != nil {
+		return nil, err
+	}
+	var out contract.PublishOutput
+	return &out, run.Get(ctx, &out)
+}
+
+// versionStart starts a version's run the way PackageUpdates and the
+// publish starter do.
+func versionStart(name, version string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID: contract.PublishID(name, version), TaskQueue: contract.PublishQueue, WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
+		TypedSearchAttributes: contract.VersionAttributes(name, version),
+	}
+}
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}

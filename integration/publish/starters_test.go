@@ -1,0 +1,145 @@
+package integration
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/edgeflow/edgeflow/internal/devstack"
+	"github.com/edgeflow/edgeflow/internal/publish/catalog"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// starter builds the starters once per test binary and returns the path of one.
+func starter(t *testing.T, name string) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := devstack.RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binDir, buildErr = os.MkdirTemp("", "edgeflow-starters-")
+		if buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "./starters/publish", "./starters/catalog", "./starters/schedule")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build starters: %v", buildErr)
+	}
+	return filepath.Join(binDir, name)
+}
+
+func runStarter(t *testing.T, name string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(starter(t, name), args...)
+	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+env.Temporal.HostPort)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	default:
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+func writeCatalog(t *testing.T, pkgs ...catalog.Package) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, p := range pkgs {
+		data, _ := json.MarshalIndent(p, "", "  ")
+		path := catalog.FilePath(dir, p.Name)
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestStarters(t *testing.T) {
+	startWorkers(t)
+	pkg := demoPackage("clidemo")
+	npm.Add("clidemo", "2.0.0", demoTarball("2.0.0", demoCSS))
+	dir := writeCatalog(t, pkg)
+
+	// A package the workers' catalog does not have, sent from the starter's side.
+	out, stderr, code := runStarter(t, "publish", "--package", "clidemo", "--catalog", dir, "--json")
+	if code != 0 {
+		t.Fatalf("publish exited %d: %s", code, stderr)
+	}
+	var stats contract.UpdatesStats
+	if err := json.Unmarshal([]byte(out), &stats); err != nil || stats.Published != 1 {
+		t.Fatalf("publish --json printed %q (%v); want one version published", out, err)
+	}
+	// One exact version, already published: success, nothing redone, human output.
+	out, stderr, code = runStarter(t, "publish", "--package", "clidemo", "--version", "2.0.0", "--catalog", dir)
+	if code != 0 || !strings.Contains(out+stderr, "clidemo") {
+		t.Errorf("publish --version on a published version: exit %d, %s %s", code, out, stderr)
+	}
+	// A version the registry does not have fails with exit 1 and says why.
+	_, stderr, code = runStarter(t, "publish", "--package", "clidemo", "--version", "9.9.9", "--catalog", dir)
+	if code != 1 || !strings.Contains(stderr, "no version 9.9.9") {
+		t.Errorf("publish of a missing version: exit %d, stderr %q; want 1 and the reason", code, stderr)
+	}
+	// Usage errors exit 2.
+	if _, _, code = runStarter(t, "publish"); code != 2 {
+		t.Errorf("publish without --package exited %d, want 2", code)
+	}
+	broken := pkg
+	broken.Autoupdate.FileMap = []catalog.FileMapEntry{{Files: []string{"dist/{a"}}}
+	if _, stderr, code = runStarter(t, "publish", "--package", "clidemo", "--catalog", writeCatalog(t, broken)); code != 2 || !strings.Contains(stderr, "unclosed") {
+		t.Errorf("publish of an invalid package: exit %d, %q; want 2 and the glob problem", code, stderr)
+	}
+
+	// The catalog validator: the repo's sample is clean, a broken one is reported.
+	root, _ := devstack.RepoRoot()
+	if out, _, code := runStarter(t, "catalog", "validate", filepath.Join(root, "catalog")); code != 0 || !strings.Contains(out, "no problems") {
+		t.Errorf("catalog validate of the sample: exit %d, %q", code, out)
+	}
+	if out, _, code := runStarter(t, "catalog", "validate", writeCatalog(t, broken)); code != 1 || !strings.Contains(out, "fileMap[0].files[0]") {
+		t.Errorf("catalog validate of a broken catalog: exit %d, %q", code, out)
+	}
+
+	// The schedule: create, describe, pause, trigger, delete.
+	for _, args := range [][]string{{"create", "--id", "it-schedule", "--every", "1h"}, {"pause", "--id", "it-schedule"}, {"trigger", "--id", "it-schedule"}} {
+		if _, stderr, code := runStarter(t, "schedule", args...); code != 0 {
+			t.Fatalf("schedule %v: exit %d %s", args, code, stderr)
+		}
+	}
+	out, _, code = runStarter(t, "schedule", "describe", "--id", "it-schedule", "--json")
+	var desc struct {
+		Paused bool     `json:"paused"`
+		Every  []string `json:"every"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &desc) != nil || !desc.Paused || len(desc.Every) != 1 || desc.Every[0] != "1h0m0s" {
+		t.Errorf("schedule describe: exit %d, %q", code, out)
+	}
+	if _, _, code := runStarter(t, "schedule", "delete", "--id", "it-schedule"); code != 0 {
+		t.Errorf("schedule delete exited %d", code)
+	}
+	if _, _, code := runStarter(t, "schedule", "describe", "--id", "it-schedule"); code != 1 {
+		t.Errorf("describe of a deleted schedule exited %d, want 1", code)
+	}
+}

@@ -1,0 +1,42 @@
+package devstack
+
+import (
+	"github.com/edgeflow/edgeflow/internal/product"
+	publish "github.com/edgeflow/edgeflow/workflows/publish/contract"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Products are the contracts of every product, one line each: the dev
+// server registers their search attributes, `make run` starts a worker pool
+// per task queue (workers/<queue>), and deploy/ checks the compose file and
+// temporal-setup.sh against them.
+var Products = []product.Contract{
+	publish.Product,
+	notYetLanded,
+}
+
+// notYetLanded holds the search attributes of Migrate and Admit until their
+// contracts land, so the dev server and temporal-setup.sh keep registering
+// them meanwhile. Each product's line above replaces its attribute here.
+var notYetLanded = product.Contract{
+	Name: "migrate and admit (contracts not landed yet)",
+	SearchAttributes: []temporal.SearchAttributeKey{
+		temporal.NewSearchAttributeKeyKeyword("MigrationJob"),
+		temporal.NewSearchAttributeKeyKeyword("Room"),
+	},
+}
+
+// SearchAttributes are the custom search attributes of every product, name
+// to type, registered on the dev server at start.
+func SearchAttributes() (map[string]string, error) {
+	return product.SearchAttributeTypes(Products...)
+}
+
+// TaskQueues are the task queues of every product, in order.
+func TaskQueues() []string {
+	var out []string
+	for _, p := range Products {
+		out = append(out, p.TaskQueues...)
+	}
+	return out
+}

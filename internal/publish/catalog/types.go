@@ -1,0 +1,82 @@
+// Package catalog reads and validates the library catalog: one JSON file per
+// library in the cdnjs package format, at <catalog>/<first letter>/<name>.json.
+package catalog
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Package is one library's catalog entry, field for field the cdnjs format.
+type Package struct {
+	Name         string        `json:"name"`
+	Description  string        `json:"description,omitempty"`
+	Keywords     []string      `json:"keywords,omitempty"`
+	License      string        `json:"license,omitempty"`
+	Homepage     string        `json:"homepage,omitempty"`
+	Repository   *Repository   `json:"repository,omitempty"`
+	Authors      []Author      `json:"authors,omitempty"`
+	Filename     string        `json:"filename,omitempty"`
+	Autoupdate   Autoupdate    `json:"autoupdate"`
+	Optimization *Optimization `json:"optimization,omitempty"`
+}
+
+// Repository is where the library's source lives.
+type Repository struct {
+	Type string `json:"type,omitempty"`
+	URL  string `json:"url,omitempty"`
+}
+
+// Author credits one author of the library.
+type Author struct {
+	Name  string `json:"name,omitempty"`
+	Email string `json:"email,omitempty"`
+	URL   string `json:"url,omitempty"`
+}
+
+// Source names where new versions are found.
+const (
+	SourceNPM = "npm"
+	SourceGit = "git"
+)
+
+// Autoupdate says where versions come from and which files of each are published.
+type Autoupdate struct {
+	Source         string         `json:"source"`
+	Target         string         `json:"target"`
+	FileMap        []FileMapEntry `json:"fileMap,omitempty"`
+	IgnoreVersions []string       `json:"ignoreVersions,omitempty"`
+}
+
+// FileMapEntry selects files under BasePath by glob; BasePath is stripped from
+// the published path.
+type FileMapEntry struct {
+	BasePath string   `json:"basePath"`
+	Files    []string `json:"files"`
+}
+
+// Optimization switches minification per file type; both default to true.
+type Optimization struct {
+	JS  *bool `json:"js,omitempty"`
+	CSS *bool `json:"css,omitempty"`
+}
+
+// MinifyJS reports whether JavaScript files get a minified twin.
+func (p *Package) MinifyJS() bool {
+	return p.Optimization == nil || p.Optimization.JS == nil || *p.Optimization.JS
+}
+
+// MinifyCSS reports whether CSS files get a minified twin.
+func (p *Package) MinifyCSS() bool {
+	return p.Optimization == nil || p.Optimization.CSS == nil || *p.Optimization.CSS
+}
+
+// Selection fingerprints what decides which files of a release are
+// selected (the fileMap): a rejection for a reason that depends on it is
+// cleared by a catalog fix.
+func (p *Package) Selection() string {
+	data, _ := json.Marshal(p.Autoupdate.FileMap) // plain strings: cannot fail
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}

@@ -1,0 +1,78 @@
+package metadata
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The bucket layout of Publish, in one place: every object key the pipeline
+// writes and the edge reads.
+//
+//	Files, Mirror   <name>/<version>/<path>             published files
+//	                <name>/<version>/<path>.br, .gz     their precompressed twins
+//	Meta, MirrorMeta packages/<name>.json               package documents
+//	                versions/<name>/<version>.json      version documents
+//	                index/libraries.json                the search index
+//	Meta            reuse/<name>.json                   what earlier versions processed
+//	                registry/<name>.json                the last listing and its ETag
+//	                rejected/<name>/<version>.json      versions that can never publish
+//	Incoming        tarballs/<name>/<name>-<version>.tgz  original release archives
+//	                staging/<name>/<version>/...        one run's plan, batches, results
+
+// Precompressed representations are stored beside the original with these suffixes.
+const (
+	BrotliSuffix = ".br"
+	GzipSuffix   = ".gz"
+)
+
+// FileKey is the object key of a published file (in Files and Mirror).
+func FileKey(name, version, path string) string {
+	return name + "/" + version + "/" + strings.TrimPrefix(path, "/")
+}
+
+// PackageKey is the Meta (and MirrorMeta) key of a package document.
+func PackageKey(name string) string { return "packages/" + name + ".json" }
+
+// VersionKey is the Meta (and MirrorMeta) key of a version document.
+func VersionKey(name, version string) string { return "versions/" + name + "/" + version + ".json" }
+
+// VersionPrefix is the Meta prefix under which all version documents of a package live.
+func VersionPrefix(name string) string { return "versions/" + name + "/" }
+
+// SearchIndexKey is the Meta (and MirrorMeta) key of the search index (all libraries, compact).
+const SearchIndexKey = "index/libraries.json"
+
+// TarballKey is the Incoming key where the original release archive is kept.
+func TarballKey(name, version string) string {
+	return "tarballs/" + name + "/" + name + "-" + version + ".tgz"
+}
+
+// StagingPrefix is the Incoming prefix of one run's staging data (plan, batches, results).
+func StagingPrefix(name, version string) string { return "staging/" + name + "/" + version + "/" }
+
+// PlanKey is the Incoming key of a version's plan.
+func PlanKey(name, version string) string { return StagingPrefix(name, version) + "plan.json" }
+
+// BatchKey is the Incoming key of a staged batch; zero-padded, so a listing
+// is in batch order.
+func BatchKey(name, version string, batch int) string {
+	return StagingPrefix(name, version) + fmt.Sprintf("batch-%05d.tar", batch)
+}
+
+// ResultKey is the Incoming key of a processed batch's results.
+func ResultKey(name, version string, batch int) string {
+	return StagingPrefix(name, version) + fmt.Sprintf("result-%05d.json", batch)
+}
+
+// ReuseIndexKey is the Meta key of a package's reuse index.
+func ReuseIndexKey(name string) string { return "reuse/" + name + ".json" }
+
+// RegistryCacheKey is the Meta key of a package's last registry listing.
+func RegistryCacheKey(name string) string { return "registry/" + name + ".json" }
+
+// RejectedKey is the Meta key of the marker of a version that can never
+// publish as the catalog stands; update checks skip it until it is deleted.
+func RejectedKey(name, version string) string { return RejectedPrefix(name) + version + ".json" }
+
+// RejectedPrefix is the Meta prefix of a package's rejection markers.
+func RejectedPrefix(name string) string { return "rejected/" + name + "/" }

@@ -1,0 +1,164 @@
+// Package registrytest is a local npm registry (and the two GitHub API calls
+// a git source needs) for tests: it serves abbreviated package documents with
+// ETags, so unchanged packages get 304, and tarballs the tests build.
+package registrytest
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Registry is a running registry; URL is its base URL (for both the npm
+// registry and the GitHub API).
+type Registry struct {
+	*httptest.Server
+	mu       sync.Mutex
+	packages map[string]map[string][]byte // name → version → tarball
+	// NotModified and Documents count the document requests answered with
+	// 304 and with a document.
+	NotModified atomic.Int64
+	Documents   atomic.Int64
+}
+
+// New starts a registry; Close stops it.
+func New() *Registry {
+	f := &Registry{packages: map[string]map[string][]byte{}}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	return f
+}
+
+// Add publishes a version of a package (npm name, or "owner/repo" with tags
+// as versions for a git source).
+func (f *Registry) Add(name, version string, tarball []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.packages[name] == nil {
+		f.packages[name] = map[string][]byte{}
+	}
+	f.packages[name][version] = tarball
+}
+
+func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	path := strings.TrimPrefix(r.URL.Path, "/")
+	if strings.HasPrefix(path, "repos/") {
+		f.serveGitHub(w, r, strings.Split(strings.TrimPrefix(path, "repos/"), "/"))
+		return
+	}
+	if strings.HasPrefix(path, "tarballs/") {
+		parts := strings.SplitN(strings.TrimPrefix(path, "tarballs/"), "/", 2)
+		if len(parts) == 2 {
+			if tb, ok := f.packages[parts[0]][strings.TrimSuffix(parts[1], ".tgz")]; ok {
+				w.Write(tb)
+				return
+			}
+		}
+		http.NotFound(w, r)
+		return
+	}
+	versions, ok := f.packages[path]
+	if !ok {
+		http.Error(w, `{"error":"Not found"}`, http.StatusNotFound)
+		return
+	}
+	doc := map[string]any{"name": path}
+	vs := map[string]any{}
+	for v, tb := range versions {
+		sum := sha512.Sum512(tb)
+		vs[v] = map[string]any{"name": path, "version": v, "dist": map[string]string{
+			"tarball":   fmt.Sprintf("%s/tarballs/%s/%s.tgz", f.URL, path, v),
+			"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sum[:]),
+		}}
+	}
+	doc["versions"] = vs
+	body, _ := json.Marshal(doc)
+	sum := sha512.Sum512(body)
+	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
+	if r.Header.Get("If-None-Match") == etag {
+		f.NotModified.Add(1)
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	f.Documents.Add(1)
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Content-Type", "application/vnd.npm.install-v1+json")
+	w.Write(body)
+}
+
+// Entry is one member of a test tarball; Link makes it a symlink. Names
+// starting with "/" or "../" are written as they are (hostile entries).
+type Entry struct {
+	Name, Body, Link string
+}
+
+// NPMTarball builds a .tgz with every entry under package/, like `npm pack`.
+func NPMTarball(entries ...Entry) []byte { return tarball("package/", entries) }
+
+// GitHubTarball builds a .tgz the way GitHub's archive API does: every entry
+// under one "owner-repo-sha/" folder.
+func GitHubTarball(top string, entries ...Entry) []byte { return tarball(top+"/", entries) }
+
+func tarball(top string, entries []Entry) []byte {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, e := range entries {
+		name := e.Name
+		if !strings.HasPrefix(name, "/") && !strings.HasPrefix(name, "../") {
+			name = top + name
+		}
+		h := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(e.Body)), Typeflag: tar.TypeReg}
+		if e.Link != "" {
+			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, e.Link, 0
+		}
+		tw.WriteHeader(h)
+		if e.Link == "" {
+			tw.Write([]byte(e.Body))
+		}
+	}
+	tw.Close()
+	gz.Close()
+	return buf.Bytes()
+}
+
+// serveGitHub answers the two GitHub API calls the pipeline makes for a git
+// source: the tag list and a tag's tarball. A package "owner/repo" is stored
+// under the name "owner/repo" with tags as versions.
+func (f *Registry) serveGitHub(w http.ResponseWriter, r *http.Request, parts []string) {
+	if len(parts) < 3 {
+		http.NotFound(w, r)
+		return
+	}
+	versions, ok := f.packages[parts[0]+"/"+parts[1]]
+	if !ok {
+		http.Error(w, `{"message":"Not Found"}`, http.StatusNotFound)
+		return
+	}
+	switch {
+	case parts[2] == "tags":
+		var tags []map[string]string
+		for v := range versions {
+			tags = append(tags, map[string]string{"name": v})
+		}
+		json.NewEncoder(w).Encode(tags)
+	case parts[2] == "tarball" && len(parts) == 4:
+		if tb, ok := versions[parts[3]]; ok {
+			w.Write(tb)
+			return
+		}
+		http.NotFound(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}

@@ -1,0 +1,113 @@
+// Package contract is Publish's contract: its task queues, workflow and
+// activity type names, workflow IDs, signal and query names, search
+// attributes, and every type that crosses the workflow/activity boundary.
+// Workflows, activities, workers, starters, `make run` and the deployment
+// checks import it; it holds no Temporal client or worker code and no I/O.
+//
+// The type names below are recorded in every run's history: changing one
+// breaks the replay of runs in flight, so they stay as they are even where a
+// Go name changed (e.g. the activity StageVersion is registered as
+// "Download").
+package contract
+
+import (
+	"strconv"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/edgeflow/edgeflow/internal/product"
+)
+
+// Task queues, one per worker pool.
+const (
+	// PublishQueue runs the publish workflows and their network-bound
+	// activities (update checks, downloads, commits).
+	PublishQueue = "publish"
+	// CompressQueue runs the CPU-bound per-file work; scale it alone.
+	CompressQueue = "compress"
+	// LegacyPublishQueue is PublishQueue's name before the layout change.
+	// The publish pool also polls it, so runs started before a deploy of
+	// the new name still finish.
+	LegacyPublishQueue = "pipeline"
+)
+
+// Workflow types.
+const (
+	PackageUpdatesWorkflow = "PackageUpdates"
+	PublishVersionWorkflow = "PublishVersion"
+	ProcessBatchWorkflow   = "ProcessBatch"
+)
+
+// Activity types.
+const (
+	ListCatalogActivity      = "ListCatalog"
+	CheckPackagesActivity    = "CheckPackages"
+	StageVersionActivity     = "Download" // the Go method is StageVersion
+	CommitActivity           = "Commit"
+	MaterializeActivity      = "Materialize"
+	FindBatchResultsActivity = "FindBatchResults"
+	CompressBatchActivity    = "ProcessBatch" // on CompressQueue; the Go method is CompressBatch
+)
+
+// Signals and queries.
+const (
+	// BatchDoneSignal is what a batch child sends its version when it ends.
+	BatchDoneSignal = "batch-done"
+	// ProgressQuery answers UpdatesStats (PackageUpdates) or
+	// PublishProgress (PublishVersion).
+	ProgressQuery = "progress"
+)
+
+// Search attributes every run is findable by in the Web UI.
+var (
+	PackageKey = temporal.NewSearchAttributeKeyKeyword("Package")
+	VersionKey = temporal.NewSearchAttributeKeyKeyword("Version")
+)
+
+// Product is what shared tooling reads: the queues to run pools for and the
+// search attributes to register.
+var Product = product.Contract{
+	Name:             "publish",
+	TaskQueues:       []string{PublishQueue, CompressQueue},
+	SearchAttributes: []temporal.SearchAttributeKey{PackageKey, VersionKey},
+}
+
+// PublishID is the workflow ID of a version's PublishVersion run, derived
+// from the version so one version is never processed twice at once and a
+// published one is never redone.
+func PublishID(name, version string) string { return "publish/" + name + "@" + version }
+
+// BatchID names the child that processes one batch of a version.
+func BatchID(name, version string, batch int) string {
+	return PublishID(name, version) + "/batch-" + strconv.Itoa(batch)
+}
+
+// PackageUpdatesID is the workflow ID the publish starter gives a check of
+// one package.
+func PackageUpdatesID(name string) string { return "publish-package/" + name }
+
+// UpdatesScheduleID is the Schedule that starts PackageUpdates.
+const UpdatesScheduleID = "package-updates"
+
+// PublishIDReusePolicy lets a failed version run again and never redoes a
+// published one.
+const PublishIDReusePolicy = enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY
+
+// VersionAttributes are the search attributes of a version's runs.
+func VersionAttributes(name, version string) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(PackageKey.ValueSet(name), VersionKey.ValueSet(version))
+}
+
+// PublishSummary is the static summary of a version's run in the Web UI.
+func PublishSummary(name, version string) string { return "Publish " + name + "@" + version }
+
+// Error types of failures no retry can fix; workflows report them as the
+// reason a version failed.
+const (
+	ErrInvalidPackage  = "InvalidPackage"
+	ErrVersionNotFound = "VersionNotFound"
+	ErrBadArchive      = "BadArchive"
+	ErrNoFiles         = "NoFilesSelected"
+	ErrFileMapConflict = "FileMapConflict"
+)

@@ -1,0 +1,196 @@
+package publish_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/edgeflow/edgeflow/workflows/publish"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
+)
+
+// TestRecordHistories regenerates the histories in testdata/ that
+// TestReplayRecordedHistories replays. It runs only when
+// EDGEFLOW_RECORD_HISTORY is the address of a fresh Temporal dev server with
+// the Package and Version search attributes, for example:
+//
+//	temporal server start-dev --headless --port 7388 --http-port 7389 --metrics-port 7390 \
+//	    --search-attribute Package=Keyword --search-attribute Version=Keyword
+//	EDGEFLOW_RECORD_HISTORY=127.0.0.1:7388 go test ./workflows/ -run TestRecordHistories -v
+//
+// The workflows run for real on in-process workers; the activities are small
+// stubs registered under the real names (a history records what activities
+// returned, not how). Rerun it after any intended change to workflow code,
+// and check the new histories in.
+func TestRecordHistories(t *testing.T) {
+	addr := os.Getenv("EDGEFLOW_RECORD_HISTORY")
+	if addr == "" {
+		t.Skip("set EDGEFLOW_RECORD_HISTORY to a Temporal dev server address to record histories")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	quiet := log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	pipeline := worker.New(c, contract.PublishQueue, worker.Options{})
+	publish.Register(pipeline)
+	registerRecordingStubs(pipeline)
+	compress := worker.New(c, contract.CompressQueue, worker.Options{})
+	compress.RegisterActivityWithOptions(recordProcessBatch, activity.RegisterOptions{Name: contract.CompressBatchActivity})
+	for _, w := range []worker.Worker{pipeline, compress} {
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+	}
+
+	start := func(id string, wf any, in any) client.WorkflowRun {
+		t.Helper()
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: id, TaskQueue: contract.PublishQueue,
+			WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		}, wf, in)
+		if err != nil {
+			t.Fatalf("start %s (the server must be fresh): %v", id, err)
+		}
+		return run
+	}
+	ref := func(name, version string) contract.VersionRef {
+		return contract.VersionRef{PackageRef: contract.PackageRef{Name: name}, Version: version}
+	}
+
+	// A version with reused files (Commit reports copies, Materialize runs).
+	demo := start(contract.PublishID("rec-demo", "1.0.0"), publish.PublishVersion,
+		contract.PublishInput{VersionRef: ref("rec-demo", "1.0.0"), MaxPendingBatches: 2})
+	var out contract.PublishOutput
+	if err := demo.Get(ctx, &out); err != nil || out.Result == nil || out.Processing.Files != 1+2+3 {
+		t.Fatalf("rec-demo: %+v %v", out, err)
+	}
+	writeHistory(t, ctx, c, "publish_version.json", demo.GetID(), demo.GetRunID())
+	writeHistory(t, ctx, c, "process_batch.json", contract.BatchID("rec-demo", "1.0.0", 0), "")
+
+	// Many batches and a tiny history budget: the first run continues as new.
+	many := start(contract.PublishID("rec-many", "1.0.0"), publish.PublishVersion,
+		contract.PublishInput{VersionRef: ref("rec-many", "1.0.0"), MaxPendingBatches: 3, HistoryBudget: 40})
+	first := many.GetRunID() // Get follows the chain of runs and moves GetRunID along
+	if err := many.Get(ctx, &out); err != nil || out.Processing.Files != 36 {
+		t.Fatalf("rec-many: %+v %v", out, err)
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, many.GetID(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := desc.WorkflowExecutionInfo.Execution.RunId
+	if last == first {
+		t.Fatal("rec-many never continued as new; lower its HistoryBudget")
+	}
+	writeHistory(t, ctx, c, "publish_version_continued_first_run.json", many.GetID(), first)
+	writeHistory(t, ctx, c, "publish_version_continued_last_run.json", many.GetID(), last)
+
+	// A whole check: versions published in order, one already published, a
+	// package with a problem, a version whose batch fails.
+	updates := start("rec-package-updates", publish.PackageUpdates, contract.UpdatesInput{MaxParallelVersions: 2})
+	var st contract.UpdatesStats
+	if err := updates.Get(ctx, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Checked != 3 || st.NewVersions != 3 || st.Published != 1 || st.AlreadyPublished != 1 || st.Failed != 1 || len(st.Problems) != 1 {
+		t.Fatalf("rec-package-updates stats %+v", st)
+	}
+	writeHistory(t, ctx, c, "package_updates.json", updates.GetID(), updates.GetRunID())
+	writeHistory(t, ctx, c, "publish_version_already_published.json", contract.PublishID("rec-a", "1.1.0"), "")
+	writeHistory(t, ctx, c, "publish_version_batch_failed.json", contract.PublishID("rec-c", "2.0.0"), "")
+}
+
+func registerRecordingStubs(w worker.Worker) {
+	w.RegisterActivityWithOptions(func(ctx context.Context) ([]string, error) {
+		return []string{"rec-c", "rec-a", "rec-b"}, nil
+	}, activity.RegisterOptions{Name: contract.ListCatalogActivity})
+	w.RegisterActivityWithOptions(func(ctx context.Context, refs []contract.PackageRef) ([]contract.PackageCheck, error) {
+		out := make([]contract.PackageCheck, len(refs))
+		for i, r := range refs {
+			out[i] = contract.PackageCheck{Name: r.Name}
+			switch r.Name {
+			case "rec-a":
+				out[i].NewVersions = []contract.NewVersion{{Version: "1.0.0"}, {Version: "1.1.0"}}
+			case "rec-b":
+				out[i].Problem = "invalid package: no fileMap"
+			case "rec-c":
+				out[i].NewVersions = []contract.NewVersion{{Version: "2.0.0"}}
+			}
+		}
+		return out, nil
+	}, activity.RegisterOptions{Name: contract.CheckPackagesActivity})
+	w.RegisterActivityWithOptions(func(ctx context.Context, in contract.VersionRef) (*contract.PlanSummary, error) {
+		opts := contract.ProcessingOptions{MinifyJS: true, MinifyCSS: true}
+		switch {
+		case in.Name == "rec-a" && in.Version == "1.1.0":
+			return &contract.PlanSummary{AlreadyPublished: true}, nil
+		case in.Name == "rec-demo":
+			return &contract.PlanSummary{Batches: 3, SourceFiles: 8, ToProcess: 6, Reused: 2, Bytes: 4096, Options: opts}, nil
+		case in.Name == "rec-many":
+			return &contract.PlanSummary{Batches: 8, SourceFiles: 36, ToProcess: 36, Bytes: 36000, Options: opts}, nil
+		default:
+			return &contract.PlanSummary{Batches: 2, SourceFiles: 3, ToProcess: 3, Bytes: 300, Options: opts}, nil
+		}
+	}, activity.RegisterOptions{Name: contract.StageVersionActivity})
+	w.RegisterActivityWithOptions(func(ctx context.Context, in contract.PackageVersion) (*contract.CommitResult, error) {
+		res := &contract.CommitResult{Files: 10, SourceFiles: 5, Latest: in.Version}
+		if in.Name == "rec-demo" {
+			res.Reused, res.Copies = 2, 6
+		}
+		return res, nil
+	}, activity.RegisterOptions{Name: contract.CommitActivity})
+	w.RegisterActivityWithOptions(func(ctx context.Context, in contract.PackageVersion) (int, error) {
+		return 6, nil
+	}, activity.RegisterOptions{Name: contract.MaterializeActivity})
+}
+
+func recordProcessBatch(ctx context.Context, in contract.BatchInput) (*contract.BatchSummary, error) {
+	if in.Name == "rec-c" && in.Batch == 1 {
+		return nil, temporal.NewNonRetryableApplicationError("batch: missing manifest", contract.ErrBadArchive, nil)
+	}
+	return &contract.BatchSummary{Files: in.Batch + 1, BytesIn: 100, BytesOut: 40}, nil
+}
+
+func writeHistory(t *testing.T, ctx context.Context, c client.Client, file, id, runID string) {
+	t.Helper()
+	iter := c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	hist := &historypb.History{}
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		hist.Events = append(hist.Events, ev)
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", file)
+	if err := os.MkdirAll("testdata", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(fmt.Sprintf("%s: %d events of %s", path, len(hist.Events), id))
+}

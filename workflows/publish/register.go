@@ -1,0 +1,25 @@
+// Package publish holds Publish's workflows — deterministic code only: no
+// I/O, no wall clock, no randomness, no goroutines. PackageUpdates checks
+// the catalog, PublishVersion publishes one version, ProcessBatch runs one
+// batch of it on the compress pool. Side effects are activities
+// (activities/publish); names, IDs and types are in the contract.
+package publish
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
+)
+
+// Registry is what workers and replayers have in common.
+type Registry interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+}
+
+// Register registers the publish workflows under their contract names
+// (they run on the publish queue; their CPU work is scheduled on compress).
+func Register(r Registry) {
+	r.RegisterWorkflowWithOptions(PackageUpdates, workflow.RegisterOptions{Name: contract.PackageUpdatesWorkflow})
+	r.RegisterWorkflowWithOptions(PublishVersion, workflow.RegisterOptions{Name: contract.PublishVersionWorkflow})
+	r.RegisterWorkflowWithOptions(ProcessBatch, workflow.RegisterOptions{Name: contract.ProcessBatchWorkflow})
+}

@@ -1,0 +1,160 @@
+package publish
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/edgeflow/edgeflow/internal/publish/catalog"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
+)
+
+const maxListedProblems = 20
+
+// PackageUpdates checks every catalog package for versions not yet published
+// and publishes each of them (all of them, not one per run) as a child
+// PublishVersion with a deterministic ID.
+func PackageUpdates(ctx workflow.Context, in contract.UpdatesInput) (*contract.UpdatesStats, error) {
+	if in.CheckBatch <= 0 {
+		in.CheckBatch = 25
+	}
+	if in.MaxParallelVersions <= 0 {
+		in.MaxParallelVersions = 8
+	}
+	st := &in.Stats
+	if err := workflow.SetQueryHandler(ctx, contract.ProgressQuery, func() (contract.UpdatesStats, error) { return *st, nil }); err != nil {
+		return nil, err
+	}
+	ctx = publishOptions(ctx)
+	sent := map[string]*catalog.Package{}
+	for i := range in.Packages {
+		sent[in.Packages[i].Name] = &in.Packages[i]
+	}
+	if in.Names == nil {
+		switch {
+		case len(in.Only) > 0:
+			in.Names = append([]string(nil), in.Only...)
+		case len(in.Packages) > 0:
+			for _, p := range in.Packages {
+				in.Names = append(in.Names, p.Name)
+			}
+		default:
+			names, err := listCatalog(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("list catalog: %w", err)
+			}
+			in.Names = names
+		}
+		sort.Strings(in.Names)
+		st.Packages = len(in.Names)
+	}
+	for in.Cursor < len(in.Names) {
+		end := min(in.Cursor+in.CheckBatch, len(in.Names))
+		refs := make([]contract.PackageRef, 0, end-in.Cursor)
+		for _, n := range in.Names[in.Cursor:end] {
+			refs = append(refs, contract.PackageRef{Name: n, Package: sent[n]})
+		}
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("checking packages %d–%d of %d; %d new versions so far, %d published, %d failed",
+			in.Cursor+1, end, len(in.Names), st.NewVersions, st.Published, st.Failed))
+		checks, err := checkPackages(ctx, refs)
+		if err != nil {
+			return nil, fmt.Errorf("check packages %v: %w", in.Names[in.Cursor:end], err)
+		}
+		publishNewVersions(ctx, in, checks, sent, st)
+		in.Cursor = end
+		info := workflow.GetInfo(ctx)
+		if in.Cursor < len(in.Names) && (info.GetCurrentHistoryLength() > historyBudget || info.GetContinueAsNewSuggested()) {
+			return nil, workflow.NewContinueAsNewError(ctx, PackageUpdates, in)
+		}
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("checked %d packages: %d new versions, %d published, %d already published or in progress, %d failed",
+		st.Checked, st.NewVersions, st.Published, st.AlreadyPublished+st.InProgress, st.Failed))
+	return st, nil
+}
+
+// publishNewVersions runs a batch's new versions as children and waits for
+// all of them. Versions of one package run one after another, oldest first,
+// so each can reuse what the previous one processed; packages run in
+// parallel, at most MaxParallelVersions at once.
+func publishNewVersions(ctx workflow.Context, in contract.UpdatesInput, checks []contract.PackageCheck, sent map[string]*catalog.Package, st *contract.UpdatesStats) {
+	var lanes [][]contract.VersionRef
+	for _, c := range checks {
+		st.Checked++
+		if c.NotModified {
+			st.NotModified++
+		}
+		if c.Problem != "" {
+			if len(st.Problems) < maxListedProblems {
+				st.Problems = append(st.Problems, c.Name+": "+c.Problem)
+			}
+			continue
+		}
+		var lane []contract.VersionRef
+		for _, v := range c.NewVersions {
+			st.NewVersions++
+			lane = append(lane, contract.VersionRef{PackageRef: contract.PackageRef{Name: c.Name, Package: sent[c.Name]}, Version: v.Version, Dist: v.Dist})
+		}
+		if len(lane) > 0 {
+			lanes = append(lanes, lane)
+		}
+	}
+	sel := workflow.NewSelector(ctx)
+	var startNext func(lane []contract.VersionRef)
+	running := 0
+	startNext = func(lane []contract.VersionRef) {
+		ref := lane[0]
+		f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, PublishChildOptions(ref.Name, ref.Version)), PublishVersion, contract.PublishInput{VersionRef: ref})
+		sel.AddFuture(f, func(f workflow.Future) {
+			var out contract.PublishOutput
+			err := f.Get(ctx, &out)
+			switch {
+			case err == nil && out.AlreadyPublished:
+				st.AlreadyPublished++
+			case err == nil:
+				st.Published++
+			case isAlreadyStarted(err):
+				st.InProgress++
+			default:
+				st.Failed++
+				if len(st.Failures) < maxListedProblems {
+					st.Failures = append(st.Failures, err.Error())
+				}
+			}
+			if len(lane) > 1 {
+				startNext(lane[1:])
+			} else {
+				running--
+			}
+		})
+	}
+	next := 0
+	for next < len(lanes) || running > 0 {
+		for next < len(lanes) && running < in.MaxParallelVersions {
+			running++
+			startNext(lanes[next])
+			next++
+		}
+		sel.Select(ctx)
+	}
+}
+
+// PublishChildOptions are the options of a PublishVersion run, as a child or
+// started by a client: a deterministic ID (a failed version may run again,
+// a published one never), findable by Package and Version.
+func PublishChildOptions(name, version string) workflow.ChildWorkflowOptions {
+	return workflow.ChildWorkflowOptions{
+		WorkflowID:            contract.PublishID(name, version),
+		TaskQueue:             contract.PublishQueue,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+		// A version finishes even if the check that found it is terminated.
+		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowRunTimeout:    0,
+		WorkflowTaskTimeout:   10 * time.Second,
+		TypedSearchAttributes: temporal.NewSearchAttributes(contract.PackageKey.ValueSet(name), contract.VersionKey.ValueSet(version)),
+		StaticSummary:         "Publish " + name + "@" + version,
+	}
+}
