@@ -93,11 +93,18 @@ func EventAt(events []Event, now time.Time) (*Event, EventPhase) {
 }
 
 // Effective is the room's settings at now, with the overrides of the event
-// that is pre-queueing or active then.
+// active then. While an event pre-queues only its page applies (the pre-queue
+// page); its limits, session and method apply from its start.
 func Effective(s Settings, events []Event, now time.Time) (Settings, *Event, EventPhase) {
 	e, ph := EventAt(events, now)
-	if e == nil {
+	switch {
+	case e == nil:
 		return s, nil, NoEvent
+	case ph == EventPrequeueing:
+		if e.CustomPageHTML != nil {
+			s.CustomPageHTML = *e.CustomPageHTML
+		}
+		return s, e, ph
 	}
 	return e.Apply(s), e, ph
 }

@@ -72,6 +72,24 @@ func NewRoom(s Settings, minuteSeconds int, now time.Time) (*Room, error) {
 	return r, nil
 }
 
+// Recreate starts the room afresh with new settings (a deleted room created
+// again): no history, no events, but its sequence and settings version keep
+// growing so caches notice.
+func (r *Room) Recreate(s Settings, now time.Time) error {
+	nr, err := NewRoom(s, r.MinuteSeconds, now)
+	if err != nil {
+		return err
+	}
+	if nr.Settings.Name != r.Settings.Name {
+		return &InvalidError{Problems: []*FieldError{{Field: "name", Reason: fmt.Sprintf("this room is %q, not %q", r.Settings.Name, nr.Settings.Name)}}}
+	}
+	nr.SettingsVersion = r.SettingsVersion + 1
+	nr.Seq = r.Seq + 1
+	nr.Snapshot.Seq, nr.Snapshot.SettingsVersion = nr.Seq, nr.SettingsVersion
+	*r = *nr
+	return nil
+}
+
 // MinuteLength is the length of the room's minute.
 func (r *Room) MinuteLength() time.Duration { return time.Duration(r.MinuteSeconds) * time.Second }
 

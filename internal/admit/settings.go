@@ -319,12 +319,23 @@ func hostProblem(h string) string {
 // them. Unknown fields and wrong types are refused with the field's name, so
 // a typo never silently falls back to a default.
 func ParseSettings(data []byte) (Settings, error) {
-	var s Settings
-	if err := decodeStrict(data, &s); err != nil {
+	s, err := DecodeSettings(data)
+	if err != nil {
 		return Settings{}, err
 	}
 	s = s.WithDefaults()
 	if err := s.Validate(); err != nil {
+		return Settings{}, err
+	}
+	return s, nil
+}
+
+// DecodeSettings reads settings from JSON strictly (unknown fields and
+// wrong types refused by name) without applying defaults or validating, for
+// callers that change them further first.
+func DecodeSettings(data []byte) (Settings, error) {
+	var s Settings
+	if err := decodeStrict(data, &s); err != nil {
 		return Settings{}, err
 	}
 	return s, nil

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	"github.com/edgeflow/edgeflow/workflows/admit/contract"
+)
+
+func printSettings(d contract.Description) {
+	s := d.Settings
+	host := s.Host
+	if host == "" {
+		host = "(every host)"
+	}
+	fmt.Printf("  route:     %s%s\n", host, s.Path)
+	for _, r := range s.AdditionalRoutes {
+		fmt.Printf("             %s%s\n", r.Host, r.Path)
+	}
+	fmt.Printf("  limits:    %d active users, %d new users a minute, sessions of %d min", s.TotalActiveUsers, s.NewUsersPerMinute, s.SessionDuration)
+	if s.DisableSessionRenewal {
+		fmt.Print(" (not renewed)")
+	}
+	fmt.Printf("\n  queueing:  %s, status %d", s.QueueingMethod, s.QueueingStatusCode)
+	for _, flag := range []struct {
+		on   bool
+		name string
+	}{{s.QueueAll, "queue_all"}, {s.Suspended, "suspended"}, {s.JSONResponseEnabled, "json_response_enabled"}, {s.RevokeEnabled(), "revoke"}} {
+		if flag.on {
+			fmt.Printf(", %s", flag.name)
+		}
+	}
+	fmt.Printf("\n  cookie:    samesite %s, secure %s", s.CookieAttributes.SameSite, s.CookieAttributes.Secure)
+	if s.CookieSuffix != "" {
+		fmt.Printf(", suffix %s", s.CookieSuffix)
+	}
+	page := "default"
+	if s.CustomPageHTML != "" {
+		page = fmt.Sprintf("custom (%d bytes)", len(s.CustomPageHTML))
+	}
+	fmt.Printf("\n  page:      %s; visitors check in every %d s; gates admit on snapshots up to %d s old\n", page, s.RefreshIntervalSeconds, s.SnapshotMaxAgeSeconds)
+	fmt.Printf("  version:   %d, minute of %d s, %d events\n", d.SettingsVersion, d.MinuteSeconds, len(d.Events))
+	if d.Deleted {
+		fmt.Printf("  DELETED at %s\n", d.DeletedAt.Format(time.RFC3339))
+	}
+}
+
+func statusLine(d contract.Description) string {
+	s := d.Snapshot
+	if d.Deleted {
+		return fmt.Sprintf("%s: deleted at %s", d.Settings.Name, d.DeletedAt.Format(time.RFC3339))
+	}
+	api := s.StatusAPI()
+	line := fmt.Sprintf("%s: %s — %d/%d active users, %d queued, %d let in a minute", d.Settings.Name, api.Status,
+		api.EstimatedTotalActiveUsers, s.Settings.TotalActiveUsers, api.EstimatedQueuedUsers, int(s.LetInPerMinute+0.5))
+	if api.MaxEstimatedTimeMinutes > 0 {
+		line += fmt.Sprintf(", up to %d min wait", api.MaxEstimatedTimeMinutes)
+	}
+	if s.Event != nil {
+		line += fmt.Sprintf(", event %s %s", s.Event.Name, s.Event.Phase)
+	}
+	return line
+}
+
+func eventLine(e admit.Event, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-20s %s → %s", e.Name, e.EventStartTime.Local().Format(time.RFC3339), e.EventEndTime.Local().Format(time.RFC3339))
+	if e.PrequeueStartTime != nil {
+		fmt.Fprintf(&b, ", pre-queue from %s", e.PrequeueStartTime.Local().Format(time.RFC3339))
+	}
+	if e.ShuffleAtEventStart {
+		b.WriteString(", shuffled at start")
+	}
+	if ph := e.PhaseAt(now); ph != admit.NoEvent {
+		fmt.Fprintf(&b, " [%s now]", ph)
+	}
+	var over []string
+	if e.TotalActiveUsers != nil {
+		over = append(over, fmt.Sprintf("total_active_users %d", *e.TotalActiveUsers))
+	}
+	if e.NewUsersPerMinute != nil {
+		over = append(over, fmt.Sprintf("new_users_per_minute %d", *e.NewUsersPerMinute))
+	}
+	if e.SessionDuration != nil {
+		over = append(over, fmt.Sprintf("session_duration %d", *e.SessionDuration))
+	}
+	if e.QueueingMethod != nil {
+		over = append(over, "queueing_method "+string(*e.QueueingMethod))
+	}
+	if len(over) > 0 {
+		b.WriteString("\n  overrides: " + strings.Join(over, ", "))
+	}
+	return b.String()
+}
+
+// follow redraws a live view of the room until ctx ends.
+func follow(ctx context.Context, rc roomclient.Client, room string, every time.Duration) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	tty := isTerminal()
+	for {
+		d, err := rc.Describe(ctx, room)
+		if err != nil {
+			return err
+		}
+		if tty {
+			fmt.Print("\033[H\033[2J")
+		}
+		fmt.Print(dashboard(d, time.Now()))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func dashboard(d contract.Description, now time.Time) string {
+	s := d.Snapshot
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n", statusLine(d))
+	if d.Deleted {
+		return b.String()
+	}
+	limit := max(s.Settings.TotalActiveUsers, 1)
+	fmt.Fprintf(&b, "  active     %s %d / %d\n", bar(s.ActiveUsers, limit, 40), s.ActiveUsers, limit)
+	fmt.Fprintf(&b, "  this minute %d slots (%d for new visitors), %d per minute allowed\n", s.SlotsAvailable, s.NewUserSlots, s.Settings.NewUsersPerMinute)
+	fmt.Fprintf(&b, "  queued     %d", s.CurrentlyWaiting)
+	if s.Estimate.Known && s.CurrentlyWaiting > 0 {
+		switch s.Settings.QueueingMethod {
+		case admit.Random:
+			fmt.Fprintf(&b, ", half get in within %.1f min, three in four within %.1f min", s.Estimate.P50Minutes, s.Estimate.P75Minutes)
+		default:
+			fmt.Fprintf(&b, ", the newest waits about %.1f min", s.Estimate.MaxMinutes)
+		}
+	}
+	fmt.Fprintf(&b, "\n  let in     %.0f a minute\n", s.LetInPerMinute)
+	for _, t := range s.TrafficHistory {
+		fmt.Fprintf(&b, "  %-10s %3.0f%% of the limit last minute, %d gates\n", t.DataCenter, t.Share*100, len(t.Gates))
+	}
+	if len(d.Recent) > 0 {
+		b.WriteString("\n  minute  active  admitted  queued\n")
+		from := max(0, len(d.Recent)-10)
+		for _, m := range d.Recent[from:] {
+			fmt.Fprintf(&b, "  %s  %6d  %8d  %6d\n", m.Minute.Local().Format("15:04"), m.ActiveUsers, m.Admitted, m.Waiting)
+		}
+	}
+	fmt.Fprintf(&b, "\n  snapshot of %s (published %s ago); Ctrl-C to stop\n", s.Minute.Local().Format("15:04"), now.Sub(s.PublishedAt).Round(time.Second))
+	return b.String()
+}
+
+func bar(n, of, width int) string {
+	filled := min(width, n*width/max(of, 1))
+	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]"
+}
+
+func isTerminal() bool {
+	fi, err := os.Stdout.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// flagName is the flag of a field: event_start_time → event-start-time.
+func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
