@@ -5,7 +5,7 @@
 #
 #   docker build --target compress -t edgeflow-compress .
 #
-# Targets: publish, compress (worker pools), edge (HTTP), starters (CLIs).
+# Targets: publish, compress, admit (worker pools), edge (HTTP), starters (CLIs).
 
 # ---- build -----------------------------------------------------------------
 FROM golang:1.26-bookworm AS build
@@ -25,9 +25,9 @@ COPY . .
 # layer builds into its own folder. The build cache (a cache mount, so
 # rebuilds after an edit stay incremental) compiles shared packages once.
 RUN --mount=type=cache,target=/root/.cache/go-build \
-    go build -ldflags="-s -w" -o /out/workers/ ./workers/publish ./workers/compress \
+    go build -ldflags="-s -w" -o /out/workers/ ./workers/publish ./workers/compress ./workers/admit \
  && go build -ldflags="-s -w" -o /out/cmd/ ./cmd/edge \
- && go build -ldflags="-s -w" -o /out/starters/ ./starters/publish ./starters/schedule ./starters/catalog
+ && go build -ldflags="-s -w" -o /out/starters/ ./starters/publish ./starters/schedule ./starters/catalog ./starters/room
 
 # ---- runtime base ----------------------------------------------------------
 # Debian slim instead of distroless: healthchecks need an HTTP client inside
@@ -66,6 +66,14 @@ ENV HEALTH_ADDR=0.0.0.0:8092
 EXPOSE 8092
 ENTRYPOINT ["/usr/local/bin/compress"]
 
+# ---- admit -----------------------------------------------------------------
+# The room workflows: state, timers and queries only, no activities.
+FROM runtime AS admit
+COPY --from=build /out/workers/admit /usr/local/bin/admit
+ENV HEALTH_ADDR=0.0.0.0:8094
+EXPOSE 8094
+ENTRYPOINT ["/usr/local/bin/admit"]
+
 # ---- edge ------------------------------------------------------------------
 FROM runtime AS edge
 COPY --from=build /out/cmd/edge /usr/local/bin/edge
@@ -74,10 +82,10 @@ EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/edge"]
 
 # ---- starters --------------------------------------------------------------
-# Three CLIs in one image, so there is no single ENTRYPOINT: the command names
+# The CLIs in one image, so there is no single ENTRYPOINT: the command names
 # the one to run, e.g. `docker run --rm edgeflow-starters publish --package mitt`.
 # The catalog lets `publish --catalog /catalog` and `catalog validate` work.
 FROM runtime AS starters
 COPY catalog /catalog
-COPY --from=build /out/starters/publish /out/starters/schedule /out/starters/catalog /usr/local/bin/
+COPY --from=build /out/starters/publish /out/starters/schedule /out/starters/catalog /out/starters/room /usr/local/bin/
 CMD ["bash"]

@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"github.com/edgeflow/edgeflow/internal/product"
+	admit "github.com/edgeflow/edgeflow/workflows/admit/contract"
 	publish "github.com/edgeflow/edgeflow/workflows/publish/contract"
 	"go.temporal.io/sdk/temporal"
 )
@@ -12,17 +13,17 @@ import (
 // temporal-setup.sh against them.
 var Products = []product.Contract{
 	publish.Product,
+	admit.Product,
 	notYetLanded,
 }
 
-// notYetLanded holds the search attributes of Migrate and Admit until their
-// contracts land, so the dev server and temporal-setup.sh keep registering
-// them meanwhile. Each product's line above replaces its attribute here.
+// notYetLanded holds the search attributes of Migrate until its contract
+// lands, so the dev server and temporal-setup.sh keep registering them
+// meanwhile. Each product's line above replaces its attribute here.
 var notYetLanded = product.Contract{
-	Name: "migrate and admit (contracts not landed yet)",
+	Name: "migrate (contract not landed yet)",
 	SearchAttributes: []temporal.SearchAttributeKey{
 		temporal.NewSearchAttributeKeyKeyword("MigrationJob"),
-		temporal.NewSearchAttributeKeyKeyword("Room"),
 	},
 }
 

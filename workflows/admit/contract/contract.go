@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/product"
 )
 
 // TaskQueue is the queue of the room workflows (workers/admit).
@@ -27,6 +28,10 @@ var RoomKey = temporal.NewSearchAttributeKeyKeyword("Room")
 
 // SearchAttributes lists the attributes Admit needs registered.
 var SearchAttributes = []temporal.SearchAttributeKey{RoomKey}
+
+// Product is what shared tooling reads: the queue to run a pool for and the
+// search attribute to register.
+var Product = product.Contract{Name: "admit", TaskQueues: []string{TaskQueue}, SearchAttributes: SearchAttributes}
 
 // The room's signal: gates report their counts with it (signal-with-start,
 // so a gate can create a room from a file).

@@ -1,0 +1,271 @@
+// Package admit runs the room workflow on a real Temporal dev server, with
+// the admit worker in this process and gates played by the engine itself.
+package admit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/worker"
+
+	engine "github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	"github.com/edgeflow/edgeflow/internal/testenv"
+	roomwf "github.com/edgeflow/edgeflow/workflows/admit"
+	"github.com/edgeflow/edgeflow/workflows/admit/contract"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{Temporal: true}, &env)
+}
+
+// startWorker runs an admit worker until stop (or the test's end).
+func startWorker(t *testing.T) (stop func()) {
+	t.Helper()
+	testenv.Require(t, env)
+	w := worker.New(env.Client, contract.TaskQueue, worker.Options{})
+	roomwf.Register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			w.Stop()
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// waitFor polls the room's snapshot until ok holds, failing at the deadline.
+func waitFor(t *testing.T, rc roomclient.Client, room string, within time.Duration, what string, ok func(engine.Snapshot) bool) engine.Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var last engine.Snapshot
+	var err error
+	for time.Now().Before(deadline) {
+		if last, err = rc.Snapshot(context.Background(), room); err == nil && ok(last) {
+			return last
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s (last snapshot %s, error %v)", what, within, last.String(), err)
+	return last
+}
+
+// gate plays one gate: it decides with the engine on the room's snapshot,
+// with counters shared by its data center, and reports its tally.
+type gate struct {
+	engine.Gate
+	tally *engine.Tally
+}
+
+func (g *gate) visit(t *testing.T, snap *engine.Snapshot, counters engine.Counter, n int) (admitted, queued int) {
+	t.Helper()
+	for i := range n {
+		d, err := engine.Decide(context.Background(), engine.Input{Now: time.Now(), Snapshot: snap, Gate: g.Gate,
+			Strategy: engine.SharedCounters{Store: counters}, Entropy: uint64(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.tally.Add(d.Effect)
+		switch d.Outcome {
+		case engine.Admit:
+			admitted++
+		case engine.Queue:
+			queued++
+		default:
+			t.Fatalf("outcome %s", d.Outcome)
+		}
+	}
+	return admitted, queued
+}
+
+func (g *gate) report(t *testing.T, rc roomclient.Client) {
+	t.Helper()
+	for _, r := range g.tally.Pending() {
+		if err := rc.Report(context.Background(), r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Known traffic through gates in two data centers: the snapshot of the next
+// minute is exactly what that traffic implies.
+func TestSnapshotFollowsTraffic(t *testing.T) {
+	startWorker(t)
+	rc := roomclient.Client{C: env.Client}
+	ctx := context.Background()
+	const minute = 6 * time.Second
+	s := engine.Settings{Name: "it-traffic", TotalActiveUsers: 30, NewUsersPerMinute: 20}
+	if _, err := rc.Create(ctx, s, roomclient.CreateOptions{MinuteSeconds: int(minute / time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	first := waitFor(t, rc, s.Name, 10*time.Second, "first snapshot", func(engine.Snapshot) bool { return true })
+	if first.SlotsAvailable != 20 || first.Status != engine.StatusNotQueueing {
+		t.Fatalf("a new room publishes at once, admitting: %s", first.String())
+	}
+	// Start the traffic in a fresh minute, once its snapshot is out.
+	m := engine.MinuteOf(time.Now(), minute).Add(minute)
+	snap := waitFor(t, rc, s.Name, 3*minute, "the minute's snapshot", func(x engine.Snapshot) bool { return !x.Minute.Before(m) })
+	if !snap.Minute.Equal(m) || time.Since(m) > minute/2 {
+		t.Skipf("the machine is too slow for a %s minute: snapshot of %s seen at %s", minute, snap.Minute, time.Now())
+	}
+	// One store holds every counter: the data centers' and the Anywhere
+	// counter have keys of their own (a real deployment puts each data
+	// center's in its own Redis).
+	counters := engine.NewMemoryCounter(nil)
+	gates := []*gate{
+		{Gate: engine.Gate{DataCenter: "ams", ID: "ams-1"}}, {Gate: engine.Gate{DataCenter: "ams", ID: "ams-2"}},
+		{Gate: engine.Gate{DataCenter: "fra", ID: "fra-1"}},
+	}
+	for _, g := range gates {
+		g.tally = engine.NewTally(s.Name, g.Gate)
+	}
+	// Every slot of this minute is Anywhere (no history yet): 12 + 4 + 4
+	// admitted, then 5 queued at fra.
+	total := 0
+	for i, n := range []int{12, 4, 9} {
+		a, q := gates[i].visit(t, &snap, counters, n)
+		total += a
+		if i == 2 && (a != 4 || q != 5) {
+			t.Fatalf("fra: %d admitted, %d queued; want 4 and 5", a, q)
+		}
+	}
+	if time.Now().After(m.Add(minute)) {
+		t.Skip("the traffic did not fit in one minute on this machine")
+	}
+	for _, g := range gates {
+		g.report(t, rc)
+	}
+	next := waitFor(t, rc, s.Name, 3*minute, "the next minute's snapshot", func(x engine.Snapshot) bool { return x.Minute.After(m) })
+	if !next.Minute.Equal(m.Add(minute)) {
+		t.Fatalf("snapshot of %s, want %s", next.Minute, m.Add(minute))
+	}
+	// 20 sessions, so 10 slots; 5 waiting in bucket m, all reserved; 5 left
+	// for new visitors; 16 of 30 seen at ams, 4 at fra.
+	want := fmt.Sprintf("active 20 slots 10 waiting 5 buckets [{%s 5 5}] new 5 gates 3 shares [ams 16 0.533 fra 4 0.133] queueing",
+		m.Format(time.RFC3339))
+	got := fmt.Sprintf("active %d slots %d waiting %d buckets [%s] new %d gates %d shares [%s] %s", next.ActiveUsers, next.SlotsAvailable,
+		next.CurrentlyWaiting, buckets(next.Buckets), next.NewUserSlots, next.GatesActive, shares(next.TrafficHistory), next.Status)
+	if got != want {
+		t.Fatalf("snapshot:\n got %s\nwant %s", got, want)
+	}
+	sum := 0
+	for _, p := range next.Pools {
+		sum += p.Slots
+	}
+	if sum != next.SlotsAvailable || total != 20 {
+		t.Errorf("pools hold %d of %d slots; %d admitted", sum, next.SlotsAvailable, total)
+	}
+	d, err := rc.Describe(ctx, s.Name)
+	if err != nil || d.Stats.Reports < 3 || d.Stats.ReportsRefused != 0 {
+		t.Errorf("stats %+v %v", d.Stats, err)
+	}
+}
+
+func buckets(bs []engine.Bucket) string {
+	out := ""
+	for _, b := range bs {
+		out += fmt.Sprintf("{%s %d %d}", b.Key.Format(time.RFC3339), b.Waiting, b.ReservedSlots)
+	}
+	return out
+}
+
+func shares(ts []engine.TrafficShare) string {
+	out := ""
+	for i, s := range ts {
+		if i > 0 {
+			out += " "
+		}
+		out += fmt.Sprintf("%s %d %.3f", s.DataCenter, s.Users, s.Share)
+	}
+	return out
+}
+
+// Reports sent while no worker runs are kept by Temporal and rolled up once
+// a worker is back: a worker dying loses nothing.
+func TestReportsSurviveWorkerOutage(t *testing.T) {
+	stop := startWorker(t)
+	rc := roomclient.Client{C: env.Client}
+	ctx := context.Background()
+	const minute = 5 * time.Second
+	s := engine.Settings{Name: "it-outage", TotalActiveUsers: 1000, NewUsersPerMinute: 1000}
+	if _, err := rc.Create(ctx, s, roomclient.CreateOptions{MinuteSeconds: int(minute / time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, rc, s.Name, 10*time.Second, "first snapshot", func(engine.Snapshot) bool { return true })
+	stop()
+	// Two minutes of reports while the room's worker is gone.
+	m := engine.MinuteOf(time.Now(), minute)
+	for i, mm := range []time.Time{m, m.Add(minute)} {
+		r := engine.Report{Room: s.Name, DataCenter: "ams", Gate: "ams-1", Minute: mm, Seq: uint64(i + 1), Admitted: 7, Seen: 7,
+			Taken: []engine.PoolCount{{Pool: engine.PoolNew, Scope: engine.Anywhere, Count: 7}}}
+		if err := rc.Report(ctx, r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(minute)
+	startWorker(t)
+	next := waitFor(t, rc, s.Name, 4*minute, "a snapshot counting both minutes", func(x engine.Snapshot) bool {
+		return x.Minute.After(m.Add(minute))
+	})
+	if next.ActiveUsers != 14 {
+		t.Fatalf("after the outage: %s, want 14 active", next.String())
+	}
+}
+
+// A gate can create a room from its file by signal-with-start; once the
+// room is deleted, the same signal-with-start does not bring it back.
+func TestSignalWithStartAndDeletedStaysDeleted(t *testing.T) {
+	startWorker(t)
+	rc := roomclient.Client{C: env.Client}
+	ctx := context.Background()
+	fromFile, err := engine.ParseSettings([]byte(`{"name":"it-gate","total_active_users":50,"new_users_per_minute":10,"path":"/x/"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := engine.Report{Room: fromFile.Name, DataCenter: "ams", Gate: "ams-1", Minute: engine.MinuteOf(time.Now(), time.Minute), Seq: 1, NewVisitors: 1}
+	if err := rc.Report(ctx, rep, &fromFile); err != nil {
+		t.Fatal(err)
+	}
+	d, err := rc.Describe(ctx, fromFile.Name)
+	if err != nil || d.Settings.Path != "/x/" || d.Stats.Reports != 1 {
+		t.Fatalf("room created by a gate: %+v %v", d, err)
+	}
+	if _, err := rc.Create(ctx, fromFile, roomclient.CreateOptions{}); !errors.Is(err, roomclient.ErrExists) {
+		t.Fatalf("create on an existing name: %v", err)
+	}
+	if _, err := rc.Delete(ctx, fromFile.Name); err != nil {
+		t.Fatal(err)
+	}
+	rep.Seq = 2
+	if err := rc.Report(ctx, rep, &fromFile); err != nil {
+		t.Fatal(err)
+	}
+	d, err = rc.Describe(ctx, fromFile.Name)
+	if err != nil || !d.Deleted || d.Snapshot.Status != engine.StatusDeleted || d.Stats.ReportsRefused != 1 {
+		t.Fatalf("after delete and another signal-with-start: %+v %v", d, err)
+	}
+	bad := fromFile
+	bad.QueueingStatusCode = 503
+	if _, err := rc.Create(ctx, bad, roomclient.CreateOptions{}); err == nil {
+		t.Fatal("invalid settings accepted")
+	}
+	if recreated, err := rc.Create(ctx, fromFile, roomclient.CreateOptions{}); err != nil || !recreated {
+		t.Fatalf("create after delete: %v %v", recreated, err)
+	}
+	var inv *engine.InvalidError
+	bad = fromFile
+	bad.TotalActiveUsers = -1
+	if _, err := rc.Update(ctx, bad, 0); !errors.As(err, &inv) || inv.First().Field != "total_active_users" {
+		t.Fatalf("invalid update: %v", err)
+	}
+}

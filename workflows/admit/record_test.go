@@ -1,0 +1,195 @@
+package admit_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	engine "github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	roomwf "github.com/edgeflow/edgeflow/workflows/admit"
+	"github.com/edgeflow/edgeflow/workflows/admit/contract"
+)
+
+// TestRecordHistories regenerates the histories in testdata/ that
+// TestReplayRecordedHistories replays. It runs only when
+// EDGEFLOW_RECORD_HISTORY is the address of a fresh Temporal dev server with
+// the Room search attribute, for example:
+//
+//	temporal server start-dev --headless --port 7388 --http-port 7389 --metrics-port 7390 \
+//	    --search-attribute Room=Keyword
+//	EDGEFLOW_RECORD_HISTORY=127.0.0.1:7388 go test ./workflows/admit/ -run TestRecordHistories -v
+//
+// A room with a 3-second minute takes reports from gates running the real
+// engine, continues as new, switches method, runs and cancels events, is
+// deleted (and ignores a report), is created again and is finally cancelled.
+// Rerun it after any intended change to the workflow, and check the new
+// histories in (keeping the old ones in a subfolder while runs of the old
+// code may still be in flight).
+func TestRecordHistories(t *testing.T) {
+	addr := os.Getenv("EDGEFLOW_RECORD_HISTORY")
+	if addr == "" {
+		t.Skip("set EDGEFLOW_RECORD_HISTORY to a Temporal dev server address to record histories")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	quiet := log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := worker.New(c, contract.TaskQueue, worker.Options{})
+	roomwf.Register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	rc := roomclient.Client{C: c}
+
+	settings := engine.Settings{Name: "rec-shop", TotalActiveUsers: 12, NewUsersPerMinute: 6, SessionDuration: 1, RefreshIntervalSeconds: 1}
+	if _, err := rc.Create(ctx, settings, roomclient.CreateOptions{MinuteSeconds: 3, HistoryBudget: 80}); err != nil {
+		t.Fatalf("create (the server must be fresh): %v", err)
+	}
+	id := contract.RoomID(settings.Name)
+	first := runID(t, ctx, c, id)
+
+	// Two gates in two data centers decide on the room's snapshots and
+	// report every half second, until the room has continued as new.
+	gates := []engine.Gate{{DataCenter: "ams", ID: "ams-1"}, {DataCenter: "fra", ID: "fra-1"}}
+	tallies := []*engine.Tally{engine.NewTally(settings.Name, gates[0]), engine.NewTally(settings.Name, gates[1])}
+	counters := engine.NewMemoryCounter(nil)
+	var tickets []*engine.Ticket
+	for i := 0; runID(t, ctx, c, id) == first; i++ {
+		if i > 80 {
+			t.Fatal("the room never continued as new")
+		}
+		snap, err := rc.Snapshot(ctx, settings.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tickets = append(tickets, nil)
+		for k := range tickets {
+			g := k % 2
+			d, err := engine.Decide(ctx, engine.Input{Now: time.Now(), Snapshot: &snap, Ticket: tickets[k], Gate: gates[g],
+				Strategy: engine.SharedCounters{Store: counters}, Entropy: uint64(i*31 + k)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tallies[g].Add(d.Effect)
+			if d.SetTicket {
+				tickets[k] = d.Ticket
+			}
+		}
+		for _, tl := range tallies {
+			for _, r := range tl.Pending() {
+				if err := rc.Report(ctx, r, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	last := runID(t, ctx, c, id)
+
+	// Settings, events, delete and recreate, in the second run.
+	random := settings
+	random.QueueingMethod = engine.Random
+	if _, err := rc.Update(ctx, random, 0); err != nil {
+		t.Fatal(err)
+	}
+	pre, begin, end := time.Now().Add(2*time.Second), time.Now().Add(4*time.Second), time.Now().Add(8*time.Second)
+	n := 3
+	if _, err := rc.AddEvent(ctx, settings.Name, engine.Event{Name: "launch", PrequeueStartTime: &pre, EventStartTime: begin,
+		EventEndTime: end, ShuffleAtEventStart: true, NewUsersPerMinute: &n}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.AddEvent(ctx, settings.Name, engine.Event{Name: "later", EventStartTime: end.Add(time.Hour), EventEndTime: end.Add(2 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	bad := random
+	bad.NewUsersPerMinute = 0
+	var inv *engine.InvalidError
+	if _, err := rc.Update(ctx, bad, 0); !errors.As(err, &inv) {
+		t.Fatalf("invalid update: %v", err)
+	}
+	if _, err := rc.CancelEvent(ctx, settings.Name, "later"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Second) // the event pre-queues, starts and ends
+	if _, err := rc.Delete(ctx, settings.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Report(ctx, engine.Report{Room: settings.Name, DataCenter: "ams", Gate: "ams-9", Minute: engine.MinuteOf(time.Now(), 3*time.Second), Seq: 1}, &settings); err != nil {
+		t.Fatal(err)
+	}
+	if recreated, err := rc.Create(ctx, settings, roomclient.CreateOptions{}); err != nil || !recreated {
+		t.Fatalf("recreate: %v %v", recreated, err)
+	}
+	time.Sleep(4 * time.Second)
+	if runID(t, ctx, c, id) != last {
+		t.Fatal("the second run continued as new too; raise the budget")
+	}
+	if err := c.CancelWorkflow(ctx, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.WorkflowExecutionInfo.Status != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the room did not end after cancellation")
+		}
+	}
+	writeHistory(t, ctx, c, "room_continued_first_run.json", id, first)
+	writeHistory(t, ctx, c, "room_last_run.json", id, last)
+}
+
+func runID(t *testing.T, ctx context.Context, c client.Client, id string) string {
+	t.Helper()
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.WorkflowExecutionInfo.Execution.RunId
+}
+
+func writeHistory(t *testing.T, ctx context.Context, c client.Client, file, id, runID string) {
+	t.Helper()
+	iter := c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	hist := &historypb.History{}
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		hist.Events = append(hist.Events, ev)
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll("testdata", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", file)
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d events of %s", path, len(hist.Events), id)
+}

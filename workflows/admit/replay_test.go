@@ -1,0 +1,123 @@
+package admit_test
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	roomwf "github.com/edgeflow/edgeflow/workflows/admit"
+	"github.com/edgeflow/edgeflow/workflows/admit/contract"
+)
+
+// recorded says how each history TestRecordHistories writes ends.
+var recorded = map[string]enums.EventType{
+	"room_continued_first_run.json": enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+	"room_last_run.json":            enums.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+}
+
+func quietLogger() log.Logger {
+	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+}
+
+// TestReplayRecordedHistories replays every recorded room history (and
+// those of earlier revisions, in subfolders) against the current code: a
+// change that would break rooms in flight fails here. After an intended
+// incompatible change, gate it with workflow.GetVersion, or keep the old
+// histories in a subfolder and record new ones.
+func TestReplayRecordedHistories(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
+	older, _ := filepath.Glob(filepath.Join("testdata", "*", "*.json"))
+	files = append(files, older...)
+	seen := map[string]bool{}
+	for _, path := range files {
+		seen[filepath.Base(path)] = true
+		t.Run(strings.TrimSuffix(strings.TrimPrefix(path, "testdata/"), ".json"), func(t *testing.T) {
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			events := hist.GetEvents()
+			if got := events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName(); got != contract.WorkflowType {
+				t.Errorf("a %s history", got)
+			}
+			if want, ok := recorded[filepath.Base(path)]; ok && events[len(events)-1].GetEventType() != want {
+				t.Errorf("ends with %v, want %v", events[len(events)-1].GetEventType(), want)
+			}
+			r := worker.NewWorkflowReplayer()
+			roomwf.Register(r)
+			if err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), path); err != nil {
+				t.Errorf("replay %s: %v", path, err)
+			}
+		})
+	}
+	for name := range recorded {
+		if !seen[name] {
+			t.Errorf("testdata/%s is missing; run TestRecordHistories", name)
+		}
+	}
+}
+
+// The recorded histories hold what the replay is meant to cover: reports,
+// a timer per minute, updates, continue-as-new with the state carried.
+func TestRecordedHistoriesCoverTheRoom(t *testing.T) {
+	count := func(file string) map[enums.EventType]int {
+		f, err := os.Open(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[enums.EventType]int{}
+		for _, ev := range hist.GetEvents() {
+			n[ev.GetEventType()]++
+			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+				var next contract.RoomInput
+				if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &next); err != nil {
+					t.Fatal(err)
+				}
+				if next.State == nil || next.State.Runs != 1 || next.State.Stats.Reports == 0 || next.State.Room.Snapshot == nil || next.MinuteSeconds != 3 {
+					t.Errorf("continue-as-new input %+v", next)
+				}
+			}
+		}
+		return n
+	}
+	first := count("room_continued_first_run.json")
+	if first[enums.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED] < 10 || first[enums.EVENT_TYPE_TIMER_FIRED] < 2 {
+		t.Errorf("first run: %v", first)
+	}
+	last := count("room_last_run.json")
+	if last[enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED] < 6 || last[enums.EVENT_TYPE_TIMER_CANCELED] == 0 {
+		t.Errorf("last run: %v", last)
+	}
+}
+
+// The replayer catches a room that no longer does what its history says.
+func TestReplayDetectsNondeterminism(t *testing.T) {
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in contract.RoomInput) error {
+		// An hour-long timer where the history has the minute's.
+		return workflow.Sleep(ctx, time.Hour)
+	}, workflow.RegisterOptions{Name: contract.WorkflowType})
+	if err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), filepath.Join("testdata", "room_continued_first_run.json")); err == nil {
+		t.Fatal("replaying a changed room against its history succeeded")
+	}
+}
