@@ -155,6 +155,12 @@ type scopeRef struct{ pool, scope int }
 
 func withCarry(pools []Pool, carry []Remainder, slots int) []Pool {
 	floors := map[scopeRef]int{} // only looked up, never ranged over
+	ideal := map[scopeRef]int{}  // the limits before the floors
+	for pi, p := range pools {
+		for si, s := range p.Scopes {
+			ideal[scopeRef{pi, si}] = s.Limit
+		}
+	}
 	for _, c := range carry {
 		if c.Slots <= 0 {
 			continue
@@ -212,6 +218,15 @@ func withCarry(pools []Pool, carry []Remainder, slots int) []Pool {
 				scopes[si].Limit -= cut
 				excess -= cut
 			}
+		}
+	}
+	// What the floors added beyond the ideal limit is Carried: gates still
+	// deciding on this snapshot in a later minute do not spend it again, so
+	// a floor lasts one minute instead of carrying itself forward forever.
+	for pi := range pools {
+		for si := range pools[pi].Scopes {
+			sc := &pools[pi].Scopes[si]
+			sc.Carried = max(0, sc.Limit-ideal[scopeRef{pi, si}])
 		}
 	}
 	// Tidy: recount, drop empty scopes and pools, keep data centers sorted

@@ -48,10 +48,13 @@
 //
 // The room publishes minute M's snapshot a short grace after M starts, once
 // the gates' last reports of M-1 are in. Until a gate has it, the gate keeps
-// deciding on M-1's snapshot but spends only what M-1's scopes had left
-// (their limits minus what the counters of M-1 took), on M's counters; the
-// room gives every scope of M at least that remainder (Allocate's Carry), so
-// propagation delays never overshoot. A gate whose snapshot is older than
+// deciding on M-1's snapshot but spends, on M's counters, only a quarter of
+// what M-1's new visitors' pool had left (its scopes' limits minus what the
+// counters of M-1 took); the room gives those scopes of M at least that
+// remainder (Allocate's Carry), so propagation delays never overshoot.
+// Buckets' reservations are not spent on a stale snapshot: their visitors
+// are queued already and wait the seconds until M's snapshot arrives, and no
+// slot of M is held back for a bucket that M-1 served. A gate whose snapshot is older than
 // its maximum age (snapshot_max_age_seconds) queues every new visitor, while
 // admitted sessions still pass.
 //

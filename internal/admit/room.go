@@ -366,6 +366,9 @@ func (r *Room) carry(minute time.Time) []Remainder {
 		totals = append(totals, r.Ledger.Totals(m))
 	}
 	for _, p := range r.PrevPools {
+		if !StaleSpendable(p) {
+			continue
+		}
 		for _, sc := range p.Scopes {
 			used := 0
 			for _, t := range totals {

@@ -49,6 +49,11 @@ type Scope struct {
 	// still deciding on this snapshot in the next minute may spend besides
 	// what is left of Limit (see StaleRemainder).
 	Headroom int `json:"headroom,omitempty"`
+	// Carried is the part of Limit that is there only as a floor (what
+	// gates already took, or could still take from an earlier snapshot):
+	// gates deciding on this snapshot after its minute spend a share of the
+	// rest only (see StaleRemainder).
+	Carried int `json:"carried,omitempty"`
 }
 
 // Pool is a set of slots for one kind of visitor this minute: visitors of a

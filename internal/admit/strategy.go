@@ -145,16 +145,20 @@ func CounterKey(room string, minute time.Time, pool, scope string) string {
 // center, then Anywhere), each with the strategy's limit for its counter.
 //
 // A gate whose snapshot is of an earlier minute (the new one has not reached
-// it yet, or the room is unreachable) spends only StaleShare of each scope,
-// and only what the counters of the minutes since left of it. The room
-// allots the new minute at least that much in the same scopes, so nothing
-// overshoots while snapshots propagate.
+// it yet, or the room is unreachable) spends only StaleShare of each scope
+// of the new visitors' pool (StaleSpendable), and only what the counters of
+// the minutes since left of it. The room allots the new minute at least
+// that much in the same scopes, so nothing overshoots while snapshots
+// propagate.
 func takeSlot(ctx context.Context, store Counter, req SlotRequest, split func(Scope) (suffix string, limit int)) (string, bool, error) {
 	snap, pool := req.Snapshot, req.Pool
 	length := snap.MinuteLength()
 	current := MinuteOf(req.Now, length)
 	if current.Before(snap.Minute) {
 		current = snap.Minute
+	}
+	if current.After(snap.Minute) && !StaleSpendable(*pool) {
+		return "", false, nil
 	}
 	expire := current.Add(2*length + snap.MaxAge())
 	for _, sc := range scopeOrder(pool, req.Gate.DataCenter) {
@@ -171,7 +175,7 @@ func takeSlot(ctx context.Context, store Counter, req SlotRequest, split func(Sc
 				}
 				used += int(n)
 			}
-			_, share := split(Scope{Name: sc.Name, Limit: StaleShare(sc.Limit)})
+			_, share := split(Scope{Name: sc.Name, Limit: StaleShare(sc.Limit - sc.Carried)})
 			_, headroom := split(Scope{Name: sc.Name, Limit: sc.Headroom})
 			limit = min(share, limit-used+headroom)
 		}
@@ -196,16 +200,25 @@ func takeSlot(ctx context.Context, store Counter, req SlotRequest, split func(Sc
 // allocation close to its ideal split.
 func StaleShare(limit int) int { return (limit + 3) / 4 }
 
+// StaleSpendable reports whether gates deciding on a snapshot after its
+// minute may spend from the pool: only the new visitors' pool. A bucket's
+// reservation is for one minute; its visitors are queued already and wait
+// the few seconds until the next snapshot reaches their gate. (Were bucket
+// pools spendable, the room would have to keep slots for them in the next
+// minute, under their bucket's key, where nobody else may use them: a
+// quarter of every served bucket's slots lost each minute.)
+func StaleSpendable(p Pool) bool { return p.Bucket.IsZero() }
+
 // StaleRemainder is what gates deciding on a stale snapshot may spend from
 // a scope in a minute after the snapshot's, when the minutes since took used
-// from it: StaleShare, but no more than what is left of the limit plus the
-// scope's headroom. Summed over scopes that stays within
+// from it: StaleShare of the scope's own limit (its Carried floor excluded),
+// but no more than what is left of the limit plus the scope's headroom. Summed over scopes that stays within
 // total_active_users - activeUsers - (admitted since), so even if every
 // stale slot is taken before the room counts them, no limit is overshot:
 // the new-users limit because a quarter of this minute's slots is less than
 // a minute's, the active-users limit by the headroom.
 func StaleRemainder(sc Scope, used int) int {
-	return max(0, min(StaleShare(sc.Limit), sc.Limit-used+sc.Headroom))
+	return max(0, min(StaleShare(sc.Limit-sc.Carried), sc.Limit-used+sc.Headroom))
 }
 
 // scopeOrder lists the scopes a visitor at dataCenter may take from: its
