@@ -40,25 +40,42 @@ func TestMain(m *testing.M) {
 // startWorkers runs both publish pools against the test stack until the test ends.
 func startWorkers(t testing.TB) {
 	t.Helper()
+	setUpStack(t)
+	startPools(t, acts, nil)
+}
+
+// setUpStack creates the test buckets and the local registry, once.
+func setUpStack(t testing.TB) {
+	t.Helper()
 	testenv.Require(t, env)
-	if acts == nil {
-		npm = registrytest.New()
-		ctx := context.Background()
-		if err := objectstore.EnsureBuckets(ctx, env.Store, buckets.Files, buckets.Mirror, buckets.Meta, buckets.MirrorMeta, buckets.Incoming); err != nil {
-			t.Fatal(err)
-		}
-		stores := publishacts.Stores{Primary: env.Store, Mirror: env.Store, Buckets: buckets, IOParallel: 16}
-		acts = &publishacts.Publish{
-			Stores: stores,
-			NPM:    &registry.NPM{BaseURL: npm.URL, Client: http.DefaultClient},
-			GitHub: &registry.GitHub{BaseURL: npm.URL},
-			HTTP:   http.DefaultClient, Extract: tarx.DefaultLimits, FirstImport: 10,
-		}
-		squash = &publishacts.Compress{Stores: stores, CPU: transform.NewLimiter(0)}
+	if acts != nil {
+		return
 	}
+	npm = registrytest.New()
+	ctx := context.Background()
+	if err := objectstore.EnsureBuckets(ctx, env.Store, buckets.Files, buckets.Mirror, buckets.Meta, buckets.MirrorMeta, buckets.Incoming); err != nil {
+		t.Fatal(err)
+	}
+	stores := publishacts.Stores{Primary: env.Store, Mirror: env.Store, Buckets: buckets, IOParallel: 16}
+	acts = &publishacts.Publish{
+		Stores: stores,
+		NPM:    &registry.NPM{BaseURL: npm.URL, Client: http.DefaultClient},
+		GitHub: &registry.GitHub{BaseURL: npm.URL},
+		HTTP:   http.DefaultClient, Extract: tarx.DefaultLimits, FirstImport: 10,
+	}
+	squash = &publishacts.Compress{Stores: stores, CPU: transform.NewLimiter(0)}
+}
+
+// startPools runs the publish pool with pub's activities (then override's
+// registrations, if any) and the compress pool until the test ends.
+func startPools(t testing.TB, pub *publishacts.Publish, override func(worker.Worker)) {
+	t.Helper()
 	pool := worker.New(env.Client, contract.PublishQueue, worker.Options{})
 	publish.Register(pool)
-	publishacts.RegisterPublish(pool, acts)
+	publishacts.RegisterPublish(pool, pub)
+	if override != nil {
+		override(pool)
+	}
 	compress := worker.New(env.Client, contract.CompressQueue, worker.Options{MaxConcurrentActivityExecutionSize: 4})
 	publishacts.RegisterCompress(compress, squash)
 	for _, w := range []worker.Worker{pool, compress} {

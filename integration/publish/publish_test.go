@@ -73,8 +73,11 @@ func runPublish(t *testing.T, ref contract.VersionRef, mutate func(*contract.Pub
 	return run, out, err
 }
 
+// runUpdates runs a check that waits for its versions, as the publish
+// starter's does.
 func runUpdates(t *testing.T, id string, in contract.UpdatesInput) contract.UpdatesStats {
 	t.Helper()
+	in.Wait = true
 	run, err := env.Client.ExecuteWorkflow(testContext(t), client.StartWorkflowOptions{ID: id, TaskQueue: contract.PublishQueue}, contract.PackageUpdatesWorkflow, in)
 	if err != nil {
 		t.Fatal(err)

@@ -81,7 +81,8 @@ func main() {
 			TypedSearchAttributes:    contract.VersionAttributes(*name, *version), StaticSummary: contract.PublishSummary(*name, *version),
 		}, contract.PublishVersionWorkflow, contract.PublishInput{VersionRef: ref})
 	} else {
-		in := contract.UpdatesInput{Only: []string{*name}}
+		// Waits for the versions the check hands to the package's lane.
+		in := contract.UpdatesInput{Only: []string{*name}, Wait: true}
 		if pkg != nil {
 			in.Packages = []catalog.Package{*pkg}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -58,6 +59,10 @@ type fakes struct {
 	// found answers FindBatchResults; lookedFor records what it was asked.
 	found     func(contract.BatchResultsInput) []contract.FoundBatch
 	lookedFor [][]int
+
+	// laneSignal answers a signal to a lane that is not a workflow of the
+	// test environment; nil: no such lane runs.
+	laneSignal func(id string, v contract.LaneVersions) error
 }
 
 // The activities the workers register, with no dependencies: the tests
@@ -227,6 +232,15 @@ func newEnv(t *testing.T, setup ...func(*fakes)) (*testsuite.TestWorkflowEnviron
 		s(f)
 	}
 	f.register(env)
+	// No lane runs outside this test environment: a signal to a lane that is
+	// not a workflow of the environment finds nothing, as on a server.
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", contract.LaneVersionsSignal, mock.Anything).
+		Return(func(_, id, _, _ string, v any) error {
+			if f.laneSignal != nil {
+				return f.laneSignal(id, v.(contract.LaneVersions))
+			}
+			return &temporal.UnknownExternalWorkflowExecutionError{}
+		}).Maybe()
 	env.OnRequestCancelExternalWorkflow(mock.Anything, mock.Anything, mock.Anything).Return(nil).Run(func(args mock.Arguments) {
 		f.mu.Lock()
 		defer f.mu.Unlock()

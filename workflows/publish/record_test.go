@@ -29,7 +29,7 @@ import (
 //
 //	temporal server start-dev --headless --port 7388 --http-port 7389 --metrics-port 7390 \
 //	    --search-attribute Package=Keyword --search-attribute Version=Keyword
-//	EDGEFLOW_RECORD_HISTORY=127.0.0.1:7388 go test ./workflows/ -run TestRecordHistories -v
+//	EDGEFLOW_RECORD_HISTORY=127.0.0.1:7388 go test ./workflows/publish/ -run TestRecordHistories -v
 //
 // The workflows run for real on in-process workers; the activities are small
 // stubs registered under the real names (a history records what activities
@@ -104,19 +104,35 @@ func TestRecordHistories(t *testing.T) {
 	writeHistory(t, ctx, c, "publish_version_continued_first_run.json", many.GetID(), first)
 	writeHistory(t, ctx, c, "publish_version_continued_last_run.json", many.GetID(), last)
 
-	// A whole check: versions published in order, one already published, a
-	// package with a problem, a version whose batch fails.
-	updates := start("rec-package-updates", publish.PackageUpdates, contract.UpdatesInput{MaxParallelVersions: 2})
+	// A whole scheduled check: it hands the versions to their packages'
+	// lanes and ends; the lanes publish them in order, one already
+	// published, one whose batch fails; a package has a problem.
+	updates := start("rec-package-updates", publish.PackageUpdates, contract.UpdatesInput{})
 	var st contract.UpdatesStats
 	if err := updates.Get(ctx, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Checked != 3 || st.NewVersions != 3 || st.Published != 1 || st.AlreadyPublished != 1 || st.Failed != 1 || len(st.Problems) != 1 {
+	if st.Checked != 3 || st.NewVersions != 3 || st.Queued != 3 || st.Published != 0 || len(st.Problems) != 1 {
 		t.Fatalf("rec-package-updates stats %+v", st)
 	}
+	var lane contract.LaneStats
+	if err := c.GetWorkflow(ctx, contract.LaneID("rec-a"), "").Get(ctx, &lane); err != nil || lane.Published != 1 || lane.AlreadyPublished != 1 {
+		t.Fatalf("lane rec-a: %+v %v", lane, err)
+	}
+	if err := c.GetWorkflow(ctx, contract.LaneID("rec-c"), "").Get(ctx, &lane); err != nil || lane.Failed != 1 {
+		t.Fatalf("lane rec-c: %+v %v", lane, err)
+	}
 	writeHistory(t, ctx, c, "package_updates.json", updates.GetID(), updates.GetRunID())
+	writeHistory(t, ctx, c, "package_lane.json", contract.LaneID("rec-a"), "")
 	writeHistory(t, ctx, c, "publish_version_already_published.json", contract.PublishID("rec-a", "1.1.0"), "")
 	writeHistory(t, ctx, c, "publish_version_batch_failed.json", contract.PublishID("rec-c", "2.0.0"), "")
+
+	// A check that waits (the publish starter's): its lane reports back.
+	waiting := start("rec-package-updates-waiting", publish.PackageUpdates, contract.UpdatesInput{Only: []string{"rec-d"}, Wait: true})
+	if err := waiting.Get(ctx, &st); err != nil || st.Queued != 1 || st.Published != 1 {
+		t.Fatalf("rec-package-updates-waiting: %+v %v", st, err)
+	}
+	writeHistory(t, ctx, c, "package_updates_waiting.json", waiting.GetID(), waiting.GetRunID())
 }
 
 func registerRecordingStubs(w worker.Worker) {
@@ -134,6 +150,8 @@ func registerRecordingStubs(w worker.Worker) {
 				out[i].Problem = "invalid package: no fileMap"
 			case "rec-c":
 				out[i].NewVersions = []contract.NewVersion{{Version: "2.0.0"}}
+			case "rec-d":
+				out[i].NewVersions = []contract.NewVersion{{Version: "3.0.0"}}
 			}
 		}
 		return out, nil

@@ -1,7 +1,8 @@
 // Package publish holds Publish's workflows — deterministic code only: no
 // I/O, no wall clock, no randomness, no goroutines. PackageUpdates checks
-// the catalog, PublishVersion publishes one version, ProcessBatch runs one
-// batch of it on the compress pool. Side effects are activities
+// the catalog and hands new versions to their package's PackageLane, which
+// runs them in order; PublishVersion publishes one version, ProcessBatch runs
+// one batch of it on the compress pool. Side effects are activities
 // (activities/publish); names, IDs and types are in the contract.
 package publish
 
@@ -20,6 +21,7 @@ type Registry interface {
 // (they run on the publish queue; their CPU work is scheduled on compress).
 func Register(r Registry) {
 	r.RegisterWorkflowWithOptions(PackageUpdates, workflow.RegisterOptions{Name: contract.PackageUpdatesWorkflow})
+	r.RegisterWorkflowWithOptions(PackageLane, workflow.RegisterOptions{Name: contract.PackageLaneWorkflow})
 	r.RegisterWorkflowWithOptions(PublishVersion, workflow.RegisterOptions{Name: contract.PublishVersionWorkflow})
 	r.RegisterWorkflowWithOptions(ProcessBatch, workflow.RegisterOptions{Name: contract.ProcessBatchWorkflow})
 }

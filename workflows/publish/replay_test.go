@@ -30,6 +30,8 @@ var recorded = map[string]struct {
 	"publish_version_continued_first_run.json": {"PublishVersion", enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW},
 	"publish_version_continued_last_run.json":  {"PublishVersion", enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
 	"package_updates.json":                     {"PackageUpdates", enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	"package_updates_waiting.json":             {"PackageUpdates", enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	"package_lane.json":                        {"PackageLane", enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
 	"publish_version_already_published.json":   {"PublishVersion", enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
 	"publish_version_batch_failed.json":        {"PublishVersion", enums.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED},
 }

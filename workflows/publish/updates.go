@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
@@ -16,9 +15,15 @@ import (
 const maxListedProblems = 20
 
 // PackageUpdates checks every catalog package for versions not yet published
-// and publishes each of them (all of them, not one per run) as a child
-// PublishVersion with a deterministic ID.
+// and has each of them published (all of them, not one per run) as a
+// PublishVersion with a deterministic ID. It hands each package's new
+// versions to the package's lane (PackageLane) and moves on: a slow or
+// failing version holds up only its own package's later versions, never the
+// check, the next scheduled check or other packages. With in.Wait it then
+// waits for the outcome of every version it handed over.
 func PackageUpdates(ctx workflow.Context, in contract.UpdatesInput) (*contract.UpdatesStats, error) {
+	// Runs begun before lanes waited for every version of each batch.
+	lanes := workflow.GetVersion(ctx, "version-lanes", workflow.DefaultVersion, 1) == 1
 	if in.CheckBatch <= 0 {
 		in.CheckBatch = 25
 	}
@@ -64,20 +69,37 @@ func PackageUpdates(ctx workflow.Context, in contract.UpdatesInput) (*contract.U
 		if err != nil {
 			return nil, fmt.Errorf("check packages %v: %w", in.Names[in.Cursor:end], err)
 		}
-		publishNewVersions(ctx, in, checks, sent, st)
+		if lanes {
+			handToLanes(ctx, &in, checks, sent)
+		} else {
+			publishNewVersions(ctx, in, checks, sent, st)
+		}
 		in.Cursor = end
 		info := workflow.GetInfo(ctx)
 		if in.Cursor < len(in.Names) && (info.GetCurrentHistoryLength() > historyBudget || info.GetContinueAsNewSuggested()) {
+			if lanes && in.Wait {
+				newOutcomes(ctx, &in).drain() // outcomes delivered to this run count before it ends
+			}
 			return nil, workflow.NewContinueAsNewError(ctx, PackageUpdates, in)
 		}
+	}
+	if lanes && in.Wait {
+		if err := awaitOutcomes(ctx, &in); err != nil {
+			return nil, err
+		}
+	}
+	if lanes && !in.Wait {
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("checked %d packages: %d new versions handed to their packages' lanes (%s…), %d problems",
+			st.Checked, st.Queued, contract.LaneID(""), len(st.Problems)))
+		return st, nil
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("checked %d packages: %d new versions, %d published, %d already published or in progress, %d failed",
 		st.Checked, st.NewVersions, st.Published, st.AlreadyPublished+st.InProgress, st.Failed))
 	return st, nil
 }
 
-// publishNewVersions runs a batch's new versions as children and waits for
-// all of them. Versions of one package run one after another, oldest first,
+// publishNewVersions is how checks begun before lanes published: it runs a
+// batch's new versions as children and waits for all of them. Versions of one package run one after another, oldest first,
 // so each can reuse what the previous one processed; packages run in
 // parallel, at most MaxParallelVersions at once.
 func publishNewVersions(ctx workflow.Context, in contract.UpdatesInput, checks []contract.PackageCheck, sent map[string]*catalog.Package, st *contract.UpdatesStats) {
@@ -149,12 +171,12 @@ func PublishChildOptions(name, version string) workflow.ChildWorkflowOptions {
 	return workflow.ChildWorkflowOptions{
 		WorkflowID:            contract.PublishID(name, version),
 		TaskQueue:             contract.PublishQueue,
-		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+		WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
 		// A version finishes even if the check that found it is terminated.
 		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowRunTimeout:    0,
 		WorkflowTaskTimeout:   10 * time.Second,
-		TypedSearchAttributes: temporal.NewSearchAttributes(contract.PackageKey.ValueSet(name), contract.VersionKey.ValueSet(version)),
-		StaticSummary:         "Publish " + name + "@" + version,
+		TypedSearchAttributes: contract.VersionAttributes(name, version),
+		StaticSummary:         contract.PublishSummary(name, version),
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
@@ -20,148 +19,8 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
-// versionChildren mocks the PublishVersion children: each takes some workflow
-// time, so children overlap, and ends as outcome says. Runs are recorded in
-// workflow time, so overlaps are exact whatever goroutine runs them.
-type versionChildren struct {
-	mu       sync.Mutex
-	inputs   map[string]contract.PublishInput // by workflow ID
-	runs     []childRun
-	outcome  func(ref contract.VersionRef) (*contract.PublishOutput, error)
-	duration func(ref contract.VersionRef) time.Duration
-}
-
-type childRun struct {
-	name, version string
-	start, end    time.Time
-}
-
-func (v *versionChildren) mock(env *testsuite.TestWorkflowEnvironment) {
-	v.inputs = map[string]contract.PublishInput{}
-	env.OnWorkflow(publish.PublishVersion, mock.Anything, mock.Anything).Return(
-		func(ctx workflow.Context, in contract.PublishInput) (*contract.PublishOutput, error) {
-			v.mu.Lock()
-			v.inputs[workflow.GetInfo(ctx).WorkflowExecution.ID] = in
-			i := len(v.runs)
-			v.runs = append(v.runs, childRun{name: in.Name, version: in.Version, start: workflow.Now(ctx)})
-			v.mu.Unlock()
-			d := time.Minute
-			if v.duration != nil {
-				d = v.duration(in.VersionRef)
-			}
-			err := workflow.Sleep(ctx, d)
-			v.mu.Lock()
-			v.runs[i].end = workflow.Now(ctx)
-			v.mu.Unlock()
-			if err != nil {
-				return nil, err
-			}
-			if v.outcome != nil {
-				return v.outcome(in.VersionRef)
-			}
-			return &contract.PublishOutput{}, nil
-		})
-}
-
-func (v *versionChildren) ids() []string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	var ids []string
-	for id := range v.inputs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-// maxParallel is the most children running at one instant.
-func (v *versionChildren) maxParallel() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	type event struct {
-		at    time.Time
-		delta int
-	}
-	var events []event
-	for _, r := range v.runs {
-		events = append(events, event{r.start, +1}, event{r.end, -1})
-	}
-	sort.Slice(events, func(i, j int) bool {
-		if !events[i].at.Equal(events[j].at) {
-			return events[i].at.Before(events[j].at)
-		}
-		return events[i].delta < events[j].delta // an end frees its slot before a start takes it
-	})
-	n, most := 0, 0
-	for _, e := range events {
-		n += e.delta
-		most = max(most, n)
-	}
-	return most
-}
-
-// checkLanes asserts that each package's versions ran one after another, in
-// the order the check listed them.
-func (v *versionChildren) checkLanes(t *testing.T, order map[string][]string) {
-	t.Helper()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	byPkg := map[string][]childRun{}
-	for _, r := range v.runs {
-		byPkg[r.name] = append(byPkg[r.name], r)
-	}
-	for name, runs := range byPkg {
-		sort.SliceStable(runs, func(i, j int) bool { return runs[i].start.Before(runs[j].start) })
-		var versions []string
-		for i, r := range runs {
-			versions = append(versions, r.version)
-			if i > 0 && r.start.Before(runs[i-1].end) {
-				t.Errorf("%s@%s started at %v, before %s@%s ended at %v", name, r.version, r.start, name, runs[i-1].version, runs[i-1].end)
-			}
-		}
-		if want, ok := order[name]; ok && !reflect.DeepEqual(versions, want) {
-			t.Errorf("%s versions ran in order %v, want %v", name, versions, want)
-		}
-	}
-}
-
-func nv(versions ...string) []contract.NewVersion {
-	var out []contract.NewVersion
-	for _, v := range versions {
-		out = append(out, contract.NewVersion{Version: v, Dist: &contract.Dist{Tarball: "https://registry.test/" + v + ".tgz"}})
-	}
-	return out
-}
-
-func updatesResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.UpdatesStats {
-	t.Helper()
-	if !env.IsWorkflowCompleted() {
-		t.Fatal("workflow did not complete")
-	}
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("workflow error: %v", err)
-	}
-	var st contract.UpdatesStats
-	if err := env.GetWorkflowResult(&st); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-func checkedNames(f *fakes) [][]string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out [][]string
-	for _, refs := range f.checked {
-		var names []string
-		for _, r := range refs {
-			names = append(names, r.Name)
-		}
-		out = append(out, names)
-	}
-	return out
-}
-
+// A check that waits (as the publish starter's does) hands every package's
+// versions to its lane and counts how each ended.
 func TestPackageUpdates(t *testing.T) {
 	env, f := newEnv(t)
 	f.catalog = []string{"gamma", "alpha", "beta", "delta", "eps", "zeta"}
@@ -170,9 +29,7 @@ func TestPackageUpdates(t *testing.T) {
 		"beta":  {Name: "beta", Problem: "invalid package: no fileMap"},
 		"gamma": {Name: "gamma", NewVersions: nv("2.0.0"), NotModified: true},
 		"eps":   {Name: "eps", NewVersions: nv("3.0.0", "3.1.0", "3.2.0")},
-		// Listed twice: the second start finds the first run (running or
-		// published) under the same workflow ID, as a version another check
-		// already started would be.
+		// Listed twice: the lane runs it once and says the second is in progress.
 		"zeta": {Name: "zeta", NewVersions: nv("4.0.0", "4.0.0")},
 	}
 	children := &versionChildren{
@@ -192,11 +49,11 @@ func TestPackageUpdates(t *testing.T) {
 	}
 	children.mock(env)
 
-	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{MaxParallelVersions: 2})
+	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{Wait: true})
 	st := updatesResult(t, env)
 
 	want := contract.UpdatesStats{
-		Packages: 6, Checked: 6, NotModified: 1, NewVersions: 8,
+		Packages: 6, Checked: 6, NotModified: 1, NewVersions: 8, Queued: 8,
 		Published: 5, AlreadyPublished: 1, InProgress: 1, Failed: 1,
 		Problems: []string{"beta: invalid package: no fileMap"},
 	}
@@ -222,54 +79,100 @@ func TestPackageUpdates(t *testing.T) {
 	if in.Name != "eps" || in.Version != "3.1.0" || in.Dist == nil || in.Dist.Tarball != "https://registry.test/3.1.0.tgz" || in.Package != nil {
 		t.Errorf("child input %+v", in)
 	}
-	if got := children.maxParallel(); got != 2 {
-		t.Errorf("%d versions published at once, want at most (and at some point exactly) 2", got)
+	// Every package at once; a failure does not stop the package's later versions.
+	if got := children.maxParallel(); got != 4 {
+		t.Errorf("%d versions published at once, want one per package with new versions (4)", got)
 	}
-	// A failure does not stop the package's later versions.
 	children.checkLanes(t, map[string][]string{"alpha": {"1.0.0", "1.1.0"}, "eps": {"3.0.0", "3.1.0", "3.2.0"}})
 }
 
-// Packages publish in parallel, 8 at once by default; the versions of one
-// package one after another, oldest (first listed) first, so each can reuse
-// what the previous one stored.
+// Packages publish in parallel; the versions of one package one after
+// another, in the order the check listed them (oldest first), so each can
+// reuse what the previous one stored.
 func TestPackageUpdatesLanes(t *testing.T) {
-	tests := []struct {
-		name     string
-		max      int
-		packages int
-		want     int
-	}{
-		{"default bound", 0, 12, 8},
-		{"fewer packages than the bound", 5, 3, 3},
-		{"one at a time", 1, 4, 1},
+	env, f := newEnv(t)
+	f.checks = map[string]contract.PackageCheck{}
+	var names []string
+	order := map[string][]string{}
+	const packages = 12
+	for i := range packages {
+		n := fmt.Sprintf("pkg%02d", i)
+		names = append(names, n)
+		versions := []string{"1.0.0", "1.0.1", "0.9.0"} // the check's order, not semver order
+		f.checks[n] = contract.PackageCheck{Name: n, NewVersions: nv(versions...)}
+		order[n] = versions
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			env, f := newEnv(t)
-			f.checks = map[string]contract.PackageCheck{}
-			var names []string
-			order := map[string][]string{}
-			for i := 0; i < tt.packages; i++ {
-				n := fmt.Sprintf("pkg%02d", i)
-				names = append(names, n)
-				versions := []string{"1.0.0", "1.0.1", "0.9.0"} // the check's order, not semver order
-				f.checks[n] = contract.PackageCheck{Name: n, NewVersions: nv(versions...)}
-				order[n] = versions
-			}
-			children := &versionChildren{duration: func(ref contract.VersionRef) time.Duration {
-				return time.Duration(1+len(ref.Version)+int(ref.Name[len(ref.Name)-1])%4) * time.Minute
-			}}
-			children.mock(env)
-			env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{Only: names, MaxParallelVersions: tt.max})
-			st := updatesResult(t, env)
-			if st.Published != 3*tt.packages || st.NewVersions != 3*tt.packages {
-				t.Errorf("stats %+v", st)
-			}
-			if got := children.maxParallel(); got != tt.want {
-				t.Errorf("%d versions at once, want %d", got, tt.want)
-			}
-			children.checkLanes(t, order)
-		})
+	children := &versionChildren{duration: func(ref contract.VersionRef) time.Duration {
+		return time.Duration(1+len(ref.Version)+int(ref.Name[len(ref.Name)-1])%4) * time.Minute
+	}}
+	children.mock(env)
+	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{Only: names, CheckBatch: 5, Wait: true})
+	st := updatesResult(t, env)
+	if st.Published != 3*packages || st.NewVersions != 3*packages || st.Queued != 3*packages {
+		t.Errorf("stats %+v", st)
+	}
+	if got := children.maxParallel(); got != packages {
+		t.Errorf("%d versions at once, want %d (one per package)", got, packages)
+	}
+	children.checkLanes(t, order)
+}
+
+// The scheduled check does not wait: it hands the versions over and ends
+// while they publish. Each lane runs its package's versions in order.
+func TestPackageUpdatesHandsOverAndMovesOn(t *testing.T) {
+	env, f := newEnv(t)
+	f.catalog = []string{"b", "a"}
+	f.checks = map[string]contract.PackageCheck{"a": {Name: "a", NewVersions: nv("1.0.0", "1.1.0")}, "b": {Name: "b", NewVersions: nv("2.0.0")}}
+	const checkID = "publish/demo@1.2.3" // newEnv's workflow ID
+	var mu sync.Mutex
+	var ran []string
+	checkRunning := map[string]bool{} // by version: did the check still run half an hour into it?
+	env.OnWorkflow(publish.PublishVersion, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in contract.PublishInput) (*contract.PublishOutput, error) {
+		if err := workflow.Sleep(ctx, 30*time.Minute); err != nil { // publishing takes long
+			return nil, err
+		}
+		// A signal to the check tells whether it still runs.
+		err := workflow.SignalExternalWorkflow(ctx, checkID, "", "probe", nil).Get(ctx, nil)
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, in.Name+"@"+in.Version)
+		checkRunning[in.Name+"@"+in.Version] = err == nil
+		return &contract.PublishOutput{}, nil
+	})
+	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{})
+	st := updatesResult(t, env)
+	if want := (contract.UpdatesStats{Packages: 2, Checked: 2, NewVersions: 3, Queued: 3}); !reflect.DeepEqual(st, want) {
+		t.Errorf("stats %+v, want %+v", st, want)
+	}
+	for v, running := range checkRunning {
+		if running {
+			t.Errorf("the check still ran half an hour into %s: it waited for its versions", v)
+		}
+	}
+	// The lanes outlive the check: a's versions in order, b beside them.
+	if i, j := slices.Index(ran, "a@1.0.0"), slices.Index(ran, "a@1.1.0"); len(ran) != 3 || i < 0 || j < i || !slices.Contains(ran, "b@2.0.0") {
+		t.Errorf("versions ran %v; want a@1.0.0 before a@1.1.0, and b@2.0.0", ran)
+	}
+}
+
+// A lane that is running gets the versions by signal; no second one starts.
+func TestPackageUpdatesSignalsARunningLane(t *testing.T) {
+	env, f := newEnv(t)
+	f.checks = map[string]contract.PackageCheck{"run": {Name: "run", NewVersions: nv("1.0.0")}}
+	var signalled []string
+	f.laneSignal = func(id string, v contract.LaneVersions) error {
+		signalled = append(signalled, id+" "+v.Versions[0].Version)
+		return nil
+	}
+	started := 0
+	env.OnWorkflow(publish.PackageLane, mock.Anything, mock.Anything).Return(func(ctx workflow.Context, in contract.LaneInput) (*contract.LaneStats, error) {
+		started++
+		return nil, nil
+	}).Maybe()
+	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{Only: []string{"run"}})
+	st := updatesResult(t, env)
+	if want := []string{"publish-lane/run 1.0.0"}; !reflect.DeepEqual(signalled, want) || started != 0 || st.Queued != 1 {
+		t.Errorf("signalled %v, started %d lanes, stats %+v; want %v and none started", signalled, started, st, want)
 	}
 }
 
@@ -296,6 +199,7 @@ func TestPackageUpdatesOnlyAndPackages(t *testing.T) {
 			f.checks = map[string]contract.PackageCheck{"b": {Name: "b", NewVersions: nv("1.0.0")}}
 			children := &versionChildren{}
 			children.mock(env)
+			tt.in.Wait = true
 			env.ExecuteWorkflow(publish.PackageUpdates, tt.in)
 			st := updatesResult(t, env)
 			if f.listed != 0 {
@@ -327,7 +231,7 @@ func TestPackageUpdatesCheckBatches(t *testing.T) {
 	f.checks = map[string]contract.PackageCheck{"a": {Name: "a", NewVersions: nv("1.0.0")}, "e": {Name: "e", NewVersions: nv("1.0.0")}}
 	children := &versionChildren{}
 	children.mock(env)
-	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{CheckBatch: 2})
+	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{CheckBatch: 2, Wait: true})
 	st := updatesResult(t, env)
 	if got := checkedNames(f); !reflect.DeepEqual(got, [][]string{{"a", "b"}, {"c", "d"}, {"e"}}) {
 		t.Errorf("checked %v", got)
@@ -339,7 +243,7 @@ func TestPackageUpdatesCheckBatches(t *testing.T) {
 
 func TestPackageUpdatesEmptyCatalog(t *testing.T) {
 	env, f := newEnv(t)
-	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{})
+	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{Wait: true})
 	st := updatesResult(t, env)
 	if !reflect.DeepEqual(st, contract.UpdatesStats{}) || len(f.checked) != 0 || f.listed != 1 {
 		t.Errorf("stats %+v, checks %v", st, f.checked)
@@ -378,9 +282,9 @@ func TestPackageUpdatesProgressQuery(t *testing.T) {
 			t.Error(err)
 		}
 	}, 30*time.Minute)
-	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{Only: []string{"a"}})
+	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{Only: []string{"a"}, Wait: true})
 	updatesResult(t, env)
-	want := contract.UpdatesStats{Packages: 1, Checked: 1, NewVersions: 2, Published: 1}
+	want := contract.UpdatesStats{Packages: 1, Checked: 1, NewVersions: 2, Queued: 2, Published: 1}
 	if !reflect.DeepEqual(mid, want) {
 		t.Errorf("progress %+v, want %+v", mid, want)
 	}
@@ -393,7 +297,7 @@ func TestPackageUpdatesContinuesAsNew(t *testing.T) {
 	children := &versionChildren{}
 	children.mock(env)
 	env.SetCurrentHistoryLength(20000) // over the built-in budget
-	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{CheckBatch: 2, MaxParallelVersions: 3})
+	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{CheckBatch: 2})
 	var can *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("workflow ended with %v, want continue-as-new", err)
@@ -405,13 +309,10 @@ func TestPackageUpdatesContinuesAsNew(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(next.Names, []string{"a", "b", "c", "d", "e"}) || next.Cursor != 2 {
-		t.Errorf("next names %v cursor %d", next.Names, next.Cursor)
+	if !reflect.DeepEqual(next.Names, []string{"a", "b", "c", "d", "e"}) || next.Cursor != 2 || next.CheckBatch != 2 {
+		t.Errorf("next names %v cursor %d batch %d", next.Names, next.Cursor, next.CheckBatch)
 	}
-	if next.CheckBatch != 2 || next.MaxParallelVersions != 3 {
-		t.Errorf("next settings %+v", next)
-	}
-	wantStats := contract.UpdatesStats{Packages: 5, Checked: 2, NewVersions: 1, Published: 1, Problems: []string{"b: gone"}}
+	wantStats := contract.UpdatesStats{Packages: 5, Checked: 2, NewVersions: 1, Queued: 1, Problems: []string{"b: gone"}}
 	if !reflect.DeepEqual(next.Stats, wantStats) {
 		t.Errorf("next stats %+v, want %+v", next.Stats, wantStats)
 	}
@@ -433,9 +334,36 @@ func TestPackageUpdatesContinuesAsNew(t *testing.T) {
 	if got := checkedNames(f2); !reflect.DeepEqual(got, [][]string{{"c", "d"}, {"e"}}) {
 		t.Errorf("continued run checked %v", got)
 	}
-	wantStats = contract.UpdatesStats{Packages: 5, Checked: 5, NewVersions: 2, Published: 2, Problems: []string{"b: gone"}}
+	wantStats = contract.UpdatesStats{Packages: 5, Checked: 5, NewVersions: 2, Queued: 2, Problems: []string{"b: gone"}}
 	if !reflect.DeepEqual(st, wantStats) {
 		t.Errorf("final stats %+v, want %+v", st, wantStats)
+	}
+}
+
+// A waiting check that continues as new counts the outcomes already
+// delivered to it, and waits in the next run for the rest.
+func TestPackageUpdatesWaitingContinuesAsNew(t *testing.T) {
+	env, f := newEnv(t)
+	f.checks = map[string]contract.PackageCheck{"a": {Name: "a", NewVersions: nv("1.0.0", "2.0.0")}}
+	children := &versionChildren{duration: func(ref contract.VersionRef) time.Duration {
+		if ref.Version == "1.0.0" {
+			return time.Minute
+		}
+		return time.Hour
+	}}
+	children.mock(env)
+	env.RegisterDelayedCallback(func() { env.SetCurrentHistoryLength(20000) }, 30*time.Second)
+	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{Only: []string{"a"}, Wait: true})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow ended with %v, want continue-as-new", err)
+	}
+	var next contract.UpdatesInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Stats.Published != 1 || !reflect.DeepEqual(next.Awaiting, []string{"a@2.0.0"}) || !next.Wait {
+		t.Errorf("next run: stats %+v awaiting %v wait %v; want 1.0.0 counted and 2.0.0 awaited", next.Stats, next.Awaiting, next.Wait)
 	}
 }
 

@@ -35,6 +35,7 @@ const (
 // Workflow types.
 const (
 	PackageUpdatesWorkflow = "PackageUpdates"
+	PackageLaneWorkflow    = "PackageLane"
 	PublishVersionWorkflow = "PublishVersion"
 	ProcessBatchWorkflow   = "ProcessBatch"
 )
@@ -54,9 +55,14 @@ const (
 const (
 	// BatchDoneSignal is what a batch child sends its version when it ends.
 	BatchDoneSignal = "batch-done"
-	// ProgressQuery answers UpdatesStats (PackageUpdates) or
-	// PublishProgress (PublishVersion).
+	// ProgressQuery answers UpdatesStats (PackageUpdates), PublishProgress
+	// (PublishVersion) or LaneProgress (PackageLane).
 	ProgressQuery = "progress"
+	// LaneVersionsSignal adds versions (LaneVersions) to a package's lane.
+	LaneVersionsSignal = "versions"
+	// VersionDoneSignal is what a lane sends a check that waits (ReplyTo)
+	// when one of its versions ends (a VersionOutcome).
+	VersionDoneSignal = "version-done"
 )
 
 // Search attributes every run is findable by in the Web UI.
@@ -82,6 +88,11 @@ func PublishID(name, version string) string { return "publish/" + name + "@" + v
 func BatchID(name, version string, batch int) string {
 	return PublishID(name, version) + "/batch-" + strconv.Itoa(batch)
 }
+
+// LaneID is the workflow ID of a package's lane, the one place where the
+// package's versions wait their turn once the check that found them has
+// moved on.
+func LaneID(name string) string { return "publish-lane/" + name }
 
 // PackageUpdatesID is the workflow ID the publish starter gives a check of
 // one package.

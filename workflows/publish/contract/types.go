@@ -18,12 +18,21 @@ type UpdatesInput struct {
 	Packages []catalog.Package `json:"packages,omitempty"`
 	// CheckBatch is how many packages one check activity handles.
 	CheckBatch int `json:"checkBatch,omitempty"`
-	// MaxParallelVersions bounds versions publishing at once (one per package).
+	// MaxParallelVersions bounded versions publishing at once when a check
+	// waited for them. Checks now hand versions to their packages' lanes and
+	// move on; only runs started before that (GetVersion "version-lanes")
+	// still read it.
 	MaxParallelVersions int `json:"maxParallelVersions,omitempty"`
+	// Wait makes the check wait until every version it handed to a lane has
+	// ended, and count how (the publish starter waits; the Schedule does not).
+	Wait bool `json:"wait,omitempty"`
 
 	Names  []string     `json:"names,omitempty"`
 	Cursor int          `json:"cursor,omitempty"`
 	Stats  UpdatesStats `json:"stats"`
+	// Awaiting are the versions (name@version) a waiting check has handed to
+	// lanes and has no outcome for yet.
+	Awaiting []string `json:"awaiting,omitempty"`
 }
 
 // UpdatesStats is what a check found and did.
@@ -32,6 +41,7 @@ type UpdatesStats struct {
 	Checked          int      `json:"checked"`
 	NotModified      int      `json:"notModified"`
 	NewVersions      int      `json:"newVersions"`
+	Queued           int      `json:"queued,omitempty"` // handed to their packages' lanes
 	Published        int      `json:"published"`
 	AlreadyPublished int      `json:"alreadyPublished"`
 	InProgress       int      `json:"inProgress"`
