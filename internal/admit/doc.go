@@ -42,7 +42,9 @@
 // source's current design), EvenSplit and Adaptive (its two older ones), on
 // any Counter — MemoryCounter here, Redis in the gate. Fallback combines
 // two (counters, falling back to the even split while the counter store is
-// unreachable).
+// unreachable). BorrowingCounters is SharedCounters plus a fix the
+// simulator measured: late in a minute it lends a data center's unused
+// share to the others, for when traffic moves between data centers.
 //
 // # Between minutes
 //

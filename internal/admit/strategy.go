@@ -40,6 +40,8 @@ type SlotRequest struct {
 //   - Adaptive: like EvenSplit, but divides by gates × utilization^curveFactor
 //     (never less than one gate), so each gate gets more while the room is far
 //     from its limits — and a spike after a quiet spell overshoots.
+//   - BorrowingCounters: SharedCounters that also lend a data center's
+//     unused share to the others as the minute runs out (borrow.go).
 //
 // A strategy looks in the visitor's data center scope first, then Anywhere,
 // and says which scope the slot came from.
