@@ -7,7 +7,7 @@ TOOLS := $(CURDIR)/.tools/bin
 TEMPORAL_CLI_MODULE  := github.com/temporalio/cli/cmd/temporal@v1.5.1
 MINIO_MODULE         := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
 
-.PHONY: run test test-short bench build tools browser clean
+.PHONY: run test test-short bench fuzz build tools browser clean
 
 run: tools build ## the whole system in the foreground (Ctrl-C stops it)
 	./bin/devstack
@@ -21,6 +21,15 @@ test-short: ## skips the tests that need the Temporal dev server
 
 bench: tools ## every benchmark, with a summary table
 	$(GO) run ./cmd/benchtable
+
+FUZZTIME ?= 30s
+fuzz: ## every fuzz test of the project, FUZZTIME each (default 30s)
+	@for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for fn in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+			echo ">> $$dir $$fn"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$dir || exit 1; \
+		done; \
+	done
 
 # Every worker pool (workers/<queue>) and every other binary (cmd/<name>),
 # named after its folder: `make run` starts bin/<queue> for each task queue.

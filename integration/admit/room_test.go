@@ -29,7 +29,7 @@ func startWorker(t *testing.T) (stop func()) {
 	t.Helper()
 	testenv.Require(t, env)
 	w := worker.New(env.Client, contract.TaskQueue, worker.Options{})
-	roomwf.Register(w)
+	registerRoom(w)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +43,8 @@ func startWorker(t *testing.T) (stop func()) {
 	t.Cleanup(stop)
 	return stop
 }
+
+func registerRoom(w worker.Worker) { roomwf.Register(w) }
 
 // waitFor polls the room's snapshot until ok holds, failing at the deadline.
 func waitFor(t *testing.T, rc roomclient.Client, room string, within time.Duration, what string, ok func(engine.Snapshot) bool) engine.Snapshot {

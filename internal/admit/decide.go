@@ -15,7 +15,7 @@ const (
 	Queue    Outcome = "queue"    // the waiting room page, with the room's queueing status code
 	Prequeue Outcome = "prequeue" // an event's pre-queue page
 	Closed   Outcome = "closed"   // queueing_method reject: the closed page
-	Bypass   Outcome = "bypass"   // the room is suspended: to the origin, untouched and uncounted
+	Bypass   Outcome = "bypass"   // the room is suspended or deleted: to the origin, untouched and uncounted
 )
 
 // ToOrigin reports whether the request goes on to the origin.
@@ -101,8 +101,8 @@ func Decide(ctx context.Context, in Input) (Decision, error) {
 	s := snap.Settings
 	length := snap.MinuteLength()
 	minute := MinuteOf(now, length)
-	if snap.Status == StatusSuspended || s.Suspended {
-		return Decision{Outcome: Bypass}, nil
+	if snap.Status == StatusSuspended || snap.Status == StatusDeleted || s.Suspended {
+		return Decision{Outcome: Bypass}, nil // the room is off (or gone): the origin as if there were none
 	}
 	if t.SessionValid(now, s.SessionDuration, length, s.DisableSessionRenewal) {
 		if s.QueueingMethod == Reject {

@@ -135,6 +135,10 @@ func TestStaleSnapshot(t *testing.T) {
 	if short.MaxAge() != 90*time.Second {
 		t.Errorf("max age %s", short.MaxAge())
 	}
+	gone := &Snapshot{Room: "shop", Status: StatusDeleted, PublishedAt: late}
+	if d := decideAt(t, gone, late, nil); d.Outcome != Bypass || d.SetTicket {
+		t.Errorf("deleted room: %+v", d)
+	}
 	if d, _ := Decide(context.Background(), Input{Now: late}); d.Outcome != Queue || d.Reason != ReasonNoSnapshot {
 		t.Errorf("no snapshot: %+v", d)
 	}

@@ -414,3 +414,25 @@ func arrivalsAt(sec int) int {
 	s := sec % 60
 	return (s+1)*95/60 - s*95/60
 }
+
+// Pools kept alive only by what stale gates might still spend die out: a
+// room whose queued buckets are abandoned minute after minute does not pile
+// up pools.
+func TestCarriedPoolsDieOut(t *testing.T) {
+	r, err := NewRoom(Settings{Name: "shop", TotalActiveUsers: 1000, NewUsersPerMinute: 100}, 60, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	for range 40 {
+		m := MinuteOf(now, time.Minute)
+		if err := r.AddReport(Report{Room: "shop", DataCenter: "ams", Gate: "ams-1", Minute: m, Seq: 1, Queued: []MinuteCount{{Minute: m, Count: 30}}}, now); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Minute)
+		r.Advance(now.Add(5 * time.Second))
+	}
+	if n := len(r.Snapshot.Pools); n > 6 {
+		t.Fatalf("%d pools after 40 minutes of abandoned buckets: %+v", n, r.Snapshot.Pools)
+	}
+}
