@@ -2,6 +2,7 @@ package admit
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -97,4 +98,42 @@ func (c *MemoryCounter) forgetExpired() {
 			delete(c.counts, k)
 		}
 	}
+}
+
+// ScopeStores is a Counter that keeps the Anywhere scope's counters in one
+// store and every other scope's in another, for strategies that take one
+// store: a gate gives SharedCounters its data center's store (shared by the
+// data center's gates) for the data center scopes and the Anywhere store
+// (shared by every gate of the room) for the Anywhere scope, as source
+// document 000's Anywhere counter is one for all data centers. Keys it
+// cannot read a scope from (not made by CounterKey) go to DataCenter.
+type ScopeStores struct{ DataCenter, Anywhere Counter }
+
+// TakeBelow implements Counter.
+func (s ScopeStores) TakeBelow(ctx context.Context, key string, limit int64, expireAt time.Time) (bool, error) {
+	return s.storeOf(key).TakeBelow(ctx, key, limit, expireAt)
+}
+
+// Load implements Counter.
+func (s ScopeStores) Load(ctx context.Context, key string) (int64, error) {
+	return s.storeOf(key).Load(ctx, key)
+}
+
+func (s ScopeStores) storeOf(key string) Counter {
+	if CounterScope(key) == Anywhere {
+		return s.Anywhere
+	}
+	return s.DataCenter
+}
+
+// CounterScope reads the scope from a key CounterKey made (with or without a
+// strategy's per-gate suffix); "" if key is not one.
+func CounterScope(key string) string {
+	// admit/<room>/<minute>/<pool>/<scope>[/gate=<id>]: room names, pools
+	// and scopes hold no slash (ValidName, ValidLabel, Anywhere).
+	parts := strings.SplitN(key, "/", 6)
+	if len(parts) < 5 || parts[0] != "admit" {
+		return ""
+	}
+	return parts[4]
 }

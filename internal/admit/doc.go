@@ -40,7 +40,8 @@
 //
 // Decide needs a Strategy, which holds the counters: SharedCounters (the
 // source's current design), EvenSplit and Adaptive (its two older ones), on
-// any Counter — MemoryCounter here, Redis in the gate. Fallback combines
+// any Counter — MemoryCounter here, Redis in the gate (ScopeStores keeps the
+// Anywhere scope on a store all data centers share). Fallback combines
 // two (counters, falling back to the even split while the counter store is
 // unreachable). BorrowingCounters is SharedCounters plus a fix the
 // simulator measured: late in a minute it lends a data center's unused
