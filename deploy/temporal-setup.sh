@@ -11,8 +11,9 @@ set -eu
 address=${TEMPORAL_ADDRESS:-temporal:7233}
 namespace=${TEMPORAL_NAMESPACE:-default}
 
-# NAME=TYPE pairs; deploy/compose_test.go checks this line against
-# internal/devstack.SearchAttributes, the list the dev server registers.
+# NAME=TYPE pairs; deploy/compose_test.go checks this line against the
+# products' contracts (internal/devstack.Products), which the dev server
+# registers too.
 SEARCH_ATTRIBUTES="Package=Keyword Version=Keyword MigrationJob=Keyword Room=Keyword"
 
 tcli() { temporal "$@" --address "$address" --namespace "$namespace"; }

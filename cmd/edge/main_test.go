@@ -48,8 +48,8 @@ func TestRunServesHealthAndShutsDownGracefully(t *testing.T) {
 		base = "http://" + addr
 	case err := <-done:
 		t.Fatalf("run ended before listening: %v\n%s", err, logs)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("not listening after 10s\n%s", logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("not listening after 60s\n%s", logs)
 	}
 
 	resp, err := http.Get(base + "/healthz")

@@ -19,23 +19,6 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
-// eventually polls check until it reports done, failing the test with its
-// last word after the deadline: for what becomes true some time later.
-func eventually(t *testing.T, within time.Duration, what string, check func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, last := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s (%s)", what, within, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // listed reports the versions the package document lists.
 func listed(name string) []string {
 	var doc metadata.Package

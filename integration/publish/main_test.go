@@ -107,6 +107,23 @@ func versionStart(name, version string) client.StartWorkflowOptions {
 	}
 }
 
+// eventually polls check until it reports done, failing the test with its
+// last word after the deadline: for what becomes true some time later.
+func eventually(t testing.TB, within time.Duration, what string, check func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, last := check()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s (%s)", what, within, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)

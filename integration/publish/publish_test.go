@@ -287,17 +287,10 @@ func TestPublishEndToEnd(t *testing.T) {
 
 	// Every run is findable by its package and version.
 	query := `Package = "demo" AND Version = "1.1.0" AND WorkflowType = "PublishVersion"`
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually(t, 30*time.Second, "a completed run found by "+query, func() (bool, string) {
 		resp, err := env.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
-		if err == nil && len(resp.Executions) == 1 && resp.Executions[0].Status == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no completed run found by %q: %v %v", query, resp, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err == nil && len(resp.Executions) == 1 && resp.Executions[0].Status == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, fmt.Sprint(resp, err)
+	})
 }
 
 // TestPublishManyBatchesContinuesAsNew publishes a version split into one
@@ -337,23 +330,17 @@ func TestPublishManyBatchesContinuesAsNew(t *testing.T) {
 	}
 }
 
+// firstRunID is the run a chain of continue-as-new began with, read from
+// the execution itself, not from visibility (which lags behind).
 func firstRunID(t *testing.T, workflowID string) string {
 	t.Helper()
-	resp, err := env.Client.ListWorkflow(testContext(t), &workflowservice.ListWorkflowExecutionsRequest{
-		Query: fmt.Sprintf(`WorkflowId = %q`, workflowID),
-	})
+	d, err := env.Client.DescribeWorkflowExecution(testContext(t), workflowID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first string
-	var firstStart time.Time
-	for _, e := range resp.Executions {
-		if first == "" || e.StartTime.AsTime().Before(firstStart) {
-			first, firstStart = e.Execution.RunId, e.StartTime.AsTime()
-		}
-	}
+	first := d.GetWorkflowExecutionInfo().GetFirstRunId()
 	if first == "" {
-		t.Fatalf("no runs of %s", workflowID)
+		t.Fatalf("no first run ID for %s", workflowID)
 	}
 	return first
 }

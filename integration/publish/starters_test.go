@@ -3,12 +3,14 @@ package integration
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
@@ -128,18 +130,22 @@ func TestStarters(t *testing.T) {
 			t.Fatalf("schedule %v: exit %d %s", args, code, stderr)
 		}
 	}
-	out, _, code = runStarter(t, "schedule", "describe", "--id", "it-schedule", "--json")
-	var desc struct {
-		Paused bool     `json:"paused"`
-		Every  []string `json:"every"`
-	}
-	if code != 0 || json.Unmarshal([]byte(out), &desc) != nil || !desc.Paused || len(desc.Every) != 1 || desc.Every[0] != "1h0m0s" {
-		t.Errorf("schedule describe: exit %d, %q", code, out)
-	}
+	// A schedule's description catches up with a pause a moment later: wait
+	// for it instead of reading it once.
+	eventually(t, 30*time.Second, "schedule describe shows the pause", func() (bool, string) {
+		out, _, code := runStarter(t, "schedule", "describe", "--id", "it-schedule", "--json")
+		var desc struct {
+			Paused bool     `json:"paused"`
+			Every  []string `json:"every"`
+		}
+		ok := code == 0 && json.Unmarshal([]byte(out), &desc) == nil && desc.Paused && len(desc.Every) == 1 && desc.Every[0] == "1h0m0s"
+		return ok, fmt.Sprintf("exit %d, %q", code, out)
+	})
 	if _, _, code := runStarter(t, "schedule", "delete", "--id", "it-schedule"); code != 0 {
 		t.Errorf("schedule delete exited %d", code)
 	}
-	if _, _, code := runStarter(t, "schedule", "describe", "--id", "it-schedule"); code != 1 {
-		t.Errorf("describe of a deleted schedule exited %d, want 1", code)
-	}
+	eventually(t, 30*time.Second, "describe of a deleted schedule exits 1", func() (bool, string) {
+		_, stderr, code := runStarter(t, "schedule", "describe", "--id", "it-schedule")
+		return code == 1, fmt.Sprintf("exit %d, %s", code, stderr)
+	})
 }

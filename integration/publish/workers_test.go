@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,41 +31,42 @@ func TestWorkerProcessHealthAndGracefulStop(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	port, err := devstack.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	health := fmt.Sprintf("127.0.0.1:%d", port)
-	var logs strings.Builder
+	var logs syncBuffer
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),
 		"TEMPORAL_ADDRESS="+env.Temporal.HostPort, "S3_ENDPOINT="+env.MinIO.Endpoint,
 		"S3_ACCESS_KEY="+env.MinIO.AccessKey, "S3_SECRET_KEY="+env.MinIO.SecretKey,
 		"BUCKET_FILES="+buckets.Files, "BUCKET_MIRROR="+buckets.Mirror, "BUCKET_META="+buckets.Meta,
 		"BUCKET_MIRROR_META="+buckets.MirrorMeta, "BUCKET_INCOMING="+buckets.Incoming,
-		"HEALTH_ADDR="+health, "TASK_QUEUE=it-health-check")
+		// Port 0: the worker binds a free port itself and logs it, so no
+		// other process can take it between choosing and binding.
+		"HEALTH_ADDR=127.0.0.1:0", "TASK_QUEUE=it-health-check")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
 
+	var health string
+	healthAddr := regexp.MustCompile(`msg="worker started".* health=(127\.0\.0\.1:\d+)`)
+	eventually(t, 30*time.Second, "the worker logs its health address", func() (bool, string) {
+		if m := healthAddr.FindStringSubmatch(logs.String()); m != nil {
+			health = m[1]
+			return true, ""
+		}
+		return false, logs.String()
+	})
 	var status map[string]any
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually(t, 30*time.Second, "the worker is healthy", func() (bool, string) {
 		resp, err := http.Get("http://" + health + "/healthz")
-		if err == nil {
-			json.NewDecoder(resp.Body).Decode(&status)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker never healthy: %v %v\n%s", status, err, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		defer resp.Body.Close()
+		status = nil
+		json.NewDecoder(resp.Body).Decode(&status)
+		return resp.StatusCode == http.StatusOK, fmt.Sprint(status, "\n", logs.String())
+	})
 	if status["temporal"] != "ok" || status["taskQueue"] != "it-health-check" {
 		t.Errorf("health: %v", status)
 	}
@@ -84,4 +87,22 @@ func TestWorkerProcessHealthAndGracefulStop(t *testing.T) {
 	if !strings.Contains(logs.String(), "stopped") {
 		t.Errorf("no stop in the worker's log:\n%s", logs.String())
 	}
+}
+
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -92,11 +92,13 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 	}
 
 	var ready atomic.Bool
+	health := "off"
 	if o.HealthAddr != "" {
 		ln, err := net.Listen("tcp", o.HealthAddr)
 		if err != nil {
 			return fmt.Errorf("health endpoint %s: %w", o.HealthAddr, err)
 		}
+		health = ln.Addr().String() // the port chosen, for HEALTH_ADDR=host:0
 		srv := &http.Server{Handler: healthHandler(c, o.TaskQueue, &ready), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
@@ -111,7 +113,7 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 	}
 	ready.Store(true)
 	log.Info("worker started", "taskQueue", o.TaskQueue, "alsoServing", o.AlsoServe, "temporal", o.Temporal.HostPort,
-		"namespace", o.Temporal.Namespace, "maxActivities", o.MaxActivities, "health", o.HealthAddr)
+		"namespace", o.Temporal.Namespace, "maxActivities", o.MaxActivities, "health", health)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	select {

@@ -328,10 +328,10 @@ func TestStaleMetadataIsServedWhilePrimaryIsDown(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
+			t.Fatal("condition not met within 60s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
