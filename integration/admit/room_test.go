@@ -110,7 +110,7 @@ func TestSnapshotFollowsTraffic(t *testing.T) {
 	if _, err := rc.Create(ctx, s, roomclient.CreateOptions{MinuteSeconds: int(minute / time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	first := waitFor(t, rc, s.Name, 10*time.Second, "first snapshot", func(engine.Snapshot) bool { return true })
+	first := waitFor(t, rc, s.Name, time.Minute, "first snapshot", func(engine.Snapshot) bool { return true })
 	if first.SlotsAvailable != 20 || first.Status != engine.StatusNotQueueing {
 		t.Fatalf("a new room publishes at once, admitting: %s", first.String())
 	}
@@ -203,7 +203,7 @@ func TestReportsSurviveWorkerOutage(t *testing.T) {
 	if _, err := rc.Create(ctx, s, roomclient.CreateOptions{MinuteSeconds: int(minute / time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, rc, s.Name, 10*time.Second, "first snapshot", func(engine.Snapshot) bool { return true })
+	waitFor(t, rc, s.Name, time.Minute, "first snapshot", func(engine.Snapshot) bool { return true })
 	stop()
 	// Two minutes of reports while the room's worker is gone.
 	m := engine.MinuteOf(time.Now(), minute)
