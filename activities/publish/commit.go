@@ -130,8 +130,7 @@ func (a *Publish) updateSearchIndex(ctx context.Context, name string) error {
 			case !errors.Is(err, objectstore.ErrNotFound):
 				return false, err
 			}
-			ix.Upsert(metadata.EntryOf(&p, latest), a.now())
-			return true, nil
+			return ix.Put(&p, latest, a.now()), nil
 		})
 	return err
 }

@@ -13,8 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -52,15 +50,11 @@ func main() {
 	}
 	var pkg *catalog.Package
 	if *catalogDir != "" {
-		p, err := catalog.LoadFile(filepath.Join(*catalogDir, strings.ToLower((*name)[:1]), *name+".json"))
+		// Found by its name field, as the workers' catalog is read; only
+		// errors stop it (catalog validate shows the warnings).
+		p, err := catalog.Find(*catalogDir, *name)
 		if err != nil {
 			cli.Exit(cli.ExitUsage, "publish: %v", err)
-		}
-		if problems := catalog.ValidatePackage(p); len(problems) > 0 {
-			for _, pr := range problems {
-				fmt.Fprintln(os.Stderr, pr.String())
-			}
-			cli.Exit(cli.ExitUsage, "publish: %s is invalid (%d problems)", *name, len(problems))
 		}
 		pkg = &p
 	}

@@ -12,25 +12,27 @@ import (
 	"github.com/edgeflow/edgeflow/internal/textdist"
 )
 
-// decodeFile decodes one catalog file as far as it can and returns the
-// problems that make it not strictly a Package: invalid JSON (then nothing
-// else is checked), fields the format does not have, repeated fields and
-// values of the wrong type. Every such problem is reported, not just the
-// first, and the returned Package holds every field that did decode.
-// mistyped lists the field paths whose values had the wrong type.
-func decodeFile(data []byte) (p Package, problems []Problem, mistyped []string) {
+// decodeFile decodes one catalog file as far as it can and returns what is
+// wrong with its shape: invalid JSON (then nothing else is checked) and
+// values of the wrong type are errors, as they are for cdnjs; fields the
+// format does not have and repeated fields are warnings (ignored, and the
+// last value counts, as every JSON parser reads it). Every problem is
+// reported, not just the first, and the returned Package holds every field
+// that did decode. mistyped lists the field paths whose values had the
+// wrong type; present lists the top-level members the file has.
+func decodeFile(data []byte) (p Package, problems []Problem, mistyped []string, present map[string]bool) {
 	// A syntax error ends the check. Any other error is a type mismatch:
 	// Unmarshal still fills every field it can, and the shape walk below
 	// reports all mismatches, not only the first one Unmarshal returns.
 	var syntaxErr *json.SyntaxError
 	if err := json.Unmarshal(data, &p); errors.As(err, &syntaxErr) {
 		line, col := syntaxErrorPosition(data, syntaxErr)
-		return Package{}, []Problem{{Reason: fmt.Sprintf("invalid JSON at line %d:%d: %s", line, col, syntaxErr)}}, nil
+		return Package{}, []Problem{{Reason: fmt.Sprintf("invalid JSON at line %d:%d: %s", line, col, syntaxErr)}}, nil, nil
 	}
-	w := shapeWalker{dec: json.NewDecoder(bytes.NewReader(data))}
+	w := shapeWalker{dec: json.NewDecoder(bytes.NewReader(data)), present: map[string]bool{}}
 	w.dec.UseNumber()
 	w.value(reflect.TypeFor[Package](), "")
-	return p, w.problems, w.mistyped
+	return p, w.problems, w.mistyped, w.present
 }
 
 // syntaxErrorPosition is the 1-based line and character column of a JSON
@@ -54,10 +56,15 @@ type shapeWalker struct {
 	dec      *json.Decoder
 	problems []Problem
 	mistyped []string
+	present  map[string]bool // top-level members seen
 }
 
 func (w *shapeWalker) add(field, format string, args ...any) {
 	w.problems = append(w.problems, Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (w *shapeWalker) warn(field, format string, args ...any) {
+	w.problems = append(w.problems, Problem{Field: field, Reason: fmt.Sprintf(format, args...), Severity: Warning})
 }
 
 // addMistyped records a value of the wrong type at field.
@@ -131,16 +138,19 @@ func (w *shapeWalker) object(t reflect.Type, path string) {
 		switch {
 		case !known:
 			if suggestion := closestField(fields, key); suggestion != "" {
-				w.add(fieldPath, "unknown field (did you mean %q?)", suggestion)
+				w.warn(fieldPath, "unknown field, ignored (did you mean %q?)", suggestion)
 			} else {
-				w.add(fieldPath, "unknown field")
+				w.warn(fieldPath, "unknown field, ignored")
 			}
 			w.skipValue()
 			continue
 		case seen[key]:
-			w.add(fieldPath, "repeated field; only the last value counts")
+			w.warn(fieldPath, "repeated field; the last value counts, as JSON parsers read it")
 		}
 		seen[key] = true
+		if path == "" {
+			w.present[key] = true
+		}
 		w.value(field.Type, fieldPath)
 	}
 	w.dec.Token() // '}'
@@ -242,12 +252,18 @@ func joinPath(path, key string) string {
 	return path + "." + key
 }
 
-// strictDecodeError joins decode problems into one error for LoadFile.
-func strictDecodeError(file string, problems []Problem) error {
-	errs := make([]error, len(problems))
-	for i, p := range problems {
-		p.File = file
-		errs[i] = errors.New(p.String())
+// errorsOf joins the error-severity problems into one error, nil when
+// there are none; warnings do not stop a load.
+func errorsOf(file string, problems []Problem) error {
+	var errs []error
+	for _, p := range problems {
+		if p.Severity == Warning {
+			continue
+		}
+		if file != "" {
+			p.File = file
+		}
+		errs = append(errs, errors.New(p.String()))
 	}
 	return errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // FilePath is where the entry of library name belongs under catalog dir:
@@ -24,83 +25,61 @@ func folderFor(name string) string {
 	return strings.ToLower(name[:1])
 }
 
-// LoadFile reads one catalog file strictly: invalid JSON, unknown or
-// repeated fields and values of the wrong type are errors (all of them
-// joined, each naming the file and field). It does not validate the
-// package's content; see ValidatePackage.
+// LoadFile reads one catalog file. Invalid JSON, values of the wrong type
+// and content that cdnjs would refuse are errors (all of them joined, each
+// naming the file and field); warnings do not stop it. Use Validate to see
+// the warnings.
 func LoadFile(path string) (Package, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Package{}, fmt.Errorf("reading catalog file: %w", err)
+	e := readEntry(path)
+	if err := errorsOf(path, e.problems); err != nil {
+		return Package{}, err
 	}
-	p, problems, _ := decodeFile(data)
-	if len(problems) > 0 {
-		return Package{}, strictDecodeError(path, problems)
-	}
-	return p, nil
+	return e.pkg, nil
 }
 
-// Load reads every catalog file <dir>/<folder>/<name>.json and returns the
-// packages sorted by name. A file that cannot be read strictly is left out
-// and its error joined into the returned error, so one broken entry does not
-// hide the rest; callers that need all or nothing check the error. Files
-// elsewhere in the tree are not loaded; Validate reports them.
+// Load reads the catalog: every <dir>/<folder>/<name>.json. A library is
+// known by its name field; where several files name the same library, the
+// one Validate says wins is loaded. An entry with errors is left out and its
+// errors joined into the returned error, so one broken entry does not hide
+// the rest; callers that need all or nothing check the error. The packages
+// are sorted by name and include the libraries kept without autoupdate.
 func Load(dir string) ([]Package, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("loading catalog: %w", err)
-	}
-	paths, err := filepath.Glob(filepath.Join(dir, "*", "*.json"))
+	c, err := scan(dir)
 	if err != nil {
-		return nil, fmt.Errorf("loading catalog %s: %w", dir, err)
+		return nil, err
 	}
 	var packages []Package
 	var errs []error
-	for _, path := range paths {
-		if isHidden(path, dir) {
-			continue
-		}
-		p, err := LoadFile(path)
-		if err != nil {
+	for _, e := range c.entries {
+		if err := errorsOf(e.path, e.problems); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		packages = append(packages, p)
+		if c.winner[e.pkg.Name] == e {
+			packages = append(packages, e.pkg)
+		}
 	}
 	slices.SortFunc(packages, func(a, b Package) int { return strings.Compare(a.Name, b.Name) })
 	return packages, errors.Join(errs...)
 }
 
-// isHidden reports whether path, below dir, has a component starting with
-// '.' (editor and VCS files are not catalog entries).
-func isHidden(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	if err != nil {
-		return false
-	}
-	for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
-		if strings.HasPrefix(part, ".") && part != "." {
-			return true
-		}
-	}
-	return false
-}
-
-// Names lists the names of the catalog's entries, sorted, from their file
-// names (<dir>/<folder>/<name>.json; hidden files skipped) without reading
-// them. An entry that does not load is still listed, so that the check
-// which loads it reports what is wrong with it instead of it vanishing.
+// Names lists, sorted, the libraries an update check looks at: every
+// loadable library with an autoupdate block, by its name field, and every
+// entry that does not load, by its file name, so that the check which
+// loads it reports what is wrong instead of it vanishing. Libraries kept
+// without autoupdate are not listed: they are never updated.
 func Names(dir string) ([]string, error) {
-	if _, err := os.Stat(dir); err != nil {
+	c, err := scan(dir)
+	if err != nil {
 		return nil, fmt.Errorf("listing catalog: %w", err)
 	}
-	paths, err := filepath.Glob(filepath.Join(dir, "*", "*.json"))
-	if err != nil {
-		return nil, fmt.Errorf("listing catalog %s: %w", dir, err)
-	}
 	var names []string
-	for _, path := range paths {
-		if !isHidden(path, dir) {
-			names = append(names, strings.TrimSuffix(filepath.Base(path), ".json"))
+	for _, e := range c.entries {
+		switch {
+		case errorsOf(e.path, e.problems) != nil:
+			names = append(names, e.base)
+		case c.winner[e.pkg.Name] == e && e.pkg.Updatable():
+			names = append(names, e.pkg.Name)
 		}
 	}
 	slices.Sort(names)
@@ -108,31 +87,94 @@ func Names(dir string) ([]string, error) {
 }
 
 // Find loads the entry of library name from catalog dir and checks it with
-// ValidatePackage; every problem is in the error. The name is checked first:
-// it becomes a path.
+// ValidatePackage; every error is in the error. The entry is looked for at
+// its own place (<folder>/<name>.json) first, then, for entries filed
+// under another name, in the whole catalog. The name is checked first: it
+// becomes a path.
 func Find(dir, name string) (Package, error) {
 	if !namePattern.MatchString(name) || name == "." || name == ".." {
 		return Package{}, fmt.Errorf("package name %q is not valid", name)
 	}
-	p, err := LoadFile(FilePath(dir, name))
+	path := FilePath(dir, name)
+	e := readEntry(path)
+	switch {
+	case e.readErr != nil && !errors.Is(e.readErr, os.ErrNotExist):
+		return Package{}, errorsOf(path, e.problems)
+	case e.readErr == nil && (e.pkg.Name == name || errorsOf(path, e.problems) != nil):
+		// At its own place the entry wins every duplicate (see Validate).
+		if err := errorsOf(path, e.problems); err != nil {
+			return Package{}, err
+		}
+		return checked(e.pkg)
+	}
+	p, err := findElsewhere(dir, name)
 	if err != nil {
 		return Package{}, err
 	}
+	return checked(p)
+}
+
+func checked(p Package) (Package, error) {
 	if err := Check(p); err != nil {
 		return Package{}, err
 	}
 	return p, nil
 }
 
-// Check returns ValidatePackage's problems as one error, nil when there are none.
-func Check(p Package) error {
-	problems := ValidatePackage(p)
-	if len(problems) == 0 {
-		return nil
+// elsewhere caches, per catalog folder, where the libraries filed under
+// another name live, so an update check does not rescan the catalog for
+// each of them. A stale answer is noticed (the file no longer names the
+// library) and the folder rescanned.
+var elsewhere struct {
+	sync.Mutex
+	paths map[string]map[string]string // dir → name → winning file
+}
+
+func findElsewhere(dir, name string) (Package, error) {
+	elsewhere.Lock()
+	defer elsewhere.Unlock()
+	for attempt := 0; attempt < 2; attempt++ {
+		index := elsewhere.paths[dir]
+		if index == nil || attempt > 0 {
+			c, err := scan(dir)
+			if err != nil {
+				return Package{}, err
+			}
+			index = map[string]string{}
+			for n, e := range c.winner {
+				index[n] = e.path
+			}
+			if elsewhere.paths == nil {
+				elsewhere.paths = map[string]map[string]string{}
+			}
+			elsewhere.paths[dir] = index
+		}
+		path, ok := index[name]
+		if !ok {
+			continue
+		}
+		e := readEntry(path)
+		if e.readErr == nil && e.pkg.Name == name {
+			if err := errorsOf(path, e.problems); err != nil {
+				return Package{}, err
+			}
+			return e.pkg, nil
+		}
 	}
-	msgs := make([]string, len(problems))
-	for i, pr := range problems {
-		msgs[i] = pr.String()
+	return Package{}, fmt.Errorf("no library named %q in catalog %s", name, dir)
+}
+
+// Check returns ValidatePackage's errors as one error, nil when there are
+// none; warnings do not fail it.
+func Check(p Package) error {
+	var msgs []string
+	for _, pr := range ValidatePackage(p) {
+		if !pr.IsWarning() {
+			msgs = append(msgs, pr.String())
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
 	}
 	return errors.New("invalid package: " + strings.Join(msgs, "; "))
 }

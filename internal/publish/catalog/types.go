@@ -10,22 +10,29 @@ import (
 
 // Package is one library's catalog entry, field for field the cdnjs format.
 type Package struct {
-	Name         string        `json:"name"`
-	Description  string        `json:"description,omitempty"`
-	Keywords     []string      `json:"keywords,omitempty"`
-	License      string        `json:"license,omitempty"`
-	Homepage     string        `json:"homepage,omitempty"`
-	Repository   *Repository   `json:"repository,omitempty"`
-	Authors      []Author      `json:"authors,omitempty"`
-	Filename     string        `json:"filename,omitempty"`
-	Autoupdate   Autoupdate    `json:"autoupdate"`
+	Name        string      `json:"name"`
+	Description string      `json:"description,omitempty"`
+	Keywords    []string    `json:"keywords,omitempty"`
+	License     string      `json:"license,omitempty"`
+	Homepage    string      `json:"homepage,omitempty"`
+	Repository  *Repository `json:"repository,omitempty"`
+	Authors     []Author    `json:"authors,omitempty"`
+	Filename    string      `json:"filename,omitempty"`
+	// Autoupdate is zero for a library cdnjs keeps but never updates: its
+	// entry loads and its published versions stay served.
+	Autoupdate   Autoupdate    `json:"autoupdate,omitzero"`
 	Optimization *Optimization `json:"optimization,omitempty"`
 }
 
+// Updatable reports whether the library has an autoupdate block: one
+// without is kept in the catalog and never checked for new versions.
+func (p *Package) Updatable() bool { return !p.Autoupdate.IsZero() }
+
 // Repository is where the library's source lives.
 type Repository struct {
-	Type string `json:"type,omitempty"`
-	URL  string `json:"url,omitempty"`
+	Type      string `json:"type,omitempty"`
+	URL       string `json:"url,omitempty"`
+	Directory string `json:"directory,omitempty"`
 }
 
 // Author credits one author of the library.
@@ -47,6 +54,15 @@ type Autoupdate struct {
 	Target         string         `json:"target"`
 	FileMap        []FileMapEntry `json:"fileMap,omitempty"`
 	IgnoreVersions []string       `json:"ignoreVersions,omitempty"`
+	// ExcludeFromSearch keeps the library out of the search index (cdnjs
+	// sets it on font families published as hundreds of near-identical
+	// libraries); its files and API entry are served as usual.
+	ExcludeFromSearch bool `json:"excludeFromSearch,omitempty"`
+}
+
+// IsZero reports an absent autoupdate block.
+func (a Autoupdate) IsZero() bool {
+	return a.Source == "" && a.Target == "" && a.FileMap == nil && a.IgnoreVersions == nil && !a.ExcludeFromSearch
 }
 
 // FileMapEntry selects files under BasePath by glob; BasePath is stripped from
@@ -56,10 +72,14 @@ type FileMapEntry struct {
 	Files    []string `json:"files"`
 }
 
-// Optimization switches minification per file type; both default to true.
+// Optimization switches minification per file type; each defaults to
+// true. PNG and JPG are cdnjs's image switches: read and kept, but images
+// are published as shipped here, so they change nothing.
 type Optimization struct {
 	JS  *bool `json:"js,omitempty"`
 	CSS *bool `json:"css,omitempty"`
+	PNG *bool `json:"png,omitempty"`
+	JPG *bool `json:"jpg,omitempty"`
 }
 
 // MinifyJS reports whether JavaScript files get a minified twin.

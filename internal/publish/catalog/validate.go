@@ -3,14 +3,24 @@ package catalog
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/edgeflow/edgeflow/internal/publish/fileset"
+)
+
+// Severity says whether a problem stops an entry from loading.
+type Severity string
+
+const (
+	// Error: cdnjs itself would refuse the entry (not JSON, no name, a
+	// source that is neither npm nor git, a fileMap that cannot compile…);
+	// the entry is not loaded.
+	Error Severity = ""
+	// Warning: the entry loads, and the warning says which rule decides
+	// what happens with the ambiguous or unusual part.
+	Warning Severity = "warning"
 )
 
 // Problem is one thing wrong with a catalog entry. File is empty for a
@@ -19,13 +29,18 @@ import (
 // empty when the problem is with the file as a whole.
 type Problem struct {
 	File, Field, Reason string
+	Severity            Severity `json:",omitempty"`
 }
 
-// String formats the problem as "file: field: reason", leaving out the
-// parts that are empty.
+// String formats the problem as "file: field: reason", with "warning: "
+// before the reason of a warning, leaving out the parts that are empty.
 func (p Problem) String() string {
 	var parts []string
-	for _, s := range []string{p.File, p.Field, p.Reason} {
+	reason := p.Reason
+	if p.Severity == Warning {
+		reason = "warning: " + reason
+	}
+	for _, s := range []string{p.File, p.Field, reason} {
 		if s != "" {
 			parts = append(parts, s)
 		}
@@ -33,8 +48,11 @@ func (p Problem) String() string {
 	return strings.Join(parts, ": ")
 }
 
-// namePattern is what a library name may be: it is a path segment of every
-// URL and object key of the library.
+// IsWarning reports a problem that does not stop the entry from loading.
+func (p Problem) IsWarning() bool { return p.Severity == Warning }
+
+// namePattern is what a library name may be (cdnjs's own rule): it is a
+// path segment of every URL and object key of the library.
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
 
 // npmNamePattern accepts npm package names, optionally scoped, including
@@ -44,17 +62,24 @@ var npmNamePattern = regexp.MustCompile(`^(?:@[a-zA-Z0-9~-][a-zA-Z0-9._~-]*/)?[a
 // npmNameMaxLength is npm's limit on package name length.
 const npmNameMaxLength = 214
 
-// gitOwnerRepoPattern is the GitHub shorthand for a git target.
-var gitOwnerRepoPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
-
-// ValidatePackage checks one package's content and returns every problem
-// found (File left empty). The pipeline calls it before each update check
+// ValidatePackage checks one package's content for publishing and returns
+// every problem found (File left empty). A package that is published must
+// have an autoupdate block. The pipeline calls it before each update check
 // and for packages sent by a starter, so a bad entry never reaches a
-// registry or the buckets.
+// registry or the buckets; Check fails only on errors, not warnings.
 func ValidatePackage(p Package) []Problem {
+	return validateContent(p, true)
+}
+
+// validateContent checks a package's fields; withAutoupdate says whether
+// the autoupdate block is checked (it is absent from a kept library).
+func validateContent(p Package, withAutoupdate bool) []Problem {
 	var problems []Problem
 	add := func(field, format string, args ...any) {
 		problems = append(problems, Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	warn := func(field, format string, args ...any) {
+		problems = append(problems, Problem{Field: field, Reason: fmt.Sprintf(format, args...), Severity: Warning})
 	}
 
 	switch {
@@ -66,16 +91,33 @@ func ValidatePackage(p Package) []Problem {
 		add("name", "%q is not a usable name", p.Name)
 	}
 	if p.Homepage != "" && !isHTTPURL(p.Homepage) {
-		add("homepage", "%q is not an http(s) URL", p.Homepage)
+		if link := homepageURL(p.Homepage); link != "" {
+			warn("homepage", "%q has no scheme; it is linked as %q", p.Homepage, link)
+		} else {
+			warn("homepage", "%q is not an http(s) URL; it is shown as text, not linked", p.Homepage)
+		}
 	}
-	if p.Repository != nil && p.Repository.URL != "" && !isHTTPURL(p.Repository.URL) {
-		add("repository.url", "%q is not an http(s) URL", p.Repository.URL)
+	if p.Repository != nil && p.Repository.URL != "" && p.RepositoryURL() == "" {
+		warn("repository.url", "%q is neither an http(s) nor a git URL; it is shown as text, not linked", p.Repository.URL)
 	}
 	if p.Filename == "" {
-		add("filename", "missing: the default file of the library must be named")
+		warn("filename", "missing: the library has no default file, so the API's latest and filename are empty")
 	}
+	if withAutoupdate {
+		problems = append(problems, validateAutoupdate(p.Autoupdate)...)
+	}
+	return problems
+}
 
-	au := p.Autoupdate
+// validateAutoupdate checks an autoupdate block.
+func validateAutoupdate(au Autoupdate) []Problem {
+	var problems []Problem
+	add := func(field, format string, args ...any) {
+		problems = append(problems, Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	warn := func(field, format string, args ...any) {
+		problems = append(problems, Problem{Field: field, Reason: fmt.Sprintf(format, args...), Severity: Warning})
+	}
 	switch au.Source {
 	case "":
 		add("autoupdate.source", "missing: must be %q or %q", SourceNPM, SourceGit)
@@ -88,8 +130,14 @@ func ValidatePackage(p Package) []Problem {
 		add("autoupdate.target", "missing")
 	case au.Source == SourceNPM && !isNPMName(au.Target):
 		add("autoupdate.target", "%q is not a valid npm package name", au.Target)
-	case au.Source == SourceGit && !isHTTPURL(au.Target) && !gitOwnerRepoPattern.MatchString(au.Target):
-		add("autoupdate.target", "%q is neither an http(s) URL nor owner/repo", au.Target)
+	case au.Source == SourceGit:
+		r, ok := ParseGitRepo(au.Target)
+		switch {
+		case !ok:
+			add("autoupdate.target", "%q is neither owner/repo nor a git repository URL", au.Target)
+		case !r.IsGitHub():
+			warn("autoupdate.target", "%q is not on GitHub, the only git host whose tags are listed: the library is never updated", au.Target)
+		}
 	}
 
 	if len(au.FileMap) == 0 {
@@ -104,8 +152,18 @@ func ValidatePackage(p Package) []Problem {
 			add(entryField+".files", "empty: the entry selects no file")
 		}
 		for j, glob := range entry.Files {
+			field := fmt.Sprintf("%s.files[%d]", entryField, j)
 			if reason := globProblem(glob); reason != "" {
-				add(fmt.Sprintf("%s.files[%d]", entryField, j), "%s", reason)
+				add(field, "%s", reason)
+				continue
+			}
+			switch trimmed := strings.TrimSpace(glob); {
+			case strings.HasPrefix(trimmed, "/"):
+				warn(field, "%q is absolute: node-glob, which cdnjs matches with, looks for it from the file system root, so it selects nothing; write it relative to the basePath", glob)
+			case strings.HasPrefix(trimmed, "!") && !strings.HasPrefix(trimmed, "!("):
+				warn(field, "%q starts with '!': node-glob reads the '!' as a literal character, so it excludes nothing", glob)
+			case strings.HasPrefix(trimmed, "#"):
+				warn(field, "%q starts with '#': node-glob reads it as a literal file name, not a comment", glob)
 			}
 		}
 	}
@@ -115,113 +173,6 @@ func ValidatePackage(p Package) []Problem {
 		}
 	}
 	return problems
-}
-
-// Validate checks every JSON file under catalog dir and returns every
-// problem found, in file order: invalid JSON, unknown, repeated or mistyped
-// fields, the content checks of ValidatePackage, a file named or placed
-// other than <first letter>/<name>.json, and names used by more than one
-// file (compared without case, as URLs on case-insensitive stores would
-// collide). Files and folders starting with '.' are skipped.
-func Validate(dir string) []Problem {
-	var problems []Problem
-	firstFileOf := map[string]string{} // lowercased name → first file using it
-
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			problems = append(problems, Problem{File: path, Reason: fmt.Sprintf("cannot read: %v", withoutPath(err))})
-			return nil
-		}
-		if path != dir && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() || filepath.Ext(path) != ".json" {
-			return nil
-		}
-		problems = append(problems, validateFile(dir, path, firstFileOf)...)
-		return nil
-	})
-	if err != nil {
-		problems = append(problems, Problem{File: dir, Reason: fmt.Sprintf("cannot walk the catalog: %v", err)})
-	}
-	return problems
-}
-
-// validateFile checks one catalog file at path under dir, recording its name
-// in firstFileOf to find duplicates.
-func validateFile(dir, path string, firstFileOf map[string]string) []Problem {
-	var problems []Problem
-	add := func(field, format string, args ...any) {
-		problems = append(problems, Problem{File: path, Field: field, Reason: fmt.Sprintf(format, args...)})
-	}
-
-	// The file's place is checked from its own name so that it is reported
-	// even when the content cannot be read.
-	base := strings.TrimSuffix(filepath.Base(path), ".json")
-	rel, _ := filepath.Rel(dir, path)
-	if want := filepath.Join(folderFor(base), base+".json"); base != "" && filepath.ToSlash(rel) != filepath.ToSlash(want) {
-		add("", "belongs at %s (folder = first letter of the name, lowercased)", filepath.Join(dir, want))
-	}
-
-	data, err := os.ReadFile(path)
-	if err != nil {
-		add("", "cannot read: %v", withoutPath(err))
-		return problems
-	}
-	p, shapeProblems, mistyped := decodeFile(data)
-	for _, sp := range shapeProblems {
-		add(sp.Field, "%s", sp.Reason)
-	}
-	for _, sp := range shapeProblems {
-		if sp.Field == "" {
-			// Invalid JSON, or not an object: there is no package to check.
-			return problems
-		}
-	}
-
-	for _, cp := range ValidatePackage(p) {
-		// A field already reported as mistyped would only be reported again
-		// as missing or empty.
-		if !coveredBy(cp.Field, mistyped) {
-			add(cp.Field, "%s", cp.Reason)
-		}
-	}
-
-	if p.Name != "" {
-		if p.Name != base {
-			add("name", "%q does not match the file name %q", p.Name, filepath.Base(path))
-		}
-		key := strings.ToLower(p.Name)
-		if first, ok := firstFileOf[key]; ok {
-			add("name", "%q is already used by %s", p.Name, first)
-		} else {
-			firstFileOf[key] = path
-		}
-	}
-	return problems
-}
-
-// withoutPath drops the path from a file system error; the problem names
-// the file already.
-func withoutPath(err error) error {
-	var pathErr *fs.PathError
-	if errors.As(err, &pathErr) {
-		return pathErr.Err
-	}
-	return err
-}
-
-// coveredBy reports whether field is, or lies inside, one of fields.
-func coveredBy(field string, fields []string) bool {
-	for _, f := range fields {
-		if field == f || strings.HasPrefix(field, f+".") || strings.HasPrefix(field, f+"[") {
-			return true
-		}
-	}
-	return false
 }
 
 // globProblem explains why glob does not compile, or returns "".

@@ -97,11 +97,10 @@ func TestValidate(t *testing.T) {
   }
 }`},
 			want: []string{
-				`catalog/l/lib.json: colour: unknown field`,
-				`catalog/l/lib.json: autoupdate.fileMaps: unknown field (did you mean "fileMap"?)`,
-				`catalog/l/lib.json: homepage: "ftp://lib.example" is not an http(s) URL`,
-				`catalog/l/lib.json: repository.url: "git://github.com/acme/lib.git" is not an http(s) URL`,
-				`catalog/l/lib.json: filename: missing: the default file of the library must be named`,
+				`catalog/l/lib.json: colour: warning: unknown field, ignored`,
+				`catalog/l/lib.json: autoupdate.fileMaps: warning: unknown field, ignored (did you mean "fileMap"?)`,
+				`catalog/l/lib.json: homepage: warning: "ftp://lib.example" is not an http(s) URL; it is shown as text, not linked`,
+				`catalog/l/lib.json: filename: warning: missing: the library has no default file, so the API's latest and filename are empty`,
 				`catalog/l/lib.json: autoupdate.target: "Not A Name" is not a valid npm package name`,
 				`catalog/l/lib.json: autoupdate.fileMap[0].basePath: "../up" must stay inside the package`,
 				`catalog/l/lib.json: autoupdate.fileMap[0].files[0]: invalid glob "dist/{a": unclosed '{' at column 6`,
@@ -111,7 +110,7 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
-			name: "missing autoupdate and wrong types",
+			name: "wrong types; no autoupdate is a kept library, not a problem",
 			files: map[string]string{"l/lib.json": `{
   "name": "lib",
   "keywords": "one, two",
@@ -125,6 +124,12 @@ func TestValidate(t *testing.T) {
 				`catalog/l/lib.json: authors[1]: a string where an object was expected`,
 				`catalog/l/lib.json: filename: a number where a string was expected`,
 				`catalog/l/lib.json: optimization.js: a string where a boolean was expected`,
+			},
+		},
+		{
+			name:  "an empty autoupdate block is not a kept library",
+			files: map[string]string{"l/lib.json": `{"name": "lib", "filename": "lib.js", "autoupdate": {}}`},
+			want: []string{
 				`catalog/l/lib.json: autoupdate.source: missing: must be "npm" or "git"`,
 				`catalog/l/lib.json: autoupdate.target: missing`,
 				`catalog/l/lib.json: autoupdate.fileMap: empty: no file would be published`,
@@ -137,39 +142,46 @@ func TestValidate(t *testing.T) {
 				`"source": "npm"`, `"source": "svn"`,
 			).Replace(validEntry)},
 			want: []string{
-				`catalog/x/bad name.json: belongs at catalog/b/bad name.json (folder = first letter of the name, lowercased)`,
-				`catalog/x/bad name.json: name: repeated field; only the last value counts`,
+				`catalog/x/bad name.json: warning: filed under x/, but the folder is the first letter of the file name, lowercased (b/); loaded all the same`,
+				`catalog/x/bad name.json: name: warning: repeated field; the last value counts, as JSON parsers read it`,
 				`catalog/x/bad name.json: name: "bad name" may contain only letters, digits, '.', '_' and '-'`,
 				`catalog/x/bad name.json: autoupdate.source: "svn" is not "npm" or "git"`,
 			},
 		},
 		{
-			name: "git targets",
+			name: "git targets in every form the real catalog writes",
 			files: map[string]string{
 				"a/a.json": gitEntry("a", "acme/a"),
 				"b/b.json": gitEntry("b", "https://gitlab.example/acme/b.git"),
 				"c/c.json": gitEntry("c", "git@github.com:acme/c.git"),
 				"d/d.json": gitEntry("d", "acme"),
+				"e/e.json": gitEntry("e", "git://github.com/acme/e.git"),
+				"f/f.json": gitEntry("f", "git+https://github.com/acme/f.git"),
+				"g/g.json": strings.Replace(gitEntry("g", "acme/g"), `https://github.com/acme/lib.git`, `git+ssh://git@github.com/acme/g.git`, 1),
 			},
 			want: []string{
-				`catalog/c/c.json: autoupdate.target: "git@github.com:acme/c.git" is neither an http(s) URL nor owner/repo`,
-				`catalog/d/d.json: autoupdate.target: "acme" is neither an http(s) URL nor owner/repo`,
+				`catalog/b/b.json: autoupdate.target: warning: "https://gitlab.example/acme/b.git" is not on GitHub, the only git host whose tags are listed: the library is never updated`,
+				`catalog/d/d.json: autoupdate.target: "acme" is neither owner/repo nor a git repository URL`,
 			},
 		},
 		{
-			name: "file name, folder and duplicates",
+			name: "file name, folder and duplicates: the name field decides, the file at the name's place wins",
 			files: map[string]string{
 				"j/jquery.json":  renamed(validEntry, "jquery"),
 				"j/jquery2.json": renamed(validEntry, "jQuery"),
 				"J/jQuery.json":  renamed(validEntry, "jQuery"),
+				"p/pie.json":     renamed(validEntry, "css3pie"),
+				"c/css3pie.json": renamed(validEntry, "css3pie"),
 				"top.json":       renamed(validEntry, "top"),
 			},
 			want: []string{
-				`catalog/J/jQuery.json: belongs at catalog/j/jQuery.json (folder = first letter of the name, lowercased)`,
-				`catalog/j/jquery.json: name: "jquery" is already used by catalog/J/jQuery.json`,
-				`catalog/j/jquery2.json: name: "jQuery" does not match the file name "jquery2.json"`,
-				`catalog/j/jquery2.json: name: "jQuery" is already used by catalog/J/jQuery.json`,
-				`catalog/top.json: belongs at catalog/t/top.json (folder = first letter of the name, lowercased)`,
+				`catalog/J/jQuery.json: warning: filed under J/, but the folder is the first letter of the file name, lowercased (j/); loaded all the same`,
+				`catalog/j/jquery.json: name: warning: "jquery" differs only in case from "jQuery" in catalog/J/jQuery.json: both are published, but their URLs collide on case-insensitive file systems`,
+				`catalog/j/jquery2.json: name: warning: "jQuery" differs from the file name "jquery2.json"; the name field decides: the library is published as jQuery`,
+				`catalog/j/jquery2.json: name: warning: "jQuery" is also the name in catalog/J/jQuery.json, which wins (it comes first in path order); this file is not loaded`,
+				`catalog/p/pie.json: name: warning: "css3pie" differs from the file name "pie.json"; the name field decides: the library is published as css3pie`,
+				`catalog/p/pie.json: name: warning: "css3pie" is also the name in catalog/c/css3pie.json, which wins (it is at the name's own place); this file is not loaded`,
+				`catalog/top.json: warning: not loaded: catalog entries are <folder>/<name>.json, one folder deep, as catalog/t/top.json would be`,
 			},
 		},
 		{
@@ -230,7 +242,7 @@ func TestValidatePackage(t *testing.T) {
 			pkg:  Package{},
 			want: []string{
 				`name: missing`,
-				`filename: missing: the default file of the library must be named`,
+				`filename: warning: missing: the library has no default file, so the API's latest and filename are empty`,
 				`autoupdate.source: missing: must be "npm" or "git"`,
 				`autoupdate.target: missing`,
 				`autoupdate.fileMap: empty: no file would be published`,
@@ -244,11 +256,11 @@ func TestValidatePackage(t *testing.T) {
 			}},
 			want: []string{
 				`name: ".." is not a usable name`,
-				`repository.url: "https://" is not an http(s) URL`,
+				`repository.url: warning: "https://" is neither an http(s) nor a git URL; it is shown as text, not linked`,
 				`autoupdate.target: ".hidden" is not a valid npm package name`,
 				`autoupdate.fileMap[0].basePath: "dist\\js" must use '/' separators`,
-				`autoupdate.fileMap[0].files[0]: invalid glob "!x.js": negated pattern is not supported; use the extglob form !(...) at column 1`,
-				`autoupdate.fileMap[0].files[1]: invalid glob "/abs.js": absolute pattern; globs are relative to the base path at column 1`,
+				`autoupdate.fileMap[0].files[0]: warning: "!x.js" starts with '!': node-glob reads the '!' as a literal character, so it excludes nothing`,
+				`autoupdate.fileMap[0].files[1]: warning: "/abs.js" is absolute: node-glob, which cdnjs matches with, looks for it from the file system root, so it selects nothing; write it relative to the basePath`,
 			},
 		},
 		{
@@ -281,10 +293,11 @@ func TestProblemString(t *testing.T) {
 		p    Problem
 		want string
 	}{
-		{Problem{"catalog/j/jquery.json", "autoupdate.fileMap[0].files[1]", `invalid glob "dist/{a": unclosed '{' at column 6`},
+		{Problem{"catalog/j/jquery.json", "autoupdate.fileMap[0].files[1]", `invalid glob "dist/{a": unclosed '{' at column 6`, Error},
 			`catalog/j/jquery.json: autoupdate.fileMap[0].files[1]: invalid glob "dist/{a": unclosed '{' at column 6`},
-		{Problem{"catalog/j/jquery.json", "", "invalid JSON at line 1:2: x"}, "catalog/j/jquery.json: invalid JSON at line 1:2: x"},
-		{Problem{"", "name", "missing"}, "name: missing"},
+		{Problem{"catalog/j/jquery.json", "", "invalid JSON at line 1:2: x", Error}, "catalog/j/jquery.json: invalid JSON at line 1:2: x"},
+		{Problem{"", "name", "missing", Error}, "name: missing"},
+		{Problem{"c/x.json", "filename", "missing", Warning}, "c/x.json: filename: warning: missing"},
 	}
 	for _, tt := range tests {
 		if got := tt.p.String(); got != tt.want {

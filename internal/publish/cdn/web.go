@@ -184,13 +184,12 @@ func (ui *webUI) library(w http.ResponseWriter, r *http.Request) {
 	}
 	doc := pkg.doc
 	page := libraryPageData{Title: doc.Name, Name: doc.Name, Description: doc.Description, License: doc.License,
-		Homepage: doc.Homepage, Keywords: doc.Keywords, Latest: doc.Latest}
+		Homepage: doc.HomepageURL(), Keywords: doc.Keywords, Latest: doc.Latest}
 	if doc.Latest != "" {
 		page.LatestURL = browseURL(doc.Name, doc.Latest)
 	}
-	if doc.Repository != nil {
-		page.Repository = doc.Repository.URL
-	}
+	// git://, git+https:// and git@host: forms link to the host's https page.
+	page.Repository = doc.RepositoryURL()
 	for _, v := range slices.Backward(doc.Versions) {
 		page.Versions = append(page.Versions, versionLink{Version: v, URL: browseURL(doc.Name, v), Latest: v == doc.Latest})
 	}

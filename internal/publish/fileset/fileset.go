@@ -73,11 +73,9 @@ func Compile(pattern string) (*Pattern, error) {
 	case len(pattern) > maxPatternBytes:
 		return nil, &SyntaxError{Pattern: pattern, Problem: fmt.Sprintf("pattern is %d bytes long; the limit is %d", len(pattern), maxPatternBytes)}
 	case pattern[0] == '/':
-		return nil, syntaxError(pattern, 0, "absolute pattern; globs are relative to the base path")
-	case pattern[0] == '!' && !strings.HasPrefix(pattern, "!("):
-		// minimatch would negate the whole pattern, which node-glob does not
-		// apply to a search; saying so beats silently matching a literal '!'.
-		return nil, syntaxError(pattern, 0, "negated pattern is not supported; use the extglob form !(...)")
+		// node-glob searches an absolute pattern from the file system root,
+		// not the base path: it selects nothing from a release.
+		return &Pattern{source: pattern}, nil
 	}
 	if err := checkSyntax(pattern); err != nil {
 		return nil, err

@@ -170,6 +170,28 @@ func (ix *Index) Upsert(e IndexEntry, at time.Time) {
 	ix.UpdatedAt = at
 }
 
+// Put brings the index up to date with package p: its entry is upserted,
+// or removed when the catalog keeps the library out of search
+// (autoupdate.excludeFromSearch). It reports whether the index changed.
+func (ix *Index) Put(p *Package, latest *Version, at time.Time) bool {
+	if p.Autoupdate.ExcludeFromSearch {
+		return ix.Remove(p.Name, at)
+	}
+	ix.Upsert(EntryOf(p, latest), at)
+	return true
+}
+
+// Remove drops the entry of name, reporting whether there was one.
+func (ix *Index) Remove(name string, at time.Time) bool {
+	i := sort.Search(len(ix.Libraries), func(i int) bool { return ix.Libraries[i].Name >= name })
+	if i == len(ix.Libraries) || ix.Libraries[i].Name != name {
+		return false
+	}
+	ix.Libraries = slices.Delete(ix.Libraries, i, i+1)
+	ix.UpdatedAt = at
+	return true
+}
+
 // Rejection is the marker of a version that can never publish as the
 // catalog stands (a hostile archive, no files selected): update checks skip
 // it until an operator deletes the marker, or the catalog changes what it

@@ -53,3 +53,24 @@ func TestRejectionHolds(t *testing.T) {
 		t.Error("a rejection for the release holds always; one for the fileMap only while the fileMap is unchanged")
 	}
 }
+
+// TestIndexPutHonoursExcludeFromSearch: a library the catalog keeps out of
+// search (cdnjs's autoupdate.excludeFromSearch) leaves the index, and
+// comes back when the flag is dropped.
+func TestIndexPutHonoursExcludeFromSearch(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var ix Index
+	font := &Package{Package: catalog.Package{Name: "fontsource-abel"}, Latest: "5.0.0"}
+	ix.Put(font, nil, at)
+	ix.Put(&Package{Package: catalog.Package{Name: "mitt"}, Latest: "3.0.1"}, nil, at)
+	if len(ix.Libraries) != 2 {
+		t.Fatalf("index %v", ix.Libraries)
+	}
+	font.Autoupdate.ExcludeFromSearch = true
+	if !ix.Put(font, nil, at) || len(ix.Libraries) != 1 || ix.Libraries[0].Name != "mitt" {
+		t.Errorf("excluded library still indexed: %v", ix.Libraries)
+	}
+	if ix.Put(font, nil, at) {
+		t.Error("removing an absent entry reported a change")
+	}
+}

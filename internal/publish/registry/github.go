@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -51,29 +51,21 @@ func (g GitHub) baseURL() string {
 	return DefaultGitHubURL
 }
 
-var githubNamePart = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-
-// GitHubRepo splits a git autoupdate target, "owner/repo" or
-// "https://github.com/owner/repo" (optionally ending in ".git" or "/"), into
-// owner and repository.
+// GitHubRepo splits a git autoupdate target into owner and repository. It
+// takes every form the cdnjs catalog writes ("owner/repo", https, git://,
+// git+https://, git@github.com:owner/repo.git, …); the repository must be
+// on GitHub, whose tags are listed.
 func GitHubRepo(target string) (owner, repo string, err error) {
-	path := target
-	if strings.Contains(target, "://") {
-		u, err := url.Parse(target)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-			return "", "", fmt.Errorf("git target %q is not an http(s) URL", target)
-		}
-		if host := strings.ToLower(u.Host); host != "github.com" && host != "www.github.com" {
-			return "", "", fmt.Errorf("git target %q is not a GitHub repository", target)
-		}
-		path = strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
+	r, ok := catalog.ParseGitRepo(target)
+	switch {
+	case !ok:
+		return "", "", fmt.Errorf("git target %q is not owner/repo or a git repository URL", target)
+	case !r.IsGitHub():
+		return "", "", fmt.Errorf("git target %q is not a GitHub repository", target)
+	case r.Owner == "." || r.Owner == ".." || r.Repo == "." || r.Repo == "..":
+		return "", "", fmt.Errorf("git target %q is not owner/repo or a git repository URL", target)
 	}
-	owner, repo, ok := strings.Cut(path, "/")
-	if !ok || strings.Contains(repo, "/") || !githubNamePart.MatchString(owner) || !githubNamePart.MatchString(repo) ||
-		owner == "." || owner == ".." || repo == "." || repo == ".." {
-		return "", "", fmt.Errorf("git target %q is not owner/repo or a GitHub repository URL", target)
-	}
-	return owner, repo, nil
+	return r.Owner, r.Repo, nil
 }
 
 // githubTag is the part of a tag entry used here.

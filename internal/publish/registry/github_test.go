@@ -221,6 +221,13 @@ func TestGitHubRepo(t *testing.T) {
 		{"acme/..", "", "", true},
 		{"ac me/widget", "", "", true},
 		{"", "", "", true},
+		// the forms the real cdnjs catalog writes
+		{"git://github.com/acme/widget.git", "acme", "widget", false},
+		{"git+https://github.com/acme/widget.git", "acme", "widget", false},
+		{"git+ssh://git@github.com/acme/widget.git", "acme", "widget", false},
+		{"git@github.com:acme/widget.git", "acme", "widget", false},
+		{"github:acme/widget", "acme", "widget", false},
+		{"git@gitlab.com:acme/widget.git", "", "", true},
 	}
 	for _, tt := range tests {
 		owner, repo, err := GitHubRepo(tt.target)

@@ -160,3 +160,10 @@ type CachedListing struct {
 	ETag     string          `json:"etag"`
 	Versions map[string]Dist `json:"versions"`
 }
+
+// SameHost reports whether two URLs name the same host (and port).
+func SameHost(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	return errA == nil && errB == nil && ua.Host != "" && strings.EqualFold(ua.Host, ub.Host)
+}
