@@ -147,11 +147,15 @@ func (a *Publish) selectFiles(ctx context.Context, pkg catalog.Package, version 
 	for i, e := range extracted.Files {
 		paths[i] = e.Path
 	}
-	selected, err := fileset.Apply(pkg.Autoupdate.FileMap, paths)
+	selected, err := fileset.ApplyContext(ctx, pkg.Autoupdate.FileMap, paths)
 	if err != nil {
 		var conflict *fileset.ConflictError
-		if errors.As(err, &conflict) {
+		if errors.As(err, &conflict) || errors.Is(err, fileset.ErrTooExpensive) {
+			// Both depend on the fileMap: a catalog fix clears the rejection.
 			return nil, nil, a.reject(ctx, pkg, version, contract.ErrFileMapConflict, err.Error())
+		}
+		if ctx.Err() != nil {
+			return nil, nil, err
 		}
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrInvalidPackage, nil)
 	}

@@ -42,6 +42,7 @@ var knownWarnings = []*regexp.Regexp{
 	regexp.MustCompile(`^".*" has no scheme; it is linked as "https://`),
 	regexp.MustCompile(`^".*" is not an http\(s\) URL; it is shown as text`),
 	regexp.MustCompile(`^".*" is absolute: node-glob`),
+	regexp.MustCompile(`^".*" selects nothing: minimatch 3`),
 	regexp.MustCompile(`^repeated field; the last value counts`),
 }
 

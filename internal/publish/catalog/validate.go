@@ -158,6 +158,8 @@ func validateAutoupdate(au Autoupdate) []Problem {
 				continue
 			}
 			switch trimmed := strings.TrimSpace(glob); {
+			case selectsNothing(glob) && !strings.HasPrefix(trimmed, "/"):
+				warn(field, "%q selects nothing: minimatch 3, which cdnjs matches with, turns it into an invalid expression (as it does for three or more !(…) in one path segment)", glob)
 			case strings.HasPrefix(trimmed, "/"):
 				warn(field, "%q is absolute: node-glob, which cdnjs matches with, looks for it from the file system root, so it selects nothing; write it relative to the basePath", glob)
 			case strings.HasPrefix(trimmed, "!") && !strings.HasPrefix(trimmed, "!("):
@@ -190,6 +192,12 @@ func globProblem(glob string) string {
 		return reason
 	}
 	return fmt.Sprintf("invalid glob %q: %v", glob, err)
+}
+
+// selectsNothing reports a glob that compiles but can match no path.
+func selectsNothing(glob string) bool {
+	p, err := fileset.Compile(glob)
+	return err == nil && p.SelectsNothing()
 }
 
 // basePathProblem explains why a fileMap basePath would leave the package,

@@ -252,7 +252,7 @@ func TestValidatePackage(t *testing.T) {
 			name: "names that would escape their folder",
 			pkg: Package{Name: "..", Filename: "x.js", Repository: &Repository{URL: "https://"}, Autoupdate: Autoupdate{
 				Source: SourceNPM, Target: ".hidden",
-				FileMap: []FileMapEntry{{BasePath: `dist\js`, Files: []string{"!x.js", "/abs.js"}}},
+				FileMap: []FileMapEntry{{BasePath: `dist\js`, Files: []string{"!x.js", "/abs.js", "!(a)!(b)!(c).js"}}},
 			}},
 			want: []string{
 				`name: ".." is not a usable name`,
@@ -261,6 +261,7 @@ func TestValidatePackage(t *testing.T) {
 				`autoupdate.fileMap[0].basePath: "dist\\js" must use '/' separators`,
 				`autoupdate.fileMap[0].files[0]: warning: "!x.js" starts with '!': node-glob reads the '!' as a literal character, so it excludes nothing`,
 				`autoupdate.fileMap[0].files[1]: warning: "/abs.js" is absolute: node-glob, which cdnjs matches with, looks for it from the file system root, so it selects nothing; write it relative to the basePath`,
+				`autoupdate.fileMap[0].files[2]: warning: "!(a)!(b)!(c).js" selects nothing: minimatch 3, which cdnjs matches with, turns it into an invalid expression (as it does for three or more !(…) in one path segment)`,
 			},
 		},
 		{

@@ -1,6 +1,7 @@
 package fileset
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -45,17 +46,30 @@ type FileMapEntry interface {
 	}
 }
 
-// Apply selects, from the release's file paths, those the fileMap
+// Apply is ApplyContext without a deadline.
+func Apply[E FileMapEntry](fileMap []E, paths []string) ([]Selection, error) {
+	return ApplyContext(context.Background(), fileMap, paths)
+}
+
+// ApplyContext selects, from the release's file paths, those the fileMap
 // publishes; fileMap is a []catalog.FileMapEntry. Each entry matches its
 // globs against paths relative to its BasePath. The result is sorted by
-// Output, with repeats of the same source-to-output mapping removed.
-func Apply[E FileMapEntry](fileMap []E, paths []string) ([]Selection, error) {
+// Output, with repeats of the same source-to-output mapping removed. Each
+// pattern may spend DefaultBudget steps over the whole release; one that
+// needs more fails the call with an error wrapping ErrTooExpensive, and so
+// does the end of ctx (with ctx's error).
+func ApplyContext[E FileMapEntry](ctx context.Context, fileMap []E, paths []string) ([]Selection, error) {
+	return applyBudget(ctx, fileMap, paths, DefaultBudget)
+}
+
+func applyBudget[E FileMapEntry](ctx context.Context, fileMap []E, paths []string, steps int64) ([]Selection, error) {
 	if len(fileMap) == 0 {
 		return nil, ErrEmptyFileMap
 	}
 	type compiledEntry struct {
 		base     string
 		patterns []*Pattern
+		budgets  []*Budget
 	}
 	entries := make([]compiledEntry, len(fileMap))
 	for i, e := range fileMap {
@@ -74,11 +88,15 @@ func Apply[E FileMapEntry](fileMap []E, paths []string) ([]Selection, error) {
 				return nil, fmt.Errorf("fileMap[%d]: invalid glob %q: %w", i, glob, err)
 			}
 			entries[i].patterns = append(entries[i].patterns, p)
+			entries[i].budgets = append(entries[i].budgets, NewBudget(ctx, steps))
 		}
 	}
 
 	var selected []Selection
 	for _, source := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err := checkReleasePath(source); err != nil {
 			return nil, err
 		}
@@ -87,8 +105,15 @@ func Apply[E FileMapEntry](fileMap []E, paths []string) ([]Selection, error) {
 			if !ok {
 				continue
 			}
-			for _, p := range entry.patterns {
-				if p.Match(rel) {
+			for j, p := range entry.patterns {
+				ok, err := p.MatchBudget(rel, entry.budgets[j])
+				if err != nil {
+					if errors.Is(err, ErrTooExpensive) {
+						return nil, fmt.Errorf("fileMap glob %q: %w", p.String(), err)
+					}
+					return nil, err
+				}
+				if ok {
 					selected = append(selected, Selection{Source: source, Output: rel})
 					break
 				}

@@ -6,6 +6,7 @@
 package fileset
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,6 +18,10 @@ import (
 const (
 	maxPatternBytes = 4096
 	maxAlternatives = 1024
+	// DefaultBudget is the matching work one pattern may cost over a whole
+	// release (see Budget); real fileMaps over 100,000-file releases use a
+	// small fraction of it.
+	DefaultBudget = 200_000_000
 )
 
 // Pattern is a compiled glob. It is safe for concurrent use.
@@ -27,11 +32,12 @@ type Pattern struct {
 	alternatives [][]segment
 }
 
-// segment is one '/'-separated piece of a pattern.
+// segment is one '/'-separated piece of a pattern, as minimatch splits it.
 type segment struct {
-	globstar bool     // "**" on its own: any number of path segments
-	literal  string   // the exact text to compare when prog is nil
-	prog     *program // set when the segment has wildcards
+	globstar bool    // "**" on its own: any number of path segments
+	literal  string  // the exact text to compare when re is nil
+	re       *rxProg // the segment's expression, when it has magic
+	raw      string  // the segment as written, for node-glob's dot rule
 }
 
 // SyntaxError reports a malformed pattern and where the problem is.
@@ -63,119 +69,163 @@ func column(s string, at int) int {
 	return utf8.RuneCountInString(s[:at]) + 1
 }
 
-// Compile parses a glob. Paths it is matched against are relative and
-// '/'-separated; a leading "./" in the pattern is ignored, as node-glob
-// resolves it against the directory being searched.
+// Compile parses a glob. It selects exactly what node-glob 7 (minimatch 3,
+// with node-glob's options: no negation, no comments) selects, which is
+// cdnjs's reference: the pattern is trimmed, braces expanded, split at
+// runs of '/', and each segment is "**", literal text or minimatch's
+// regular expression for it; a wildcard segment never matches a name
+// starting with '.' unless the segment itself starts with '.'. An absolute
+// pattern selects nothing (node-glob looks for it from the file system
+// root). Compile refuses, with the column, what minimatch would silently
+// read as something else: unclosed brackets, braces or extglobs, '/'
+// inside an extglob, reversed ranges and POSIX classes.
 func Compile(pattern string) (*Pattern, error) {
 	switch {
 	case pattern == "":
 		return nil, &SyntaxError{Pattern: pattern, Problem: "empty pattern"}
 	case len(pattern) > maxPatternBytes:
 		return nil, &SyntaxError{Pattern: pattern, Problem: fmt.Sprintf("pattern is %d bytes long; the limit is %d", len(pattern), maxPatternBytes)}
-	case pattern[0] == '/':
-		// node-glob searches an absolute pattern from the file system root,
-		// not the base path: it selects nothing from a release.
-		return &Pattern{source: pattern}, nil
 	}
 	if err := checkSyntax(pattern); err != nil {
 		return nil, err
 	}
-	expanded, err := expandBraces(pattern)
-	if err != nil {
-		return nil, err
+	trimmed := strings.TrimSpace(pattern)
+	if trimmed == "" {
+		return nil, &SyntaxError{Pattern: pattern, Problem: "empty pattern"}
+	}
+	expanded := []string{trimmed}
+	if hasBraceGroup(trimmed) {
+		var err error
+		if expanded, err = expandBraces(trimmed); err != nil {
+			var se *SyntaxError
+			if errors.As(err, &se) {
+				se.Pattern = pattern
+			}
+			return nil, err
+		}
 	}
 	p := &Pattern{source: pattern}
 	for _, alt := range expanded {
-		for strings.HasPrefix(alt, "./") {
-			alt = alt[2:]
-		}
 		segs, err := compileSegments(alt)
 		if err != nil {
-			// Braces can assemble what checkSyntax could not see, as in
-			// "{,!}(" becoming "!(": report it within that expansion.
-			problem := err.Error()
-			var inner *SyntaxError
-			if errors.As(err, &inner) {
-				problem = fmt.Sprintf("%s at column %d", inner.Problem, inner.Column)
-			}
-			return nil, &SyntaxError{Pattern: pattern, Problem: fmt.Sprintf("in the brace expansion %q: %s", alt, problem)}
+			return nil, &SyntaxError{Pattern: pattern, Problem: err.Error()}
 		}
 		p.alternatives = append(p.alternatives, segs)
 	}
 	return p, nil
 }
 
-// String returns the pattern as written.
-func (p *Pattern) String() string { return p.source }
-
-// Match reports whether path, relative and '/'-separated, matches the
-// pattern. Paths with empty, "." or ".." segments never match: they are not
-// the clean file paths a release contains.
-func (p *Pattern) Match(path string) bool {
-	if path == "" {
-		return false
-	}
-	parts := strings.Split(path, "/")
-	for _, part := range parts {
-		if part == "" || part == "." || part == ".." {
-			return false
-		}
-	}
-	for _, segs := range p.alternatives {
-		if matchSegments(segs, parts) {
-			return true
+// hasBraceGroup is minimatch's test for whether to expand braces at all:
+// a '{' with a '}' after it and no '{' between.
+func hasBraceGroup(s string) bool {
+	open := -1
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			open = i
+		case '}':
+			if open >= 0 {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// compileSegments splits one brace-free pattern at '/' and compiles each
-// piece.
+// String returns the pattern as written.
+func (p *Pattern) String() string { return p.source }
+
+// Match reports whether path, relative and '/'-separated, matches the
+// pattern, within DefaultBudget. Paths with empty, "." or ".." segments
+// never match: they are not the clean file paths a release contains.
+func (p *Pattern) Match(path string) bool {
+	ok, _ := p.MatchBudget(path, NewBudget(context.Background(), DefaultBudget))
+	return ok
+}
+
+// MatchBudget is Match charging its work to b; it fails when b runs out or
+// its context ends.
+func (p *Pattern) MatchBudget(path string, b *Budget) (bool, error) {
+	if path == "" {
+		return false, nil
+	}
+	parts := strings.Split(path, "/")
+	for _, part := range parts {
+		if part == "" || part == "." || part == ".." {
+			return false, nil
+		}
+	}
+	for _, segs := range p.alternatives {
+		ok, err := matchSegments(segs, parts, b)
+		if ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// compileSegments splits one brace-free pattern at runs of '/' and compiles
+// each piece as minimatch does.
 func compileSegments(pattern string) ([]segment, error) {
 	var segs []segment
-	for _, text := range splitSegments(pattern) {
-		if text == "**" {
+	for _, text := range splitSlashes(pattern) {
+		switch {
+		case text == "**":
 			// "**/**" means the same as "**"; collapsing keeps matching linear.
 			if len(segs) > 0 && segs[len(segs)-1].globstar {
 				continue
 			}
-			segs = append(segs, segment{globstar: true})
+			segs = append(segs, segment{globstar: true, raw: text})
+			continue
+		case text == "":
+			segs = append(segs, segment{raw: text})
+			continue
+		case text == ".":
+			// node-glob resolves "./dist" and "dist/./x.js" against the folder
+			// searched, and cdnjs cleans the path it returns.
+			continue
+		case text == "..":
+			return nil, errors.New("'..' would leave the base path")
+		}
+		src, magic, tooBig := mmParseBounded(text, false)
+		if tooBig {
+			return nil, errProgramSize
+		}
+		if !magic {
+			segs = append(segs, segment{literal: mmUnescape(text), raw: text})
 			continue
 		}
-		nodes, err := parseSegment(text)
+		prog, err := compileJSRegex("^" + src + "$")
 		if err != nil {
 			return nil, err
 		}
-		if lit, ok := literalText(nodes); ok {
-			segs = append(segs, segment{literal: lit})
-			continue
-		}
-		segs = append(segs, segment{prog: compileProgram(nodes)})
+		segs = append(segs, segment{re: prog, raw: text})
 	}
 	return segs, nil
 }
 
-// splitSegments splits at every '/' that is not escaped. checkSyntax has
-// already rejected '/' inside classes and extglobs.
-func splitSegments(pattern string) []string {
+// splitSlashes is minimatch's split at /\/+/.
+func splitSlashes(pattern string) []string {
 	var parts []string
 	start := 0
 	for i := 0; i < len(pattern); i++ {
-		switch pattern[i] {
-		case '\\':
-			i++
-		case '/':
-			parts = append(parts, pattern[start:i])
-			start = i + 1
+		if pattern[i] != '/' {
+			continue
 		}
+		parts = append(parts, pattern[start:i])
+		for i+1 < len(pattern) && pattern[i+1] == '/' {
+			i++
+		}
+		start = i + 1
 	}
 	return append(parts, pattern[start:])
 }
 
 // matchSegments matches pattern segments against path segments; '**' makes
 // this a small dynamic program rather than backtracking, so patterns with
-// many globstars stay linear in the path length.
-func matchSegments(segs []segment, parts []string) bool {
+// many globstars stay linear in the path length, and each segment is
+// matched against each name at most once.
+func matchSegments(segs []segment, parts []string, b *Budget) (bool, error) {
 	hasGlobstar := false
 	for _, s := range segs {
 		if s.globstar {
@@ -185,14 +235,14 @@ func matchSegments(segs []segment, parts []string) bool {
 	}
 	if !hasGlobstar {
 		if len(segs) != len(parts) {
-			return false
+			return false, nil
 		}
 		for i := range segs {
-			if !segs[i].match(parts[i]) {
-				return false
+			if ok, err := segs[i].match(parts[i], b); !ok || err != nil {
+				return false, err
 			}
 		}
-		return true
+		return true, nil
 	}
 	// ok[i][j]: segs[i:] matches parts[j:].
 	cols := len(parts) + 1
@@ -205,18 +255,43 @@ func matchSegments(segs []segment, parts []string) bool {
 				// zero segments, or one more segment that is not a dot name
 				m = ok[(i+1)*cols+j] ||
 					(j < len(parts) && !strings.HasPrefix(parts[j], ".") && ok[i*cols+j+1])
-			} else {
-				m = j < len(parts) && ok[(i+1)*cols+j+1] && segs[i].match(parts[j])
+			} else if j < len(parts) && ok[(i+1)*cols+j+1] {
+				var err error
+				if m, err = segs[i].match(parts[j], b); err != nil {
+					return false, err
+				}
 			}
 			ok[i*cols+j] = m
 		}
 	}
-	return ok[0]
+	return ok[0], nil
 }
 
-func (s *segment) match(part string) bool {
-	if s.prog == nil {
-		return s.literal == part
+func (s *segment) match(part string, b *Budget) (bool, error) {
+	if s.re == nil {
+		return s.literal == part, nil
 	}
-	return s.prog.match(part)
+	// node-glob offers a wildcard segment only the names that do not start
+	// with '.', unless the segment as written starts with one.
+	if strings.HasPrefix(part, ".") && !strings.HasPrefix(s.raw, ".") {
+		return false, nil
+	}
+	return matchRegex(s.re, part, b)
+}
+
+// SelectsNothing reports a pattern that can match no release path: an
+// absolute one, or one where every brace expansion has a segment minimatch
+// 3 turns into an invalid expression (it does for three or more "!(…)" in
+// one segment), which then matches nothing.
+func (p *Pattern) SelectsNothing() bool {
+	for _, segs := range p.alternatives {
+		dead := len(segs) > 0 && segs[0].raw == "" && !segs[0].globstar
+		for _, s := range segs {
+			dead = dead || (s.re != nil && s.re.never)
+		}
+		if !dead {
+			return false
+		}
+	}
+	return true
 }
