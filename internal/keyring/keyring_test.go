@@ -36,7 +36,9 @@ func TestSealOpenRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(plain) > 0 && bytes.Contains(sealed, plain) {
+		// Only a plaintext long enough not to turn up in random bytes by
+		// chance: one byte ("x") appears in a 40-byte ciphertext one time in seven.
+		if len(plain) >= 16 && bytes.Contains(sealed, plain) {
 			t.Fatal("sealed value contains the plaintext")
 		}
 		got, err := r.Open(sealed, []byte("job-1"))
