@@ -75,8 +75,10 @@ type DecideInput struct {
 	// copied the object already (a retried or restarted page).
 	Recovering bool
 	// JobStarted is when the job started; with Recovering, an identical
-	// object written since is taken as this job's own copy.
+	// object written since is taken as this job's own copy. Skew is how
+	// far the store's clock may lag (zero: ClockSkew).
 	JobStarted time.Time
+	Skew       time.Duration
 }
 
 // ClockSkew is how far a store's clock may be behind Temporal's when
@@ -92,7 +94,11 @@ func Decide(in DecideInput) Decision {
 	}
 	// An object written since the job started may be this job's own copy
 	// from an interrupted attempt: then its bytes decide, whatever the policy.
-	recent := in.Recovering && !in.Dest.LastModified.Before(in.JobStarted.Add(-ClockSkew))
+	skew := in.Skew
+	if skew == 0 {
+		skew = ClockSkew
+	}
+	recent := in.Recovering && !in.Dest.LastModified.Before(in.JobStarted.Add(-skew))
 	if in.Policy != OverwriteIfDifferent && !recent {
 		if in.Policy == OverwriteNever {
 			return Decision{Reason: ReasonNever}

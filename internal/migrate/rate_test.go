@@ -48,3 +48,16 @@ func TestETA(t *testing.T) {
 		t.Fatalf("HumanBytes %q", got)
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1048576": 1 << 20, "64MiB": 64 << 20, "5G": 5 << 30, "1.5KiB": 1536, "16 mb": 16 << 20, "0": 0, "10B": 10} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "MiB", "-1", "ten"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}

@@ -24,8 +24,10 @@ type Config struct {
 	Endpoint  string // host:port, no scheme
 	AccessKey string
 	SecretKey string
-	Secure    bool // https
-	Region    string
+	// SessionToken goes with temporary credentials (AWS STS); usually empty.
+	SessionToken string
+	Secure       bool // https
+	Region       string
 	// MaxRetries is how often minio-go retries a transient failure itself
 	// (with backoff) before returning it; 0 means its default of 10, 1 means
 	// no retry (the caller retries, e.g. a Temporal activity).
@@ -75,7 +77,7 @@ func New(cfg Config) (*Store, error) {
 	transport.MaxIdleConnsPerHost = 256
 	transport.MaxIdleConns = 512
 	core, err := minio.NewCore(cfg.Endpoint, &minio.Options{
-		Creds:      credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+		Creds:      credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken),
 		Secure:     cfg.Secure,
 		Region:     cfg.Region,
 		Transport:  transport,

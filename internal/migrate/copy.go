@@ -1,0 +1,188 @@
+package migrate
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+)
+
+// errSourceChanged: the source object changed while its parts were read.
+var errSourceChanged = fmt.Errorf("the source object changed during the copy: %w", objectstore.ErrTransient)
+
+// copy writes one object to the destination with its metadata, the
+// cheapest way the stores allow: server side on one store (composed from
+// part copies above CopyCutoff), as parallel ranged parts between stores
+// above MultipartCutoff, and otherwise streamed in one request. Nothing is
+// held whole in memory.
+func (t *transfer) copy(ctx context.Context, src Object, dk string) error {
+	s, o := t.sides, t.opts
+	if c, ok := s.Dest.(objectstore.Copier); ok && c.CanCopyFrom(s.Source) {
+		_, err := objectstore.Copy(ctx, s.Source, s.SourceBucket, src.Key, s.Dest, s.DestBucket, dk, objectstore.CopyOptions{
+			Size: src.Size, SingleCopyLimit: o.CopyCutoff, PartSize: o.PartSize, Parallel: o.PartConcurrency})
+		return err
+	}
+	if src.Size > o.MultipartCutoff {
+		mu, ok1 := s.Dest.(objectstore.MultipartUploader)
+		rr, ok2 := s.Source.(objectstore.RangeReader)
+		if ok1 && ok2 {
+			return t.copyParts(ctx, mu, rr, src, dk)
+		}
+	}
+	body, info, err := s.Source.Get(ctx, s.SourceBucket, src.Key)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	put := objectstore.PutOptions{Metadata: info.Metadata}
+	if cw, ok := s.Dest.(objectstore.ConditionalWriter); ok && o.Policy == OverwriteNever {
+		// Never overwrite, even what appeared since the listing.
+		_, err = cw.PutIf(ctx, s.DestBucket, dk, body, info.Size, put, objectstore.Precondition{IfNoneMatch: "*"})
+		if errors.Is(err, objectstore.ErrPreconditionFailed) {
+			return errSkipped{"appeared at the destination during the copy; overwrite=never"}
+		}
+		return err
+	}
+	_, err = s.Dest.Put(ctx, s.DestBucket, dk, body, info.Size, put)
+	return err
+}
+
+// copyParts streams a large object between stores as a multipart upload
+// whose parts are read as ranges and sent PartConcurrency at a time. Every
+// range must come from the same version of the source (same ETag); a
+// failed upload is aborted so its parts do not linger.
+func (t *transfer) copyParts(ctx context.Context, mu objectstore.MultipartUploader, rr objectstore.RangeReader, src Object, dk string) (err error) {
+	s, o := t.sides, t.opts
+	partSize := o.PartSize
+	first, info, err := rr.GetRange(ctx, s.SourceBucket, src.Key, 0, partSize)
+	if err != nil {
+		return err
+	}
+	size := info.Size
+	for size > partSize*objectstore.MaxParts {
+		partSize *= 2
+	}
+	if partSize != o.PartSize {
+		// A larger part size than the first range read: read it again.
+		first.Close()
+		if first, info, err = rr.GetRange(ctx, s.SourceBucket, src.Key, 0, partSize); err != nil {
+			return err
+		}
+	}
+	up, err := mu.CreateMultipartUpload(ctx, s.DestBucket, dk, objectstore.PutOptions{Metadata: info.Metadata})
+	if err != nil {
+		first.Close()
+		return err
+	}
+	defer func() {
+		if err != nil {
+			// The upload's parts cost storage until aborted, even if ctx ended.
+			_ = mu.AbortMultipartUpload(context.WithoutCancel(ctx), up)
+		}
+	}()
+	n := int((size + partSize - 1) / partSize)
+	// Part 1's body is read, and closed, by the first goroutine.
+	parts := make([]objectstore.Part, n)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.PartConcurrency)
+	for i := range n {
+		off := int64(i) * partSize
+		length := min(partSize, size-off)
+		g.Go(func() error {
+			body := first
+			if i > 0 {
+				var part objectstore.ObjectInfo
+				var err error
+				if body, part, err = rr.GetRange(gctx, s.SourceBucket, src.Key, off, length); err != nil {
+					return err
+				}
+				if part.ETag != info.ETag {
+					body.Close()
+					return errSourceChanged
+				}
+			}
+			defer body.Close()
+			p, err := mu.UploadPart(gctx, up, i+1, body, length)
+			parts[i] = p
+			return err
+		})
+	}
+	if err = g.Wait(); err != nil {
+		return err
+	}
+	_, err = mu.CompleteMultipartUpload(ctx, up, parts)
+	return err
+}
+
+// checksums computes the MD5s Decide asked for: of each side whose ETag is
+// not already one.
+func (t *transfer) checksums(ctx context.Context, src Object, dk string, dst Object) (srcMD5, dstMD5 string, err error) {
+	s := t.sides
+	if !IsMD5ETag(src.ETag) {
+		if srcMD5, err = MD5Of(ctx, s.Source, s.SourceBucket, src.Key); err != nil {
+			return "", "", err
+		}
+	}
+	if !IsMD5ETag(dst.ETag) {
+		if dstMD5, err = MD5Of(ctx, s.Dest, s.DestBucket, dk); err != nil {
+			return "", "", err
+		}
+	}
+	return srcMD5, dstMD5, nil
+}
+
+// verify compares a copy with its source: size, then ETags where both are
+// MD5s, else MD5s computed from the bytes of the sides that need them.
+func (t *transfer) verify(ctx context.Context, src Object, dk string) (verdict, detail string, err error) {
+	s := t.sides
+	info, err := s.Dest.Stat(ctx, s.DestBucket, dk)
+	if errors.Is(err, objectstore.ErrNoSuchKey) {
+		return VerifyMismatch, "missing at the destination", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	dst := objectOf(info)
+	plan, cmp := PlanVerify(src, dst)
+	switch cmp {
+	case Same:
+		return VerifyMatch, "", nil
+	case Different:
+		return VerifyMismatch, fmt.Sprintf("%d bytes at the source, %d at the destination", src.Size, dst.Size), nil
+	}
+	srcSum, dstSum := NormalizeETag(src.ETag), NormalizeETag(dst.ETag)
+	if plan.SourceMD5 {
+		if srcSum, err = MD5Of(ctx, s.Source, s.SourceBucket, src.Key); err != nil {
+			return "", "", err
+		}
+	}
+	if plan.DestMD5 {
+		if dstSum, err = MD5Of(ctx, s.Dest, s.DestBucket, dk); err != nil {
+			return "", "", err
+		}
+	}
+	if srcSum == dstSum {
+		return VerifyMatch, "", nil
+	}
+	return VerifyMismatch, fmt.Sprintf("MD5 %s at the source, %s at the destination", srcSum, dstSum), nil
+}
+
+// MD5Of reads an object and returns the hex MD5 of its bytes.
+func MD5Of(ctx context.Context, s objectstore.Store, bucket, key string) (string, error) {
+	body, _, err := s.Get(ctx, bucket, key)
+	if err != nil {
+		return "", err
+	}
+	defer body.Close()
+	h := md5.New()
+	if _, err := io.Copy(h, body); err != nil {
+		return "", fmt.Errorf("read %s/%s: %w", bucket, key, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,81 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+)
+
+// Listed is one page of a source listing.
+type Listed struct {
+	Objects []Object
+	Bytes   int64
+	// Next is the token of the next page; Last says there is none.
+	Next string
+	Last bool
+}
+
+// ListSource lists one page of at most max objects under loc, continuing
+// from token (a continuation token of the store), within the key range r.
+func ListSource(ctx context.Context, s objectstore.Store, loc Location, r KeyRange, token string, max int) (Listed, error) {
+	opts := objectstore.ListOptions{Prefix: loc.Prefix, ContinuationToken: token, MaxKeys: max}
+	if token == "" && r.After > loc.Prefix {
+		opts.StartAfter = r.After
+	}
+	page, err := s.List(ctx, loc.Bucket, opts)
+	if err != nil {
+		return Listed{}, err
+	}
+	var out Listed
+	for _, o := range page.Objects {
+		if r.Until != "" && o.Key > r.Until {
+			out.Last = true
+			break
+		}
+		if !r.Contains(o.Key) {
+			continue
+		}
+		out.Objects = append(out.Objects, objectOf(o))
+		out.Bytes += o.Size
+	}
+	if !out.Last {
+		out.Next = page.NextToken
+		out.Last = page.NextToken == ""
+	}
+	return out, nil
+}
+
+// ListKeyList reads one page of at most max keys of an uploaded key list,
+// from token (a byte offset). The keys have no sizes yet (Size -1).
+func ListKeyList(ctx context.Context, jobs JobStore, key, token string, max int) (Listed, error) {
+	off, err := KeyListOffset(token)
+	if err != nil {
+		return Listed{}, err
+	}
+	rr, ok := jobs.Store.(objectstore.RangeReader)
+	if !ok {
+		return Listed{}, fmt.Errorf("key list %s: range reads: %w", key, objectstore.ErrNotSupported)
+	}
+	want := MaxKeyListChunk(max)
+	body, info, err := rr.GetRange(ctx, jobs.Bucket, key, off, want)
+	if errors.Is(err, objectstore.ErrInvalid) && off > 0 {
+		return Listed{Last: true}, nil // the offset is the end of the list
+	}
+	if err != nil {
+		return Listed{}, fmt.Errorf("key list: %w", err)
+	}
+	defer body.Close()
+	chunk, err := io.ReadAll(body)
+	if err != nil {
+		return Listed{}, fmt.Errorf("key list %s: %w", key, err)
+	}
+	keys, next := KeyListPage(chunk, off, off+int64(len(chunk)) >= info.Size, max)
+	out := Listed{Next: next, Last: next == ""}
+	for _, k := range keys {
+		out.Objects = append(out.Objects, Object{Key: k, Size: -1})
+	}
+	return out, nil
+}

@@ -1,0 +1,140 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+)
+
+// PrecheckError says which side of a job cannot work and why.
+type PrecheckError struct {
+	Side    string // SideSource or SideDest
+	Where   string // the location and endpoint
+	Problem string // what is missing: a bucket, a permission
+	Err     error
+}
+
+func (e *PrecheckError) Error() string {
+	return fmt.Sprintf("%s %s: %s", e.Side, e.Where, e.Problem)
+}
+
+func (e *PrecheckError) Unwrap() error { return e.Err }
+
+// Precheck proves, before a job copies anything, that the source can be
+// listed and read and the destination listed and written, and says
+// precisely what is missing otherwise (a *PrecheckError; transient
+// failures are returned as they are, for a retry). With a key list (firstKey set), the
+// source is checked by reading that key instead of listing. The write test
+// starts a multipart upload and aborts it, so no object ever appears at the
+// destination, not even briefly.
+func Precheck(ctx context.Context, src objectstore.Store, srcLoc Location, srcWhere string,
+	dst objectstore.Store, dstLoc Location, dstWhere string, firstKey, job string) error {
+	fail := func(side, where, action, permission string, err error) error {
+		if objectstore.IsTransient(err) {
+			return err // worth retrying: not a verdict on the job
+		}
+		problem := fmt.Sprintf("%s failed: %v", action, err)
+		switch {
+		case errors.Is(err, objectstore.ErrNoSuchBucket):
+			problem = "the bucket does not exist"
+		case errors.Is(err, objectstore.ErrBadCredentials):
+			problem = "the credentials are not accepted (check the access and secret keys)"
+		case errors.Is(err, objectstore.ErrAccessDenied):
+			problem = fmt.Sprintf("%s was denied: the credentials need the %s permission", action, permission)
+		}
+		return &PrecheckError{Side: side, Where: where, Problem: problem, Err: err}
+	}
+	// Source: list, then read one object.
+	key := firstKey
+	if key == "" {
+		var page objectstore.ListPage
+		err := retrying(ctx, func() (err error) {
+			page, err = src.List(ctx, srcLoc.Bucket, objectstore.ListOptions{Prefix: srcLoc.Prefix, MaxKeys: 1})
+			return err
+		})
+		if err != nil {
+			return fail(SideSource, srcWhere, "listing", "s3:ListBucket", err)
+		}
+		if len(page.Objects) > 0 {
+			key = page.Objects[0].Key
+		}
+	}
+	if key != "" {
+		var body io.ReadCloser
+		err := retrying(ctx, func() (err error) {
+			if rr, ok := src.(objectstore.RangeReader); ok {
+				body, _, err = rr.GetRange(ctx, srcLoc.Bucket, key, 0, 1)
+			} else {
+				body, _, err = src.Get(ctx, srcLoc.Bucket, key)
+			}
+			return err
+		})
+		switch {
+		case errors.Is(err, objectstore.ErrInvalid):
+			// A zero-byte object has no byte 0 to read: reading was allowed.
+		case errors.Is(err, objectstore.ErrNoSuchKey) && firstKey != "":
+			// A key list may name missing keys; each fails on its own.
+		case err != nil:
+			return fail(SideSource, srcWhere, "reading "+key, "s3:GetObject", err)
+		default:
+			body.Close()
+		}
+	}
+	// Destination: list (to skip what is there), then write.
+	err := retrying(ctx, func() error {
+		_, err := dst.List(ctx, dstLoc.Bucket, objectstore.ListOptions{Prefix: dstLoc.Prefix, MaxKeys: 1})
+		return err
+	})
+	if err != nil {
+		return fail(SideDest, dstWhere, "listing", "s3:ListBucket", err)
+	}
+	probe := dstLoc.Prefix + ".edgeflow-precheck-" + job
+	if mu, ok := dst.(objectstore.MultipartUploader); ok {
+		var up objectstore.Upload
+		err := retrying(ctx, func() (err error) {
+			up, err = mu.CreateMultipartUpload(ctx, dstLoc.Bucket, probe, objectstore.PutOptions{})
+			return err
+		})
+		if err != nil {
+			return fail(SideDest, dstWhere, "writing", "s3:PutObject", err)
+		}
+		err = retrying(ctx, func() error { return mu.AbortMultipartUpload(context.WithoutCancel(ctx), up) })
+		if err != nil {
+			return fail(SideDest, dstWhere, "aborting a test upload", "s3:AbortMultipartUpload", err)
+		}
+		return nil
+	}
+	// Without multipart uploads, write an empty object and remove it.
+	if _, err := dst.Put(ctx, dstLoc.Bucket, probe, eofReader{}, 0, objectstore.PutOptions{}); err != nil {
+		return fail(SideDest, dstWhere, "writing", "s3:PutObject", err)
+	}
+	if err := dst.Delete(ctx, dstLoc.Bucket, probe); err != nil {
+		return fail(SideDest, dstWhere, "removing the test object "+probe, "s3:DeleteObject", err)
+	}
+	return nil
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// retrying runs one precheck request, trying again with backoff while the
+// store answers SlowDown or fails transiently: a busy store is not a
+// missing permission.
+func retrying(ctx context.Context, request func() error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err = request(); err == nil || !objectstore.IsTransient(err) || attempt == 8 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(DefaultBackoff.Delay(attempt, nil)):
+		}
+	}
+}
