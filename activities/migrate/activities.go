@@ -1,0 +1,196 @@
+// Package migrate holds Migrate's activities: thin adapters over
+// internal/migrate that open a job's sealed credentials, reach its stores
+// and the job store, and report progress by heartbeat.
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/edgeflow/edgeflow/internal/keyring"
+	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
+)
+
+// Activities are the migrate pool's activities. Only they open sealed
+// credentials, with Keys.
+type Activities struct {
+	Keys *keyring.Keyring
+	// Jobs is the job store: pages, results, dead letters, key lists.
+	Jobs migrate.JobStore
+	// Temporal lets a job queue at its account and an account check its jobs.
+	Temporal client.Client
+	// JobsPerAccount is the limit a new account workflow starts with.
+	JobsPerAccount int
+
+	stores stores
+}
+
+// Precheck proves both sides usable before a job copies anything.
+func (a *Activities) Precheck(ctx context.Context, in contract.PrecheckInput) error {
+	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	src, dst, err := a.sides(in.Job, in.Source, in.Dest)
+	if err != nil {
+		return err
+	}
+	first := ""
+	if in.KeyList != "" {
+		l, err := migrate.ListKeyList(ctx, a.Jobs, in.KeyList, "", 1)
+		if err != nil {
+			return err
+		}
+		if len(l.Objects) > 0 {
+			first = l.Objects[0].Key
+		}
+	}
+	err = migrate.Precheck(ctx, src, in.Source.Location, in.Source.String(), dst, in.Dest.Location, in.Dest.String(), first, in.Job)
+	var pe *migrate.PrecheckError
+	if errors.As(err, &pe) {
+		return temporal.NewNonRetryableApplicationError(pe.Error(), contract.ErrPrecheck, nil)
+	}
+	return err
+}
+
+// ListPage lists page Seq of the source (or of the key list) from Token
+// and stores it for its page child. Listing the same page again stores the
+// same page, so a retry is harmless.
+func (a *Activities) ListPage(ctx context.Context, in contract.ListInput) (contract.ListResult, error) {
+	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	var listed migrate.Listed
+	var err error
+	if in.KeyList != "" {
+		listed, err = migrate.ListKeyList(ctx, a.Jobs, in.KeyList, in.Token, in.PageSize)
+	} else {
+		var src *storeHandle
+		if src, err = a.store(in.Job, migrate.SideSource, in.Source); err != nil {
+			return contract.ListResult{}, err
+		}
+		listed, err = migrate.ListSource(ctx, src.Store, in.Source.Location, in.Range, in.Token, in.PageSize)
+	}
+	if err != nil {
+		return contract.ListResult{}, err
+	}
+	if len(listed.Objects) > 0 {
+		if err := a.Jobs.PutPage(ctx, in.Job, in.Execution, migrate.Page{Seq: in.Seq, Objects: listed.Objects}); err != nil {
+			return contract.ListResult{}, err
+		}
+	}
+	return contract.ListResult{Seq: in.Seq, Count: len(listed.Objects), Bytes: listed.Bytes, Next: listed.Next, Last: listed.Last}, nil
+}
+
+// TransferPage copies one page (or redrives its dead letters), heartbeating
+// as objects finish. Cancelled by an abort, it stores and returns what it
+// did as the cancellation's details; stopped by its worker shutting down,
+// it stores nothing, so the retry on another worker does the whole page.
+func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (contract.PageReport, error) {
+	src, dst, err := a.sides(in.Job, in.Source, in.Dest)
+	if err != nil {
+		return contract.PageReport{}, err
+	}
+	set := in.Settings.WithDefaults()
+	info := activity.GetInfo(ctx)
+	run := migrate.PageRun{
+		Jobs: a.Jobs, Job: in.Job, Execution: in.Execution, Seq: in.Seq,
+		Sides: migrate.Sides{Source: src.Store, SourceBucket: in.Source.Bucket, Dest: dst.Store, DestBucket: in.Dest.Bucket, Map: in.Map},
+		Options: migrate.TransferOptions{
+			Policy: in.Overwrite, DryRun: in.DryRun, Verify: in.Verify, KeysOnly: in.KeysOnly,
+			// A retried attempt, or a page started again, may find its own copies.
+			Recovering: info.Attempt > 1 || in.Restart > 0,
+			JobStarted: in.Started, ClockSkew: set.ClockSkew,
+			Concurrency: set.Concurrency, Controller: a.stores.controller(src, dst, set.Concurrency),
+			MultipartCutoff: set.MultipartCutoff, PartSize: set.PartSize, PartConcurrency: set.PartConcurrency, CopyCutoff: set.CopyCutoff,
+		},
+		KeepPartial: func() bool {
+			select {
+			case <-activity.GetWorkerStopChannel(ctx):
+				return false
+			default:
+				return true
+			}
+		},
+	}
+	stopBeat := heartbeat(ctx, set.HeartbeatTimeout)
+	var done int64
+	run.Options.Progress = func(n int) { done = int64(n) }
+	var out migrate.PageOutcome
+	if in.Pass == 0 {
+		out, err = migrate.CopyPage(ctx, run)
+	} else {
+		out, err = migrate.RedrivePage(ctx, run, in.Pass)
+	}
+	stopBeat()
+	if err != nil {
+		return contract.PageReport{}, err
+	}
+	rep := contract.PageReport{Execution: in.Execution, Pass: in.Pass, Seq: in.Seq, Item: in.Item, Counters: out.Counters, Redriven: out.Redriven}
+	if out.Stopped {
+		if run.KeepPartial() {
+			rep.Aborted = true
+			return rep, temporal.NewCanceledError(rep)
+		}
+		return contract.PageReport{}, fmt.Errorf("page %d: the worker is stopping after %d objects; another attempt copies the rest", in.Seq, done)
+	}
+	return rep, nil
+}
+
+// activityHeartbeatTimeout is the heartbeat timeout the activity was
+// scheduled with (a minute if none).
+func activityHeartbeatTimeout(ctx context.Context) time.Duration {
+	if d := activity.GetInfo(ctx).HeartbeatTimeout; d > 0 {
+		return d
+	}
+	return time.Minute
+}
+
+// heartbeat records a heartbeat every third of timeout until stopped: a
+// page of large objects can spend minutes on one object, and the heartbeat
+// is also how a cancellation (abort) reaches the activity.
+func heartbeat(ctx context.Context, timeout time.Duration) (stop func()) {
+	every := max(timeout/3, 100*time.Millisecond)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		activity.RecordHeartbeat(ctx)
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// DeadPages lists the pages of an execution that hold dead letters.
+func (a *Activities) DeadPages(ctx context.Context, in contract.DeadPagesInput) (contract.DeadPagesResult, error) {
+	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	seqs, last, err := a.Jobs.DeadPages(ctx, in.Job, in.Execution, in.After, in.Max)
+	return contract.DeadPagesResult{Seqs: seqs, Last: last}, err
+}
+
+// FindReports returns the stored outcomes of pages whose reports were lost.
+func (a *Activities) FindReports(ctx context.Context, in contract.FindReportsInput) ([]contract.PageReport, error) {
+	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	var out []contract.PageReport
+	for _, seq := range in.Seqs {
+		o, found, err := migrate.StoredOutcome(ctx, a.Jobs, in.Job, in.Execution, in.Pass, seq)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			out = append(out, contract.PageReport{Execution: in.Execution, Pass: in.Pass, Seq: seq, Counters: o.Counters, Redriven: o.Redriven})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,88 @@
+package migrate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
+	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
+)
+
+// storeHandle is a store of one side of a job and its cache key.
+type storeHandle struct {
+	*s3.Store
+	id string // endpoint and credentials fingerprint, never the secret
+}
+
+// stores keeps one client per endpoint and credentials for the life of the
+// worker, so every page reuses warm connections, and one concurrency
+// controller per pair of stores, shared by every page between them, so
+// throttling seen by one page slows all of them.
+type stores struct {
+	mu          sync.Mutex
+	clients     map[string]*s3.Store
+	controllers map[string]*migrate.Controller
+}
+
+func (a *Activities) sides(job string, src, dst contract.Endpoint) (*storeHandle, *storeHandle, error) {
+	s, err := a.store(job, migrate.SideSource, src)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := a.store(job, migrate.SideDest, dst)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, d, nil
+}
+
+// store opens one side's sealed credentials and returns its client.
+// Credentials that do not open fail for good: retrying cannot help.
+func (a *Activities) store(job, side string, e contract.Endpoint) (*storeHandle, error) {
+	creds, err := e.Credentials.Open(a.Keys, job, side)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrPermanent, nil)
+	}
+	sum := sha256.Sum256([]byte(creds.AccessKey + "\x00" + creds.SecretKey + "\x00" + creds.SessionToken))
+	id := fmt.Sprintf("%s|%v|%s|%s", e.Endpoint, e.Secure, e.Region, hex.EncodeToString(sum[:8]))
+	a.stores.mu.Lock()
+	defer a.stores.mu.Unlock()
+	if c, ok := a.stores.clients[id]; ok {
+		return &storeHandle{Store: c, id: id}, nil
+	}
+	c, err := s3.New(s3.Config{Endpoint: e.Endpoint, AccessKey: creds.AccessKey, SecretKey: creds.SecretKey,
+		SessionToken: creds.SessionToken, Secure: e.Secure, Region: e.Region,
+		// Transfers retry themselves, with backoff, and see throttling.
+		MaxRetries: 1})
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s endpoint %s: %v", side, e.Endpoint, err), contract.ErrPermanent, nil)
+	}
+	if a.stores.clients == nil {
+		a.stores.clients = map[string]*s3.Store{}
+	}
+	a.stores.clients[id] = c
+	return &storeHandle{Store: c, id: id}, nil
+}
+
+// controller is the concurrency controller between two stores, its
+// ceiling set to the job's concurrency.
+func (s *stores) controller(src, dst *storeHandle, ceiling int) *migrate.Controller {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := src.id + "→" + dst.id
+	c, ok := s.controllers[key]
+	if !ok {
+		if s.controllers == nil {
+			s.controllers = map[string]*migrate.Controller{}
+		}
+		c = migrate.NewController(ceiling)
+		s.controllers[key] = c
+	}
+	c.SetMax(ceiling)
+	return c
+}

@@ -1,0 +1,239 @@
+// Package contract is Migrate's contract: its task queue, workflow IDs,
+// signal, update and query names, search attributes, and every type that
+// crosses the boundary between the workflows, the activities, the worker and
+// the starter. It holds no Temporal worker or client code and does no I/O.
+package contract
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/product"
+)
+
+// TaskQueue is the queue of the migrate worker pool: listing, transfers,
+// and the job, page and account workflows.
+const TaskQueue = "migrate"
+
+// Workflow type names (registered explicitly, so renaming a Go function
+// never breaks histories).
+const (
+	JobWorkflow     = "Migration"
+	PageWorkflow    = "MigrationPage"
+	AccountWorkflow = "MigrationAccount"
+)
+
+// JobWorkflowID is the workflow ID of a job: one run of a job at a time.
+func JobWorkflowID(job string) string { return "migrate/" + job }
+
+// PageWorkflowID names the child that copies one page of a job execution.
+// Pass 0 is the copy; pass n > 0 is the n-th redrive of dead letters.
+func PageWorkflowID(job, execution string, pass, seq int) string {
+	id := JobWorkflowID(job) + "/" + shortExecution(execution)
+	if pass > 0 {
+		id += "/redrive-" + strconv.Itoa(pass)
+	}
+	return id + "/page-" + strconv.Itoa(seq)
+}
+
+func shortExecution(e string) string {
+	if len(e) > 8 {
+		return e[:8]
+	}
+	return e
+}
+
+// AccountWorkflowID is the workflow that admits an account's jobs.
+func AccountWorkflowID(account string) string { return "migrate-account/" + account }
+
+// Signals.
+const (
+	// PageDoneSignal carries a PageReport from a page child to its job.
+	PageDoneSignal = "page-done"
+	// AcquireSignal (a SlotRequest) asks an account for a slot; ReleaseSignal
+	// (a SlotRequest) gives it back.
+	AcquireSignal = "acquire"
+	ReleaseSignal = "release"
+	// SlotGrantedSignal tells a waiting job it may run.
+	SlotGrantedSignal = "slot-granted"
+)
+
+// Updates of a job (pause, resume, abort, redrive) return its Status; of an
+// account (set-limit) its Queue.
+const (
+	PauseUpdate    = "pause"
+	ResumeUpdate   = "resume"
+	AbortUpdate    = "abort"
+	RedriveUpdate  = "redrive"
+	SetLimitUpdate = "set-limit"
+)
+
+// Queries: StatusQuery answers a job's Status, QueueQuery an account's Queue.
+const (
+	StatusQuery = "status"
+	QueueQuery  = "queue"
+)
+
+// Search attributes (Keyword) every job and page is findable by.
+var (
+	JobKey          = temporal.NewSearchAttributeKeyKeyword("MigrationJob")
+	SourceBucketKey = temporal.NewSearchAttributeKeyKeyword("MigrationSourceBucket")
+	DestBucketKey   = temporal.NewSearchAttributeKeyKeyword("MigrationDestBucket")
+)
+
+// SearchAttributes lists Migrate's search attributes for registration.
+var SearchAttributes = []temporal.SearchAttributeKey{JobKey, SourceBucketKey, DestBucketKey}
+
+// Product is what shared tooling (make run, the dev server, deploy/) reads
+// of this contract.
+var Product = product.Contract{Name: "migrate", TaskQueues: []string{TaskQueue}, SearchAttributes: SearchAttributes}
+
+// Memo keys a job keeps current, for `migrate list`.
+const (
+	MemoState   = "state"
+	MemoAccount = "account"
+	MemoSummary = "summary"
+)
+
+// The states of a job.
+const (
+	StateQueued    = "queued" // waiting in its account's line
+	StateRunning   = "running"
+	StatePaused    = "paused"
+	StateAborted   = "aborted"
+	StateCompleted = "completed" // every object has an outcome (some may have failed)
+	StateFailed    = "failed"    // the job itself failed: precheck, listing, a store gone
+)
+
+// Ended reports whether a state is final.
+func Ended(state string) bool {
+	return state == StateAborted || state == StateCompleted || state == StateFailed
+}
+
+// Endpoint is one side of a job.
+type Endpoint struct {
+	Endpoint string `json:"endpoint"` // host:port
+	Secure   bool   `json:"secure,omitempty"`
+	Region   string `json:"region,omitempty"`
+	migrate.Location
+	Credentials migrate.SealedCredentials `json:"credentials"`
+}
+
+// String is the side's location and endpoint, for people.
+func (e Endpoint) String() string { return e.Location.String() + " on " + e.Endpoint }
+
+// SameStore reports whether both sides are the same store with the same
+// credentials, where objects are copied server side.
+func SameStore(a, b Endpoint) bool {
+	return a.Endpoint == b.Endpoint && a.Secure == b.Secure && a.Credentials.String() == b.Credentials.String()
+}
+
+// Settings tune a job. Zero fields take the defaults of WithDefaults.
+type Settings struct {
+	// PageSize is the number of objects per listing page (and page child).
+	PageSize int `json:"pageSize,omitempty"`
+	// PagesInFlight bounds the page children running at once; PageSpan
+	// bounds how far ahead of the oldest unfinished page listing may go.
+	PagesInFlight int `json:"pagesInFlight,omitempty"`
+	PageSpan      int `json:"pageSpan,omitempty"`
+	// Concurrency is the most object transfers a worker runs at once for
+	// the job; throttling lowers it and success raises it back.
+	Concurrency int `json:"concurrency,omitempty"`
+	// MultipartCutoff: objects above it stream as parallel parts of
+	// PartSize, PartConcurrency at a time (between stores).
+	MultipartCutoff int64 `json:"multipartCutoff,omitempty"`
+	PartSize        int64 `json:"partSize,omitempty"`
+	PartConcurrency int   `json:"partConcurrency,omitempty"`
+	// CopyCutoff: objects above it are composed from server-side part
+	// copies instead of one copy request (same store; S3 allows 5 GiB).
+	CopyCutoff int64 `json:"copyCutoff,omitempty"`
+	// HeartbeatTimeout is how soon a transfer on a dead worker is retried.
+	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
+	// ClockSkew is how far the stores' clocks may lag Temporal's (see
+	// migrate.Decide); below a second only in tests.
+	ClockSkew time.Duration `json:"clockSkew,omitempty"`
+	// HistoryBudget is the event count after which the job continues as new.
+	HistoryBudget int `json:"historyBudget,omitempty"`
+	// WatchEvery is how long the job waits without a page report before it
+	// looks for pages whose report was lost.
+	WatchEvery time.Duration `json:"watchEvery,omitempty"`
+}
+
+// Defaults.
+const (
+	DefaultPageSize         = 1000
+	DefaultPagesInFlight    = 16
+	DefaultPageSpan         = 256
+	DefaultConcurrency      = 64
+	DefaultMultipartCutoff  = 64 << 20
+	DefaultPartSize         = 16 << 20
+	DefaultPartConcurrency  = 4
+	DefaultCopyCutoff       = 5 << 30
+	DefaultHeartbeatTimeout = time.Minute
+	DefaultHistoryBudget    = 10000
+	DefaultWatchEvery       = 10 * time.Minute
+)
+
+// WithDefaults fills the zero fields.
+func (s Settings) WithDefaults() Settings {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def64 := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&s.PageSize, DefaultPageSize)
+	def(&s.PagesInFlight, DefaultPagesInFlight)
+	def(&s.PageSpan, DefaultPageSpan)
+	def(&s.Concurrency, DefaultConcurrency)
+	def64(&s.MultipartCutoff, DefaultMultipartCutoff)
+	def64(&s.PartSize, DefaultPartSize)
+	def(&s.PartConcurrency, DefaultPartConcurrency)
+	def64(&s.CopyCutoff, DefaultCopyCutoff)
+	defDur(&s.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	if s.ClockSkew == 0 {
+		s.ClockSkew = migrate.ClockSkew
+	}
+	def(&s.HistoryBudget, DefaultHistoryBudget)
+	defDur(&s.WatchEvery, DefaultWatchEvery)
+	s.PageSpan = max(s.PageSpan, s.PagesInFlight)
+	return s
+}
+
+// Check reports settings no store would accept.
+func (s Settings) Check() error {
+	switch {
+	case s.PageSize > 1000:
+		return fmt.Errorf("page size %d: S3 lists at most 1000 keys at a time", s.PageSize)
+	case s.PartSize != 0 && s.PartSize < 5<<20:
+		return fmt.Errorf("part size %d: S3 parts are at least 5 MiB", s.PartSize)
+	case s.MultipartCutoff != 0 && s.PartSize != 0 && s.MultipartCutoff < s.PartSize:
+		return fmt.Errorf("multipart cutoff %d is below the part size %d", s.MultipartCutoff, s.PartSize)
+	case s.CopyCutoff > 5<<30:
+		return fmt.Errorf("copy cutoff %d: S3 copies at most 5 GiB in one request", s.CopyCutoff)
+	}
+	return nil
+}
+
+// Error types of the migrate activities' application errors, which are not
+// retried.
+const (
+	// ErrPrecheck: a side lacks a bucket or a permission.
+	ErrPrecheck = "PrecheckFailed"
+	// ErrPermanent: retrying cannot help (credentials that do not open, a
+	// malformed input).
+	ErrPermanent = "PermanentFailure"
+)

@@ -1,0 +1,226 @@
+package contract
+
+import (
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/migrate"
+)
+
+// JobInput starts a job (or continues one: Resume).
+type JobInput struct {
+	Job     string   `json:"job"`
+	Account string   `json:"account"`
+	Source  Endpoint `json:"source"`
+	Dest    Endpoint `json:"dest"`
+	// KeyList is the job-store key of an uploaded key list (--keys); empty
+	// means the source is listed.
+	KeyList string `json:"keyList,omitempty"`
+	// Range limits the listing to a key range (a split job).
+	Range             migrate.KeyRange  `json:"range,omitzero"`
+	StripSourcePrefix bool              `json:"stripSourcePrefix,omitempty"`
+	Overwrite         migrate.Overwrite `json:"overwrite"`
+	Verify            bool              `json:"verify,omitempty"`
+	DryRun            bool              `json:"dryRun,omitempty"`
+	Settings          Settings          `json:"settings,omitzero"`
+	// Redrive starts a run that retries the dead letters of an ended job
+	// execution (Redrive.Execution) instead of copying anew.
+	Redrive *RedriveFrom `json:"redrive,omitempty"`
+	// Resume carries the state across continue-as-new.
+	Resume *JobState `json:"resume,omitempty"`
+}
+
+// KeyMap is where the job puts each key.
+func (in JobInput) KeyMap() migrate.KeyMap {
+	return migrate.KeyMap{SourcePrefix: in.Source.Prefix, DestPrefix: in.Dest.Prefix, StripSourcePrefix: in.StripSourcePrefix}
+}
+
+// RedriveFrom names the ended execution whose dead letters a new run retries.
+type RedriveFrom struct {
+	Execution string    `json:"execution"`
+	Started   time.Time `json:"started"`
+	Passes    int       `json:"passes"` // redrive passes it already ran
+	// Counters are the ended run's totals, which the redrive corrects.
+	Counters migrate.Counters `json:"counters"`
+}
+
+// JobState is a job's progress, carried across continue-as-new.
+type JobState struct {
+	State string `json:"state"`
+	// Execution names this execution's data in the job store and its page
+	// children; it stays the same across continue-as-new and redrive runs.
+	Execution string    `json:"execution"`
+	Started   time.Time `json:"started"`
+	// Listing is the copy's listing; Pages its pages' completion.
+	Listing migrate.Cursor `json:"listing"`
+	Pages   migrate.Pages  `json:"pages"`
+	// Restarts counts, per unfinished page, how often it was started again
+	// after its report went missing.
+	Restarts map[int]int `json:"restarts,omitempty"`
+	// Redrive is the redrive pass in progress, if any; Passes counts them.
+	Redrive          *RedrivePass      `json:"redrive,omitempty"`
+	Passes           int               `json:"passes,omitempty"`
+	RedriveRequested bool              `json:"redriveRequested,omitempty"`
+	Counters         migrate.Counters  `json:"counters"`
+	Rate             migrate.RateMeter `json:"rate"`
+	Error            string            `json:"error,omitempty"`
+	Runs             int               `json:"runs,omitempty"`
+}
+
+// RedrivePass walks the pages that have dead letters.
+type RedrivePass struct {
+	Pass int `json:"pass"`
+	// Listing pages through the dead-letter pages; its token is the last
+	// page seen. Items are numbered in the order they are found.
+	Listing migrate.Cursor `json:"listing"`
+	Items   migrate.Pages  `json:"items"`
+	// Seqs maps the unfinished items to their page numbers.
+	Seqs map[int]int `json:"seqs,omitempty"`
+}
+
+// Status is what `migrate status` shows and what a job returns.
+type Status struct {
+	Job       string `json:"job"`
+	State     string `json:"state"`
+	Account   string `json:"account"`
+	Execution string `json:"execution,omitempty"`
+	Source    string `json:"source"`
+	Dest      string `json:"dest"`
+	DryRun    bool   `json:"dryRun,omitempty"`
+	Verify    bool   `json:"verify,omitempty"`
+	migrate.Counters
+	// ObjectsPerSecond and BytesPerSecond are zero until measured.
+	ObjectsPerSecond float64 `json:"objectsPerSecond"`
+	BytesPerSecond   float64 `json:"bytesPerSecond"`
+	// ETASeconds is set once the listing is done and a rate is measured.
+	ETASeconds  *float64 `json:"etaSeconds,omitempty"`
+	ListingDone bool     `json:"listingDone"`
+	// PagesInFlight are pages being copied; paused jobs finish them.
+	PagesInFlight int        `json:"pagesInFlight"`
+	Redriving     bool       `json:"redriving,omitempty"`
+	RedrivePasses int        `json:"redrivePasses,omitempty"`
+	Started       time.Time  `json:"started,omitzero"`
+	Ended         *time.Time `json:"ended,omitempty"`
+	Error         string     `json:"error,omitempty"`
+	// ContinuedAsNew counts the runs the job's history was split into.
+	ContinuedAsNew int `json:"continuedAsNew,omitempty"`
+}
+
+// PageInput asks a page child to copy one page (pass 0) or to retry one
+// page's dead letters (pass > 0).
+type PageInput struct {
+	Job       string            `json:"job"`
+	Execution string            `json:"execution"`
+	Pass      int               `json:"pass,omitempty"`
+	Seq       int               `json:"seq"`
+	Item      int               `json:"item"` // the redrive item (pass > 0); Seq otherwise
+	Source    Endpoint          `json:"source"`
+	Dest      Endpoint          `json:"dest"`
+	Map       migrate.KeyMap    `json:"map"`
+	Overwrite migrate.Overwrite `json:"overwrite"`
+	Verify    bool              `json:"verify,omitempty"`
+	DryRun    bool              `json:"dryRun,omitempty"`
+	// KeysOnly: the page has keys without sizes (a key list, dead letters);
+	// each object is looked up at the source first.
+	KeysOnly bool      `json:"keysOnly,omitempty"`
+	Started  time.Time `json:"started"`
+	// Restart counts the times the job started this page again; above zero,
+	// objects may have been copied by an earlier, unreported run.
+	Restart  int      `json:"restart,omitempty"`
+	Settings Settings `json:"settings"`
+}
+
+// PageReport is a page's outcome, signalled to its job and returned.
+type PageReport struct {
+	Execution string           `json:"execution"`
+	Pass      int              `json:"pass,omitempty"`
+	Seq       int              `json:"seq"`
+	Item      int              `json:"item"`
+	Counters  migrate.Counters `json:"counters"`
+	// Redriven is how many dead letters a redrive page took; the job's
+	// failed count drops by it and rises by Counters.Failed.
+	Redriven int `json:"redriven,omitempty"`
+	// Aborted: the page stopped early (the job was aborted).
+	Aborted bool   `json:"aborted,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// PrecheckInput asks for a precheck of both sides.
+type PrecheckInput struct {
+	Job     string   `json:"job"`
+	Source  Endpoint `json:"source"`
+	Dest    Endpoint `json:"dest"`
+	KeyList string   `json:"keyList,omitempty"`
+}
+
+// ListInput asks for page Seq of the source, from Token.
+type ListInput struct {
+	Job       string           `json:"job"`
+	Execution string           `json:"execution"`
+	Seq       int              `json:"seq"`
+	Token     string           `json:"token,omitempty"`
+	Source    Endpoint         `json:"source"`
+	KeyList   string           `json:"keyList,omitempty"`
+	Range     migrate.KeyRange `json:"range,omitzero"`
+	PageSize  int              `json:"pageSize"`
+}
+
+// ListResult is one listed page, stored in the job store for its child.
+type ListResult struct {
+	Seq   int    `json:"seq"`
+	Count int    `json:"count"`
+	Bytes int64  `json:"bytes"`
+	Next  string `json:"next,omitempty"`
+	Last  bool   `json:"last,omitempty"`
+}
+
+// DeadPagesInput asks which pages of an execution hold dead letters, after
+// page After (-1: from the start), at most Max of them.
+type DeadPagesInput struct {
+	Job       string `json:"job"`
+	Execution string `json:"execution"`
+	After     int    `json:"after"`
+	Max       int    `json:"max"`
+}
+
+// DeadPagesResult lists them in order; Last says there are no more.
+type DeadPagesResult struct {
+	Seqs []int `json:"seqs,omitempty"`
+	Last bool  `json:"last"`
+}
+
+// FindReportsInput asks for the stored outcomes of pages whose reports
+// never arrived.
+type FindReportsInput struct {
+	Job       string `json:"job"`
+	Execution string `json:"execution"`
+	Pass      int    `json:"pass,omitempty"`
+	Seqs      []int  `json:"seqs"`
+}
+
+// SlotRequest is the payload of AcquireSignal and ReleaseSignal.
+type SlotRequest struct {
+	Job        string `json:"job"`
+	WorkflowID string `json:"workflowId"`
+}
+
+// AccountInput starts (or continues) an account's workflow.
+type AccountInput struct {
+	Account string           `json:"account"`
+	Queue   migrate.JobQueue `json:"queue"`
+	// Holders maps a job to the workflow to signal when it may run.
+	Holders map[string]string `json:"holders,omitempty"`
+}
+
+// Queue is an account's line, as QueueQuery answers it.
+type Queue struct {
+	Account string   `json:"account"`
+	Limit   int      `json:"limit"`
+	Running []string `json:"running"`
+	Waiting []string `json:"waiting"`
+}
+
+// RunningInput asks which of these workflows still run (the account's check
+// for jobs that ended without releasing their slot).
+type RunningInput struct {
+	WorkflowIDs []string `json:"workflowIds"`
+}

@@ -1,0 +1,266 @@
+// Package migrate holds Migrate's workflows: a job (Migration) lists the
+// source page by page and fans the pages out to children (MigrationPage)
+// that copy them and report by signal; an account workflow
+// (MigrationAccount) admits at most N jobs of an account at once.
+package migrate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	acts "github.com/edgeflow/edgeflow/activities/migrate"
+	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
+)
+
+// a names the activity methods; workflows never call it.
+var a *acts.Activities
+
+// job is one run of a Migration workflow: its input, its durable state and
+// what is in flight right now (which does not survive continue-as-new and
+// is settled before it).
+type job struct {
+	ctx workflow.Context
+	in  contract.JobInput
+	st  *contract.JobState
+	set contract.Settings
+
+	sel     workflow.Selector
+	wake    workflow.Channel // update handlers nudge the main loop
+	signals workflow.ReceiveChannel
+
+	listing       bool // a listing activity is in flight
+	pendingStarts int  // children whose start is not yet confirmed
+	abort         bool
+	failure       error
+	lastReport    time.Time
+	watching      bool // a watchdog timer is armed
+}
+
+// Job runs one migration job. Its workflow ID is contract.JobWorkflowID.
+func Job(ctx workflow.Context, in contract.JobInput) (*contract.Status, error) {
+	j := &job{ctx: ctx, in: in, set: in.Settings.WithDefaults()}
+	j.sel = workflow.NewSelector(ctx)
+	j.wake = workflow.NewBufferedChannel(ctx, 1)
+	j.signals = workflow.GetSignalChannel(ctx, contract.PageDoneSignal)
+	j.st = in.Resume
+	fresh := j.st == nil
+	if fresh {
+		j.st = j.initialState()
+	}
+	if err := j.registerHandlers(); err != nil {
+		return nil, err
+	}
+	j.sel.AddReceive(j.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+	j.sel.AddReceive(j.signals, func(c workflow.ReceiveChannel, _ bool) {
+		var r contract.PageReport
+		c.Receive(ctx, &r)
+		j.record(r)
+	})
+	j.lastReport = workflow.Now(ctx)
+
+	if fresh {
+		j.setState(contract.StateQueued)
+		if err := j.waitForSlot(); err != nil {
+			return j.fail(err)
+		}
+		if j.abort {
+			return j.finishAborted()
+		}
+		j.setState(contract.StateRunning)
+		if err := j.precheck(); err != nil {
+			return j.fail(err)
+		}
+		j.st.Rate.Add(migrate.Sample{At: workflow.Now(ctx), Objects: j.st.Counters.Done(), Bytes: j.st.Counters.Bytes})
+	}
+	j.details()
+	return j.run()
+}
+
+func (j *job) initialState() *contract.JobState {
+	info := workflow.GetInfo(j.ctx)
+	st := &contract.JobState{Execution: info.FirstRunID, Started: workflow.Now(j.ctx)}
+	if r := j.in.Redrive; r != nil {
+		// A redrive run works on the data of the execution it redrives.
+		st.Execution, st.Started, st.Passes, st.Counters = r.Execution, r.Started, r.Passes, r.Counters
+		st.Listing.Done = true
+		st.RedriveRequested = true
+	}
+	return st
+}
+
+// run is the main loop: schedule what may start, wait for one event, repeat,
+// until every page has reported, the job fails or is aborted, or its history
+// is due for continue-as-new.
+func (j *job) run() (*contract.Status, error) {
+	for {
+		if j.failure != nil {
+			j.cancelOutstanding()
+			return j.fail(j.failure)
+		}
+		if j.abort {
+			return j.finishAborted()
+		}
+		j.schedule()
+		if j.finished() {
+			return j.finishCompleted()
+		}
+		j.armWatchdog()
+		j.sel.Select(j.ctx)
+		for j.sel.HasPending() && j.failure == nil {
+			j.sel.Select(j.ctx)
+		}
+		if j.failure == nil && !j.abort && j.dueForContinueAsNew() {
+			return j.continueAsNew()
+		}
+	}
+}
+
+// finished: the listing is done, every page reported, no redrive pending.
+func (j *job) finished() bool {
+	st := j.st
+	return st.Listing.Done && !j.listing && st.Pages.AllDone() && st.Redrive == nil && !st.RedriveRequested
+}
+
+func (j *job) dueForContinueAsNew() bool {
+	info := workflow.GetInfo(j.ctx)
+	return info.GetCurrentHistoryLength() > j.set.HistoryBudget || info.GetContinueAsNewSuggested()
+}
+
+// continueAsNew settles what is in flight — the listing's answer and the
+// starts of children (whose signals then reach the next run) — counts
+// every report already delivered, and carries the state over.
+func (j *job) continueAsNew() (*contract.Status, error) {
+	for (j.listing || j.pendingStarts > 0) && j.failure == nil {
+		j.sel.Select(j.ctx)
+	}
+	var r contract.PageReport
+	for j.signals.ReceiveAsync(&r) {
+		j.record(r)
+	}
+	if j.failure != nil {
+		j.cancelOutstanding()
+		return j.fail(j.failure)
+	}
+	if err := workflow.Await(j.ctx, func() bool { return workflow.AllHandlersFinished(j.ctx) }); err != nil {
+		return nil, err
+	}
+	j.st.Runs++
+	next := j.in
+	next.Resume = j.st
+	return nil, workflow.NewContinueAsNewError(j.ctx, contract.JobWorkflow, next)
+}
+
+// activityOptions are those of the job's own short activities. They
+// heartbeat, so one whose worker died is retried within a heartbeat
+// timeout instead of at the end of its start-to-close timeout.
+func (j *job) activityOptions() workflow.Context {
+	return workflow.WithActivityOptions(j.ctx, workflow.ActivityOptions{
+		TaskQueue:           contract.TaskQueue,
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    j.set.HeartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 30,
+			NonRetryableErrorTypes: []string{contract.ErrPrecheck, contract.ErrPermanent},
+		},
+	})
+}
+
+// waitForSlot asks the account for a slot and waits in line (state queued)
+// until it is granted or the job is aborted. The request is repeated now
+// and then, so a lost grant or a restarted account cannot strand the job.
+func (j *job) waitForSlot() error {
+	granted := false
+	slot := workflow.GetSignalChannel(j.ctx, contract.SlotGrantedSignal)
+	req := contract.SlotRequest{Job: j.in.Job, WorkflowID: workflow.GetInfo(j.ctx).WorkflowExecution.ID}
+	for !granted && !j.abort {
+		if err := workflow.ExecuteActivity(j.activityOptions(), a.RequestSlot, j.account(), req).Get(j.ctx, nil); err != nil {
+			return fmt.Errorf("ask account %s for a slot: %w", j.account(), err)
+		}
+		sel := workflow.NewSelector(j.ctx)
+		sel.AddReceive(slot, func(c workflow.ReceiveChannel, _ bool) { c.Receive(j.ctx, nil); granted = true })
+		sel.AddReceive(j.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(j.ctx, nil) })
+		sel.AddFuture(workflow.NewTimer(j.ctx, 10*time.Minute), func(workflow.Future) {})
+		sel.Select(j.ctx)
+	}
+	return nil
+}
+
+func (j *job) account() string {
+	if j.in.Account == "" {
+		return "default"
+	}
+	return j.in.Account
+}
+
+// releaseSlot gives the account slot back; an account that is gone has
+// nothing to release.
+func (j *job) releaseSlot() {
+	ctx, _ := workflow.NewDisconnectedContext(j.ctx)
+	req := contract.SlotRequest{Job: j.in.Job, WorkflowID: workflow.GetInfo(j.ctx).WorkflowExecution.ID}
+	_ = workflow.SignalExternalWorkflow(ctx, contract.AccountWorkflowID(j.account()), "", contract.ReleaseSignal, req).Get(ctx, nil)
+}
+
+func (j *job) precheck() error {
+	in := contract.PrecheckInput{Job: j.in.Job, Source: j.in.Source, Dest: j.in.Dest, KeyList: j.in.KeyList}
+	if err := workflow.ExecuteActivity(j.activityOptions(), a.Precheck, in).Get(j.ctx, nil); err != nil {
+		return fmt.Errorf("precheck: %w", err)
+	}
+	return nil
+}
+
+func (j *job) finishCompleted() (*contract.Status, error) {
+	j.setState(contract.StateCompleted)
+	j.releaseSlot()
+	s := j.status()
+	workflow.GetLogger(j.ctx).Info("migration completed", "job", j.in.Job, "copied", s.Copied, "skipped", s.Skipped, "failed", s.Failed)
+	return &s, nil
+}
+
+// finishAborted stops every page in flight, waits a while for their
+// reports (so the counters say what was done), and ends.
+func (j *job) finishAborted() (*contract.Status, error) {
+	j.setState(contract.StateAborted)
+	j.cancelOutstanding()
+	deadline := false
+	timer := workflow.NewTimer(j.ctx, 2*j.set.HeartbeatTimeout+30*time.Second)
+	j.sel.AddFuture(timer, func(workflow.Future) { deadline = true })
+	for !deadline && (j.outstanding() > 0 || j.listing || j.pendingStarts > 0) {
+		j.sel.Select(j.ctx)
+	}
+	j.releaseSlot()
+	j.details()
+	s := j.status()
+	return &s, nil
+}
+
+// fail ends the job as failed: the error carries the status as details.
+func (j *job) fail(err error) (*contract.Status, error) {
+	if j.st.Error == "" {
+		j.st.Error = rootMessage(err)
+	}
+	j.setState(contract.StateFailed)
+	j.releaseSlot()
+	s := j.status()
+	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("migration %s failed: %s", j.in.Job, j.st.Error), "MigrationFailed", err, s)
+}
+
+// rootMessage is the innermost message of an error chain: what went wrong,
+// without the layers of activity and workflow wrapping.
+func rootMessage(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Error()
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}

@@ -1,0 +1,144 @@
+package migrate
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
+)
+
+// registerHandlers installs the status query and the control updates. Each
+// update is validated first, so a request that makes no sense in the
+// current state (resume a running job, pause a finished one) is refused
+// with a reason and never reaches the history.
+func (j *job) registerHandlers() error {
+	ctx := j.ctx
+	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.Status, error) { return j.status(), nil }); err != nil {
+		return err
+	}
+	type control struct {
+		name     string
+		validate func() error
+		apply    func()
+	}
+	controls := []control{
+		{contract.PauseUpdate, func() error {
+			if j.st.State != contract.StateRunning {
+				return fmt.Errorf("job %s is %s; only a running job can be paused", j.in.Job, j.st.State)
+			}
+			return nil
+		}, func() { j.setState(contract.StatePaused) }},
+		{contract.ResumeUpdate, func() error {
+			if j.st.State != contract.StatePaused {
+				return fmt.Errorf("job %s is %s; only a paused job can be resumed", j.in.Job, j.st.State)
+			}
+			return nil
+		}, func() { j.setState(contract.StateRunning) }},
+		{contract.AbortUpdate, func() error {
+			if contract.Ended(j.st.State) || j.abort {
+				return fmt.Errorf("job %s is %s already", j.in.Job, j.st.State)
+			}
+			return nil
+		}, func() { j.abort = true }},
+		{contract.RedriveUpdate, func() error {
+			switch {
+			case contract.Ended(j.st.State) || j.abort:
+				return fmt.Errorf("job %s is %s; redrive starts a new run of it instead", j.in.Job, j.st.State)
+			case j.in.DryRun:
+				return fmt.Errorf("job %s is a dry run; it has nothing to redrive", j.in.Job)
+			}
+			return nil
+		}, func() { j.st.RedriveRequested = true }},
+	}
+	for _, c := range controls {
+		err := workflow.SetUpdateHandlerWithOptions(ctx, c.name,
+			func(ctx workflow.Context) (contract.Status, error) {
+				c.apply()
+				j.wake.SendAsync(struct{}{})
+				j.details()
+				return j.status(), nil
+			},
+			workflow.UpdateHandlerOptions{Validator: func(workflow.Context) error { return c.validate() }})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setState changes the job's state and publishes it in the memo, which
+// `migrate list` reads without asking the job.
+func (j *job) setState(s string) {
+	if j.st.State == s {
+		return
+	}
+	j.st.State = s
+	_ = workflow.UpsertMemo(j.ctx, map[string]any{
+		contract.MemoState:   s,
+		contract.MemoAccount: j.account(),
+		contract.MemoSummary: fmt.Sprintf("%s → %s", j.in.Source, j.in.Dest),
+	})
+	j.details()
+}
+
+// status is the job as `migrate status` shows it.
+func (j *job) status() contract.Status {
+	st := j.st
+	s := contract.Status{
+		Job: j.in.Job, State: st.State, Account: j.account(), Execution: st.Execution,
+		Source: j.in.Source.String(), Dest: j.in.Dest.String(), DryRun: j.in.DryRun, Verify: j.in.Verify,
+		Counters: st.Counters, ListingDone: st.Listing.Done, PagesInFlight: j.outstanding(),
+		Redriving: st.Redrive != nil || st.RedriveRequested, RedrivePasses: st.Passes,
+		Started: st.Started, Error: st.Error, ContinuedAsNew: st.Runs,
+	}
+	if objs, bytes, ok := st.Rate.Rate(); ok && st.State == contract.StateRunning {
+		s.ObjectsPerSecond, s.BytesPerSecond = objs, bytes
+		if st.Listing.Done {
+			if eta, ok := migrate.ETA(st.Counters.Listed-st.Counters.Done(), objs); ok {
+				secs := eta.Seconds()
+				s.ETASeconds = &secs
+			}
+		}
+	}
+	if contract.Ended(st.State) {
+		now := workflow.Now(j.ctx)
+		s.Ended = &now
+	}
+	return s
+}
+
+// details is the job's live summary in the Web UI.
+func (j *job) details() {
+	s := j.status()
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** — %s\n\n%s → %s\n\n", s.Job, s.State, s.Source, s.Dest)
+	fmt.Fprintf(&b, "listed %d (%s)%s · copied %d (%s) · skipped %d · failed %d",
+		s.Listed, migrate.HumanBytes(float64(s.ListedBytes)), map[bool]string{true: "", false: "+"}[s.ListingDone],
+		s.Copied, migrate.HumanBytes(float64(s.Bytes)), s.Skipped, s.Failed)
+	if s.Verify {
+		fmt.Fprintf(&b, " · verified %d, mismatched %d", s.Verified, s.Mismatched)
+	}
+	if s.ObjectsPerSecond > 0 {
+		fmt.Fprintf(&b, "\n\n%.0f objects/s, %s/s", s.ObjectsPerSecond, migrate.HumanBytes(s.BytesPerSecond))
+		if s.ETASeconds != nil {
+			fmt.Fprintf(&b, ", ETA %s", (time.Duration(*s.ETASeconds) * time.Second).String())
+		}
+	}
+	if s.PagesInFlight > 0 {
+		fmt.Fprintf(&b, "\n\n%d pages in flight", s.PagesInFlight)
+	}
+	if s.Redriving {
+		fmt.Fprintf(&b, " · redriving dead letters (pass %d)", s.RedrivePasses)
+	}
+	if s.DryRun {
+		b.WriteString("\n\n_dry run: nothing is written_")
+	}
+	if s.Error != "" {
+		fmt.Fprintf(&b, "\n\n**error**: %s", s.Error)
+	}
+	workflow.SetCurrentDetails(j.ctx, b.String())
+}

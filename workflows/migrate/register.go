@@ -1,0 +1,19 @@
+package migrate
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
+)
+
+// Registry is what workers and replayers register workflows on.
+type Registry interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+}
+
+// Register registers Migrate's workflows under their contract names.
+func Register(r Registry) {
+	r.RegisterWorkflowWithOptions(Job, workflow.RegisterOptions{Name: contract.JobWorkflow})
+	r.RegisterWorkflowWithOptions(Page, workflow.RegisterOptions{Name: contract.PageWorkflow})
+	r.RegisterWorkflowWithOptions(Account, workflow.RegisterOptions{Name: contract.AccountWorkflow})
+}
