@@ -26,13 +26,18 @@ type Env struct {
 	MinIO    *devstack.MinIO
 	Client   client.Client
 	Store    *s3.Store
-	dir      string
+	// MinIO2 and Store2 are a second, separate MinIO (Options.SecondMinIO),
+	// for copies between two stores.
+	MinIO2 *devstack.MinIO
+	Store2 *s3.Store
+	dir    string
 }
 
 // Options selects the parts to start.
 type Options struct {
-	Temporal bool
-	MinIO    bool
+	Temporal    bool
+	MinIO       bool
+	SecondMinIO bool
 }
 
 // Start starts the parts. Their logs go to a file in the temp dir, printed
@@ -56,6 +61,18 @@ func Start(o Options) (*Env, error) {
 			return nil, err
 		}
 		e.Store, err = s3.New(s3.Config{Endpoint: e.MinIO.Endpoint, AccessKey: "testaccess", SecretKey: "testsecret123"})
+		if err != nil {
+			e.Stop()
+			return nil, err
+		}
+	}
+	if o.SecondMinIO {
+		e.MinIO2, err = devstack.StartMinIO(ctx, devstack.MinIOOptions{DataDir: dir + "/minio2", AccessKey: "testaccess2", SecretKey: "testsecret456", Logs: logs})
+		if err != nil {
+			e.Stop()
+			return nil, err
+		}
+		e.Store2, err = s3.New(s3.Config{Endpoint: e.MinIO2.Endpoint, AccessKey: "testaccess2", SecretKey: "testsecret456"})
 		if err != nil {
 			e.Stop()
 			return nil, err
@@ -87,6 +104,9 @@ func (e *Env) Stop() {
 	}
 	if e.MinIO != nil {
 		_ = e.MinIO.Stop(10 * time.Second)
+	}
+	if e.MinIO2 != nil {
+		_ = e.MinIO2.Stop(10 * time.Second)
 	}
 	_ = os.RemoveAll(e.dir)
 }
