@@ -5,7 +5,7 @@
 #
 #   docker build --target compress -t edgeflow-compress .
 #
-# Targets: publish, compress, admit (worker pools), edge (HTTP), starters (CLIs).
+# Targets: publish, compress, migrate, admit (worker pools), edge (HTTP), starters (CLIs).
 
 # ---- build -----------------------------------------------------------------
 FROM golang:1.26-bookworm AS build
@@ -25,9 +25,9 @@ COPY . .
 # layer builds into its own folder. The build cache (a cache mount, so
 # rebuilds after an edit stay incremental) compiles shared packages once.
 RUN --mount=type=cache,target=/root/.cache/go-build \
-    go build -ldflags="-s -w" -o /out/workers/ ./workers/publish ./workers/compress ./workers/admit \
+    go build -ldflags="-s -w" -o /out/workers/ ./workers/publish ./workers/compress ./workers/migrate ./workers/admit \
  && go build -ldflags="-s -w" -o /out/cmd/ ./cmd/edge \
- && go build -ldflags="-s -w" -o /out/starters/ ./starters/publish ./starters/schedule ./starters/catalog ./starters/room
+ && go build -ldflags="-s -w" -o /out/starters/ ./starters/publish ./starters/schedule ./starters/catalog ./starters/room ./starters/migrate
 
 # ---- runtime base ----------------------------------------------------------
 # Debian slim instead of distroless: healthchecks need an HTTP client inside
@@ -66,6 +66,14 @@ ENV HEALTH_ADDR=0.0.0.0:8092
 EXPOSE 8092
 ENTRYPOINT ["/usr/local/bin/compress"]
 
+# ---- migrate ---------------------------------------------------------------
+# Listings and transfers between S3 stores: network-bound, many at once.
+FROM runtime AS migrate
+COPY --from=build /out/workers/migrate /usr/local/bin/migrate
+ENV HEALTH_ADDR=0.0.0.0:8093
+EXPOSE 8093
+ENTRYPOINT ["/usr/local/bin/migrate"]
+
 # ---- admit -----------------------------------------------------------------
 # The room workflows: state, timers and queries only, no activities.
 FROM runtime AS admit
@@ -87,5 +95,5 @@ ENTRYPOINT ["/usr/local/bin/edge"]
 # The catalog lets `publish --catalog /catalog` and `catalog validate` work.
 FROM runtime AS starters
 COPY catalog /catalog
-COPY --from=build /out/starters/publish /out/starters/schedule /out/starters/catalog /out/starters/room /usr/local/bin/
+COPY --from=build /out/starters/publish /out/starters/schedule /out/starters/catalog /out/starters/room /out/starters/migrate /usr/local/bin/
 CMD ["bash"]

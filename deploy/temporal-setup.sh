@@ -14,7 +14,7 @@ namespace=${TEMPORAL_NAMESPACE:-default}
 # NAME=TYPE pairs; deploy/compose_test.go checks this line against the
 # products' contracts (internal/devstack.Products), which the dev server
 # registers too.
-SEARCH_ATTRIBUTES="Package=Keyword Version=Keyword MigrationJob=Keyword Room=Keyword"
+SEARCH_ATTRIBUTES="Package=Keyword Version=Keyword MigrationJob=Keyword MigrationSourceBucket=Keyword MigrationDestBucket=Keyword Room=Keyword"
 
 tcli() { temporal "$@" --address "$address" --namespace "$namespace"; }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/devstack"
+	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
@@ -131,7 +132,19 @@ func run() error {
 		return err
 	}
 
-	env := append(os.Environ(),
+	// Development keys (Migrate's sealed credentials, the gate's cookie),
+	// created once: every process run from the repo finds the same ones.
+	for _, src := range keyring.Sources {
+		path, created, err := keyring.EnsureDevFile(src, dataDir)
+		if err != nil {
+			return fmt.Errorf("development keys for %s: %w", src.Env, err)
+		}
+		if created {
+			say("created the development key file %s (%s); production sets %s", path, src.Env, src.Env)
+		}
+	}
+
+	env := append(os.Environ(), "DATA_DIR="+dataDir,
 		"TEMPORAL_ADDRESS="+temporal.HostPort, "S3_ENDPOINT="+minio.Endpoint,
 		"S3_ACCESS_KEY="+accessKey, "S3_SECRET_KEY="+secretKey,
 		"CATALOG_DIR="+config.Env("CATALOG_DIR", filepath.Join(root, "catalog")),
@@ -206,6 +219,7 @@ func run() error {
 	say("try: curl http://%s/libraries/mitt   |  open http://%s/", edgeAddr, edgeAddr)
 	say("     go run ./starters/publish --package nprogress --version 0.2.0 --follow")
 	say("     go run ./starters/schedule describe")
+	say("     go run ./starters/migrate list     (bucket-to-bucket copies: README, Migrate)")
 	say("Ctrl-C stops everything; the next `make run` reuses the data in %s", dataDir)
 
 	select {

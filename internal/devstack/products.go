@@ -3,8 +3,8 @@ package devstack
 import (
 	"github.com/edgeflow/edgeflow/internal/product"
 	admit "github.com/edgeflow/edgeflow/workflows/admit/contract"
+	migrate "github.com/edgeflow/edgeflow/workflows/migrate/contract"
 	publish "github.com/edgeflow/edgeflow/workflows/publish/contract"
-	"go.temporal.io/sdk/temporal"
 )
 
 // Products are the contracts of every product, one line each: the dev
@@ -13,18 +13,8 @@ import (
 // temporal-setup.sh against them.
 var Products = []product.Contract{
 	publish.Product,
+	migrate.Product,
 	admit.Product,
-	notYetLanded,
-}
-
-// notYetLanded holds the search attributes of Migrate until its contract
-// lands, so the dev server and temporal-setup.sh keep registering them
-// meanwhile. Each product's line above replaces its attribute here.
-var notYetLanded = product.Contract{
-	Name: "migrate (contract not landed yet)",
-	SearchAttributes: []temporal.SearchAttributeKey{
-		temporal.NewSearchAttributeKeyKeyword("MigrationJob"),
-	},
 }
 
 // SearchAttributes are the custom search attributes of every product, name
