@@ -20,14 +20,18 @@ func allocationMarkdown(rows []sim.Allocation) string {
 		if r.Profile != last {
 			profile, last = "`"+r.Profile+"`", r.Profile
 		}
-		start := num(r.QueueingStartPct) + "%"
-		if r.QueueingStartPct >= 100 && r.FirstQueueMinute < 0 {
-			start = "never queued"
-		}
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %s%% | %s%% | %s%% | %s%% |\n", profile, r.Strategy, start, num(r.QueueingBelowLimitsPct),
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s%% | %s%% | %s%% | %s%% |\n", profile, r.Strategy, startCell(r), num(r.QueueingBelowLimitsPct),
 			num(r.OvershootTotalPct), num(r.OvershootNewPct), num(r.SlotsUsedPct))
 	}
 	return b.String()
+}
+
+// startCell is where queueing started, or that it never did.
+func startCell(a sim.Allocation) string {
+	if a.FirstQueueMinute < 0 {
+		return "never queued"
+	}
+	return num(a.QueueingStartPct) + "%"
 }
 
 func num(x float64) string {

@@ -33,8 +33,8 @@ func writeEarly(b *strings.Builder, r *Report) {
 	}
 
 	if bo := r.Borrow; bo != nil {
-		w("**3. A data center's reserved share from the last minute.** Each data center's scope is its share of the previous minute's sessions (as a share of `total_active_users`), and only its own gates may spend it. ")
-		w("In the four profiles that share never goes unused with the counters (the table's unused shares: %s%% at most), because a share of the *limit* is never more than what a data center's own traffic brings while that traffic holds or grows. ",
+		w("**3. A data center's reserved share from the last minute.** Each data center's scope is the sessions it saw in the previous minute as a share of `total_active_users`, applied to this minute's slots, and only its own gates may spend it. ")
+		w("In the four profiles that share never goes unused with the counters (unused shares: %s%% of the slots at most): while a data center's traffic holds or grows, its share of the *limit* is less than what its own visitors ask for, and what they ask beyond it comes from Anywhere, which every data center may use. ",
 			num(maxUnusedShares(bo.Room)))
 		w("It goes unused when traffic *moves*: anycast shifts a region to another data center, a regional surge ends. For up to a minute the old data center's scope waits for visitors who now arrive elsewhere, and the new data center queues them with the room below its limits — the early queueing the source's design cannot avoid, since a data center's scope is what keeps the others from racing for its slots.\n\n")
 		w("The fix, `admit.BorrowingCounters` (a strategy beside `SharedCounters`, so a gate opts in): a visitor whose own scope and Anywhere are spent may take another data center's slots, up to that scope's limit pro rata of the minute elapsed, on that scope's own counter. ")
@@ -47,11 +47,19 @@ func writeEarly(b *strings.Builder, r *Report) {
 				room = fmt.Sprintf("%d / %d", r.ActiveBound.Room.TotalActiveUsers, r.ActiveBound.Room.NewUsersPerMinute)
 			}
 			for _, a := range rows {
-				w("| %s | `%s` | `%s` | %s%% | %s%% | %s%%, %s%% | %s%% |\n", room, a.Profile, a.Strategy, num(a.QueueingStartPct), num(a.QueueingBelowLimitsPct),
+				w("| %s | `%s` | `%s` | %s | %s%% | %s%%, %s%% | %s%% |\n", room, a.Profile, a.Strategy, startCell(a), num(a.QueueingBelowLimitsPct),
 					num(a.OvershootTotalPct), num(a.OvershootNewPct), num(a.SlotsUsedPct))
 			}
 		}
 		w("\n%s\n\n", borrowVerdict(bo))
+		if len(bo.ShiftMinute) > 0 {
+			w("Whether the shift queues anyone depends on how many visitors that minute brings, so here is the minute traffic moved, averaged over %d seeds (queue decisions count every check-in of a queued visitor):\n\n", len(bo.ShiftMinute[0].Seeds))
+			w("| room | strategy | slots admitted of those the limits allowed | queue decisions for lack of a slot | slots left unused while someone was queued | largest overshoot |\n| --- | --- | ---: | ---: | ---: | ---: |\n")
+			for _, s := range bo.ShiftMinute {
+				w("| %d / %d | `%s` | %s%% | %s | %s | %s%% |\n", s.Room.TotalActiveUsers, s.Room.NewUsersPerMinute, s.Strategy, num(s.MeanUsedPct), num(s.MeanQueued), num(s.MeanUnused), num(s.OvershootPct))
+			}
+			w("\n")
+		}
 	}
 	w("**4. Snapshots in flight.** For the first seconds of each minute (the room's grace, %d s, plus the propagation delay) gates still decide on the previous minute's snapshot. ", 5)
 	w("They spend a quarter of what its new visitors' pool had left, and the room holds that much for them in the new minute, so nothing overshoots; buckets' reservations are not spent on a stale snapshot (their visitors are queued already and wait those seconds). ")
@@ -80,46 +88,31 @@ func shiftDescription(r *Report) string {
 	return p.Describe()
 }
 
-// borrowVerdict compares counters with and without borrowing in the
-// regional shift, and checks it never overshoots.
+// borrowVerdict says what borrowing changed in the table: nothing where no
+// share went unused, and never an overshoot.
 func borrowVerdict(bo *BorrowInfo) string {
-	var parts []string
-	overshoot := false
-	for i, rows := range [][]sim.Allocation{bo.Room, bo.ActiveBound} {
-		var plain, borrow *sim.Allocation
-		for j := range rows {
-			a := &rows[j]
+	overshoot, changed := false, []string{}
+	for _, rows := range [][]sim.Allocation{bo.Room, bo.ActiveBound} {
+		for j, a := range rows {
 			if a.OvershootNewPct > 0 || a.OvershootTotalPct > 0 {
 				overshoot = true
 			}
-			if a.Profile != sim.ProfileRegionalShift {
-				continue
-			}
-			if a.Strategy == sim.StrategyCounters {
-				plain = a
-			} else {
-				borrow = a
+			if j%2 == 1 && a.Profile != sim.ProfileRegionalShift {
+				p := rows[j-1]
+				if p.QueueingStartPct != a.QueueingStartPct || p.SlotsUsedPct != a.SlotsUsedPct || p.QueueingBelowLimitsPct != a.QueueingBelowLimitsPct {
+					changed = append(changed, "`"+a.Profile+"`")
+				}
 			}
 		}
-		if plain == nil || borrow == nil {
-			continue
-		}
-		room := "the first room"
-		if i == 1 {
-			room = "the active-users-bound room"
-		}
-		parts = append(parts, fmt.Sprintf("in %s, the slots used while queueing go from %s%% to %s%% and the queueing minutes below the limits from %s%% to %s%%",
-			room, num(plain.SlotsUsedPct), num(borrow.SlotsUsedPct), num(plain.QueueingBelowLimitsPct), num(borrow.QueueingBelowLimitsPct)))
 	}
-	verdict := "Borrowing never overshoots, in any profile or room."
+	verdict := "Borrowing never overshoots, in any profile or room"
 	if overshoot {
-		verdict = "**Borrowing overshot somewhere: see the table.**"
+		verdict = "**Borrowing overshot somewhere: see the table**"
 	}
-	if len(parts) == 0 {
-		return verdict
+	if len(changed) == 0 {
+		return verdict + "; in the four profiles it changes nothing, since no share goes unused there."
 	}
-	return "When traffic moves, " + strings.Join(parts, "; ") + ". " + verdict +
-		" In the active-users-bound room the minute-grained session count (2.) dominates what is left."
+	return verdict + "; in the four profiles it changes " + strings.Join(slices.Compact(changed), ", ") + "."
 }
 
 func writeScale(b *strings.Builder, r *Report) {
@@ -133,23 +126,34 @@ func writeScale(b *strings.Builder, r *Report) {
 	}
 	w("\nWith Redis counters in the gate a new visitor also costs one or two counter round trips; passing sessions never touch a counter. ")
 	w("The whole simulator (visitors, gates, reports, rollups) ran %s decisions per second of wall time over the allocation table.\n\n", thousands(s.SimulatorDecisionsPerSecond))
-	w("**The room workflow.** Every gate sends its report every %d s while it decides, and at least once a minute; each report is one signal to the room's workflow. ", r.Topology.ReportIntervalSeconds)
-	w("From the same simulator, a busy room (demand at 80%% of its limits, about one visitor per gate every three seconds), measured after its first two minutes. ")
-	w("Events per minute are an upper bound: one event per signal, three for a workflow task of its own, and five a minute for the rollup's timer and task; the runs continue as new at %d events.\n\n", s.HistoryBudget)
-	w("| data centers × gates | gates | reports / min | signals / s | events / min (at most) | minutes per run | room state | snapshot |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	w("**The room workflow.** Every gate sends its report every %d s while it decides, one more after each minute, and at least one a minute when idle; each report is one signal to the room's workflow. ", r.Topology.ReportIntervalSeconds)
+	w("From the same simulator, a busy room (demand at 80%% of its limits, about one visitor per gate every three seconds), counted after its first two minutes. ")
+	w("Events per minute: each report is %.1f events when reports queue up and share workflow tasks (measured by `BenchmarkRoomReports` in `integration/admit`) and up to %d when each gets a task of its own; five more a minute for the rollup's timer and task. Runs continue as new at %s events.\n\n",
+		eventsPerReportBusy, eventsPerReportIdle, thousands(float64(s.HistoryBudget)))
+	w("| data centers × gates | gates | reports / min | signals / s | events / min | minutes per run | room state (largest) | snapshot |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, l := range s.Rooms {
-		w("| %d × %d | %d | %s | %.1f | %s | %.1f | %s | %s |\n", l.DataCenters, l.GatesPerDataCenter, l.Gates, thousands(l.ReportsPerMinute), l.SignalsPerSecond,
-			thousands(l.EventsPerMinute), l.MinutesPerRun, bytesStr(l.StateBytes), bytesStr(l.SnapshotBytes))
+		w("| %d × %d | %d | %s | %.1f | %s–%s | %s–%s | %s | %s |\n", l.DataCenters, l.GatesPerDataCenter, l.Gates, thousands(l.ReportsPerMinute), l.SignalsPerSecond,
+			thousands(l.EventsPerMinute[0]), thousands(l.EventsPerMinute[1]), minutes(l.MinutesPerRun[0]), minutes(l.MinutesPerRun[1]), bytesStr(l.StateBytes), bytesStr(l.SnapshotBytes))
 	}
 	if len(s.Rooms) > 0 {
 		last := s.Rooms[len(s.Rooms)-1]
 		perGate := last.ReportsPerGate
-		g10 := (float64(s.HistoryBudget)/10 - eventsPerMinute) / (eventsPerReport * perGate)
-		g1 := (float64(s.HistoryBudget) - eventsPerMinute) / (eventsPerReport * perGate)
-		w("\nEvents grow linearly with gates (%.1f reports per gate per minute, whatever the number of data centers); the room's state grows with data centers and gates too (the ledger keeps each gate's newest report of the open minutes), the snapshot with the gates listed per data center. ", perGate)
-		w("**One room takes about %.0f gates while each run lasts at least 10 minutes, and about %.0f before it would continue as new every minute.** ", math.Floor(g10), math.Floor(g1))
-		w("Beyond that, aggregate reports per data center (one aggregator merges its gates' tallies and reports as one gate, so events grow with data centers only; the even-split fallback then needs the gate count carried in the report) or shard the room by region.\n")
+		perGateState := float64(last.StateBytes) / float64(last.Gates)
+		g := 200.0
+		w("\nEvents grow linearly with gates (%.1f reports per gate per minute, whatever the number of data centers); data centers only add a traffic share and a scope per pool to the snapshot. ", perGate)
+		w("The state a run carries into the next grows with gates too (the newest report of every gate for the open minutes: about %s per gate). ", bytesStr(int(perGateState)))
+		w("So **a room of %.0f gates** gets %.0f reports a second and writes %s–%s events a minute (a new run every %s–%s) carrying about %s, well within what one room workflow absorbs (`make bench`: a few hundred reports a second on this machine's dev server); ",
+			g, g*perGate/60, thousands(g*perGate*eventsPerReportBusy+eventsPerMinute), thousands(g*perGate*eventsPerReportIdle+eventsPerMinute),
+			minutes(float64(s.HistoryBudget)/(g*perGate*eventsPerReportIdle+eventsPerMinute)), minutes(float64(s.HistoryBudget)/(g*perGate*eventsPerReportBusy+eventsPerMinute)), bytesStr(int(g*perGateState)))
+		w("past several hundred gates, aggregate reports per data center (one aggregator sums its gates' tallies and reports under its own gate id, so events grow with data centers only; the even split then counts one gate per data center) or split the room by route.\n")
 	}
+}
+
+func minutes(m float64) string {
+	if m < 1 {
+		return fmt.Sprintf("%.0f s", m*60)
+	}
+	return fmt.Sprintf("%.1f min", m)
 }
 
 func thousands(x float64) string {

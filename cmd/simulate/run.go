@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,11 +78,29 @@ type TableInfo struct {
 }
 
 // BorrowInfo compares counters with and without the proposed fix
-// (BorrowingCounters), on the table's profiles and on regional-shift.
+// (BorrowingCounters), on the table's profiles and on regional-shift, and
+// over several seeds in the minute regional-shift moves traffic.
 type BorrowInfo struct {
 	Room        []sim.Allocation `json:"room"`
 	ActiveBound []sim.Allocation `json:"active_users_bound"`
+	ShiftMinute []ShiftInfo      `json:"shift_minute"`
 }
+
+// ShiftInfo is the minute traffic moved, averaged over seeds: the share of
+// the slots the limits allowed that were admitted, the queue decisions for
+// lack of a slot, and the slots left unused in it when someone was queued.
+type ShiftInfo struct {
+	Room         RoomInfo `json:"room"`
+	Strategy     string   `json:"strategy"`
+	Seeds        []uint64 `json:"seeds"`
+	MeanUsedPct  float64  `json:"mean_slots_used_pct"`
+	MeanQueued   float64  `json:"mean_queued_for_lack_of_slots"`
+	MeanUnused   float64  `json:"mean_slots_unused_while_queueing"`
+	OvershootPct float64  `json:"largest_overshoot_pct"`
+}
+
+// shiftSeeds is how many seeds the shift minute is averaged over.
+const shiftSeeds = 6
 
 // SourceInfo is the source's experiment.
 type SourceInfo struct {
@@ -124,10 +143,11 @@ type ScaleInfo struct {
 type LoadInfo struct {
 	sim.RoomLoad
 	SignalsPerSecond float64 `json:"signals_per_second"`
-	// Upper bound: every report a signal event plus a workflow task of its
-	// own (scheduled, started, completed), and the minute's timer and task.
-	EventsPerMinute float64 `json:"events_per_minute_upper_bound"`
-	MinutesPerRun   float64 `json:"minutes_per_run_at_budget"`
+	// Between reports sharing workflow tasks and each having its own, plus
+	// the minute's timer and task; and the minutes a run then lasts before
+	// it continues as new.
+	EventsPerMinute [2]float64 `json:"events_per_minute"`
+	MinutesPerRun   [2]float64 `json:"minutes_per_run_at_budget"`
 }
 
 // TimingInfo is how long a part took (wall clock; differs between runs).
@@ -137,12 +157,15 @@ type TimingInfo struct {
 }
 
 // The events model of the room workflow (workflows/admit): each report is a
-// signal (one event); in the worst case each signal gets its own workflow
-// task (three events); each minute adds a timer (started, fired) and the
-// task that handles it.
+// signal (one event). Signals that arrive while a workflow task runs share
+// the next one: integration/admit's BenchmarkRoomReports measures about 1.3
+// events a report when reports queue up; when each signal gets a workflow
+// task of its own (scheduled, started, completed) it is 4. Each minute adds
+// a timer (started, fired) and the task that handles it.
 const (
-	eventsPerReport = 4
-	eventsPerMinute = 5
+	eventsPerReportBusy = 1.3
+	eventsPerReportIdle = 4
+	eventsPerMinute     = 5
 )
 
 // activeBoundTotal is the active-users limit of the second room: about what
@@ -255,21 +278,54 @@ func borrowing(ctx context.Context, o options, top sim.Topology, b sim.Behaviour
 			}
 		}
 	}
+	tableRuns := len(cfgs)
+	shift, err := sim.NewProfile(sim.ProfileRegionalShift)
+	if err != nil {
+		return nil, err
+	}
+	for _, rm := range rooms {
+		for _, borrow := range []bool{false, true} {
+			for s := range uint64(shiftSeeds) {
+				cfgs = append(cfgs, sim.Config{Seed: o.seed + s, Topology: top, Room: rm, Strategy: sim.StrategyCounters,
+					BorrowReserved: borrow, Profile: shift, Behaviour: b, Duration: shift.Length(), Drain: 2 * time.Minute})
+			}
+		}
+	}
 	rs, err := sim.RunAll(ctx, cfgs)
 	if err != nil {
 		return nil, err
 	}
 	info := &BorrowInfo{}
-	for i, r := range rs {
+	for i, r := range rs[:tableRuns] {
 		a := sim.AllocationOf(r)
 		if cfgs[i].BorrowReserved {
 			a.Strategy = admit.BorrowingCounters{}.Name()
 		}
-		if i < len(rs)/2 {
+		if i < tableRuns/2 {
 			info.Room = append(info.Room, a)
 		} else {
 			info.ActiveBound = append(info.ActiveBound, a)
 		}
+	}
+	for i := tableRuns; i < len(rs); i += shiftSeeds {
+		cfg := cfgs[i]
+		s := ShiftInfo{Room: roomInfo(cfg.Room), Strategy: sim.StrategyCounters}
+		if cfg.BorrowReserved {
+			s.Strategy = admit.BorrowingCounters{}.Name()
+		}
+		for _, r := range rs[i : i+shiftSeeds] {
+			m := r.Minutes[sim.ShiftMinute]
+			used := 100 * float64(m.Admitted) / float64(max(m.SlotsAllowed, 1))
+			s.Seeds = append(s.Seeds, r.Seed)
+			s.MeanUsedPct += used / shiftSeeds
+			s.MeanQueued += float64(m.QueuedForLimits) / shiftSeeds
+			if m.QueuedForLimits > 0 {
+				s.MeanUnused += float64(max(0, m.SlotsAllowed-m.Admitted)) / shiftSeeds
+			}
+			s.OvershootPct = math.Max(s.OvershootPct, math.Max(r.OvershootNewPct, r.OvershootTotalPct))
+		}
+		s.MeanUsedPct, s.MeanQueued, s.MeanUnused = round2(s.MeanUsedPct), round2(s.MeanQueued), round2(s.MeanUnused)
+		info.ShiftMinute = append(info.ShiftMinute, s)
 	}
 	return info, nil
 }
@@ -347,10 +403,11 @@ func scale(ctx context.Context, o options, rep *Report, tableDecisions int, tabl
 	if err != nil {
 		return err
 	}
+	budget := float64(contract.DefaultHistoryBudget)
 	for _, l := range loads {
-		events := eventsPerReport*l.ReportsPerMinute + eventsPerMinute
+		lo, hi := eventsPerReportBusy*l.ReportsPerMinute+eventsPerMinute, eventsPerReportIdle*l.ReportsPerMinute+eventsPerMinute
 		rep.Scale.Rooms = append(rep.Scale.Rooms, LoadInfo{RoomLoad: l, SignalsPerSecond: round2(l.ReportsPerMinute / 60),
-			EventsPerMinute: round2(events), MinutesPerRun: round2(float64(contract.DefaultHistoryBudget) / events)})
+			EventsPerMinute: [2]float64{round2(lo), round2(hi)}, MinutesPerRun: [2]float64{round2(budget / hi), round2(budget / lo)}})
 	}
 	return nil
 }

@@ -57,6 +57,8 @@ type Config struct {
 
 	// Start is the virtual time the room is created (a minute boundary).
 	Start time.Time
+
+	measureState bool // record the size of the room's state at each rollup
 }
 
 // Behaviour is how visitors behave: how long they browse once admitted,

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -148,4 +149,4 @@ func pct(n, of int) float64 {
 	return round2(100 * float64(n) / float64(of))
 }
 
-func round4(x float64) float64 { return round2(x*100) / 100 }
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }

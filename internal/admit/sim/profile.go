@@ -19,6 +19,8 @@ const (
 	// center's reserved share from the last minute costs when traffic
 	// moves between data centers.
 	ProfileRegionalShift = "regional-shift"
+	// ShiftMinute is the minute regional-shift moves traffic in.
+	ShiftMinute = 20
 )
 
 // Profiles lists the four arrival profiles of the allocation table, in order.
@@ -207,20 +209,20 @@ func NewProfile(name string) (Profile, error) {
 			},
 			gates: func(_, n int) []float64 { return even(n) }}, nil
 	case ProfileRegionalShift:
-		const at = 20 * time.Minute
+		const at = ShiftMinute * time.Minute
 		return &rateProfile{name: name, length: 30 * time.Minute,
-			description: "a steady 80% of the limits split 60/20/10/5/5 over the data centers, until at minute 20 anycast moves all of the first data center's traffic (new visitors, queued and admitted ones) to the second",
+			description: "a steady 90% of the limits split 60/20/10/5/5 over the data centers, until at minute 20 anycast moves all of the first data center's traffic (new visitors, queued and admitted ones) to the second",
 			demand: func(t time.Duration, dc, dcs int) float64 {
 				w := skew(dcs)
 				switch {
 				case t < at || dcs < 2:
-					return 0.8 * w[dc]
+					return 0.9 * w[dc]
 				case dc == 0:
 					return 0
 				case dc == 1:
-					return 0.8 * (w[0] + w[1])
+					return 0.9 * (w[0] + w[1])
 				}
-				return 0.8 * w[dc]
+				return 0.9 * w[dc]
 			},
 			gates: func(_, n int) []float64 { return even(n) },
 			moves: func(t time.Duration, dc int) int {

@@ -63,7 +63,8 @@ type Result struct {
 	Cohorts         []Cohort        `json:"-"`
 	Duration        time.Duration   `json:"-"` // simulated, arrivals and drain
 
-	room *admit.Room // as the run left it
+	room          *admit.Room // as the run left it
+	maxStateBytes int         // the room's largest state at a rollup (measureState)
 }
 
 // BelowLimitsShare: a queueing minute that admitted less than this share of
@@ -97,7 +98,7 @@ func (w *world) result() *Result {
 		TotalActiveUsers: c.Room.TotalActiveUsers, NewUsersPerMinute: c.Room.NewUsersPerMinute, SessionDuration: c.Room.SessionDuration,
 		Decisions: w.decisions, PeakActive: m.peakActive, PeakMinute: m.peakMinute, LimitChecks: m.checks,
 		FirstQueueAt: m.firstQueue, QueueingStartPct: 100, RoomActiveError: w.roomActiveDiff,
-		ReportsPerMinute: w.reportsByMin, Cohorts: w.cohortResults(), room: w.room}
+		ReportsPerMinute: w.reportsByMin, Cohorts: w.cohortResults(), room: w.room, maxStateBytes: w.maxStateBytes}
 	if m.firstQueue >= 0 {
 		r.QueueingStartPct = round2(100 * m.firstQueueUtil)
 	}

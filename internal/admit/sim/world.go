@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -50,6 +51,7 @@ type world struct {
 	reportsByMin    []int // reports the room received, by minute
 	roomActiveDiff  int   // largest |room's active users - ground truth| at a minute start
 	cohorts         []cohort
+	maxStateBytes   int
 	completeMinutes int // the run covered minutes [0, completeMinutes) whole
 	err             error
 }
@@ -226,6 +228,11 @@ func (w *world) flush(at time.Duration) {
 // the snapshot's journey to the gates.
 func (w *world) publish(snap *admit.Snapshot, at time.Duration) {
 	w.inFlight = append(w.inFlight, published{snap: snap, arrives: at + w.cfg.PropagationDelay})
+	if w.cfg.measureState {
+		if state, err := json.Marshal(w.room); err == nil {
+			w.maxStateBytes = max(w.maxStateBytes, len(state))
+		}
+	}
 	minute := snap.Minute.Sub(w.cfg.Start)
 	if minute < 0 {
 		return
