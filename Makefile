@@ -7,7 +7,7 @@ TOOLS := $(CURDIR)/.tools/bin
 TEMPORAL_CLI_MODULE  := github.com/temporalio/cli/cmd/temporal@v1.5.1
 MINIO_MODULE         := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
 
-.PHONY: run test test-short bench fuzz build tools browser clean
+.PHONY: run test test-short bench fuzz simulate build tools browser clean
 
 run: tools build ## the whole system in the foreground (Ctrl-C stops it)
 	./bin/devstack
@@ -21,6 +21,11 @@ test-short: ## skips the tests that need the Temporal dev server
 
 bench: tools ## every benchmark, with a summary table
 	$(GO) run ./cmd/benchtable
+
+SIMULATE_OUT ?= docs/simulate
+SEED ?= 1
+simulate: ## the waiting room simulator: heatmaps and report into SIMULATE_OUT (docs/simulate), SEED (1)
+	$(GO) run ./cmd/simulate --out $(SIMULATE_OUT) --seed $(SEED)
 
 FUZZTIME ?= 30s
 fuzz: ## every fuzz test of the project, FUZZTIME each (default 30s)
