@@ -6,11 +6,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -292,5 +294,91 @@ func TestRejectionMarkers(t *testing.T) {
 	}
 	if !strings.Contains(checks[0].Problem, metadata.RejectedKey("lib", "0.9.0")) || len(checks[0].NewVersions) != 0 {
 		t.Errorf("check with a broken marker: %+v; want a problem naming the marker", checks[0])
+	}
+}
+
+// TestPermanentFailuresAreRejected: what no retry can fix — a selected file
+// whose name no object key can hold, an archive whose digest is not the
+// registry's — fails for good with a rejection marker, and later checks
+// skip the version instead of redoing it.
+func TestPermanentFailuresAreRejected(t *testing.T) {
+	p := newPools(t, "acts-permanent")
+	p.addToCatalog(t, "lib", entry("lib", "**/*.js"))
+	p.npm.Add("lib", "2.0.0", registrytest.NPMTarball(registrytest.Entry{Name: "dist/a.js", Body: "a"},
+		registrytest.Entry{Name: "dist/" + strings.Repeat("n", 300) + ".js", Body: "long"}))
+	p.npm.Add("lib", "2.0.1", release("2.0.1", "ok"))
+	p.npm.Add("lib", "2.0.2", registrytest.NPMTarball(registrytest.Entry{Name: "dist/a.js", Body: "a"},
+		registrytest.Entry{Name: "dist/" + strings.Repeat("d/", 100) + "deep.js", Body: "deep"}))
+	// Unselected bad names cost nothing: this one publishes.
+	p.npm.Add("lib", "2.0.3", registrytest.NPMTarball(registrytest.Entry{Name: "dist/a.js", Body: "a"},
+		registrytest.Entry{Name: "docs/" + strings.Repeat("n", 300) + ".md", Body: "long"}))
+	ref := func(v string) contract.VersionRef {
+		return contract.VersionRef{PackageRef: contract.PackageRef{Name: "lib"}, Version: v}
+	}
+	// The registry's tarball, but another digest than the one it signed.
+	tampered := ref("2.0.1")
+	tampered.Dist = &contract.Dist{Tarball: p.npm.URL + "/tarballs/lib/2.0.1.tgz", Integrity: "sha512-" + strings.Repeat("A", 86) + "=="}
+	for _, c := range []struct {
+		ref     contract.VersionRef
+		errType string
+		reason  string
+	}{
+		{ref("2.0.0"), contract.ErrBadName, "255"},
+		{tampered, contract.ErrIntegrity, "integrity mismatch"},
+		{ref("2.0.2"), contract.ErrBadName, "deep"},
+	} {
+		err := run(t, p, nil, p.pub.StageVersion, c.ref)
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != c.errType || !appErr.NonRetryable() {
+			t.Errorf("StageVersion %s: %v; want a non-retryable %s", c.ref.Version, err, c.errType)
+			continue
+		}
+		var marker metadata.Rejection
+		if _, err := objectstore.GetJSON(context.Background(), env.Store, p.buckets.Meta, metadata.RejectedKey("lib", c.ref.Version), &marker); err != nil ||
+			marker.Type != c.errType || !strings.Contains(marker.Reason, c.reason) {
+			t.Errorf("rejection marker of %s: %+v, %v; want %s mentioning %q", c.ref.Version, marker, err, c.errType, c.reason)
+		}
+	}
+	var plan contract.PlanSummary
+	if err := run(t, p, &plan, p.pub.StageVersion, ref("2.0.3")); err != nil || plan.SourceFiles != 1 {
+		t.Errorf("a release with an unselected bad name: %+v, %v; want a.js staged", plan, err)
+	}
+	var checks []contract.PackageCheck
+	if err := run(t, p, &checks, p.pub.CheckPackages, []contract.PackageRef{{Name: "lib"}}); err != nil {
+		t.Fatal(err)
+	}
+	var offered []string
+	for _, v := range checks[0].NewVersions {
+		offered = append(offered, v.Version)
+	}
+	if strings.Join(offered, " ") != "2.0.3" {
+		t.Errorf("the check offers %v; want only 2.0.3 (the others are rejected)", offered)
+	}
+}
+
+// TestStalledStagingGivesItsSlotBack: a download that stops advancing ends
+// the attempt (so Temporal retries it) instead of holding the worker slot
+// until the start-to-close timeout.
+func TestStalledStagingGivesItsSlotBack(t *testing.T) {
+	p := newPools(t, "acts-stall")
+	p.addToCatalog(t, "lib", entry("lib", "*.js"))
+	release := make(chan struct{})
+	defer close(release)
+	stalling := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000000")
+		w.Write([]byte(strings.Repeat("x", 1000)))
+		w.(http.Flusher).Flush()
+		select { // then nothing more, until the client gives up
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer stalling.Close()
+	p.pub.StallTimeout = 300 * time.Millisecond
+	ref := contract.VersionRef{PackageRef: contract.PackageRef{Name: "lib"}, Version: "1.0.0", Dist: &contract.Dist{Tarball: stalling.URL + "/lib.tgz"}}
+	err := run(t, p, nil, p.pub.StageVersion, ref)
+	var appErr *temporal.ApplicationError
+	if err == nil || !strings.Contains(err.Error(), "no progress") || (errors.As(err, &appErr) && appErr.NonRetryable()) {
+		t.Errorf("StageVersion of a stalled download: %v; want a retryable no-progress failure", err)
 	}
 }

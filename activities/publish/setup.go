@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -42,15 +43,21 @@ func (s *Stores) ioParallel() int {
 // registries, stages versions and commits them.
 type Publish struct {
 	Stores
-	CatalogDir  string
-	NPM         *registry.NPM
-	GitHub      *registry.GitHub
-	HTTP        *http.Client // for archive downloads
-	Extract     tarx.Limits
-	Batch       plan.BatchLimits // zero: plan.DefaultBatchLimits
-	FirstImport int              // versions imported for a package new to the catalog; 0 means 10
-	Now         func() time.Time // for document timestamps; time.Now when nil
-	TempDir     string           // scratch space for archives; os.TempDir when empty
+	CatalogDir string
+	NPM        *registry.NPM
+	GitHub     *registry.GitHub
+	HTTP       *http.Client // for archive downloads
+	Extract    tarx.Limits
+	// MaxTarballBytes bounds a release archive as downloaded; 0 means
+	// registry.DefaultMaxTarballBytes.
+	MaxTarballBytes int64
+	// StallTimeout ends a staging attempt that made no progress for that
+	// long; 0 means the activity's heartbeat timeout.
+	StallTimeout time.Duration
+	Batch        plan.BatchLimits // zero: plan.DefaultBatchLimits
+	FirstImport  int              // versions imported for a package new to the catalog; 0 means 10
+	Now          func() time.Time // for document timestamps; time.Now when nil
+	TempDir      string           // scratch space for archives; os.TempDir when empty
 }
 
 // Compress is the compress pool's activity: minify, compress and hash.
@@ -115,6 +122,9 @@ type PublishConfig struct {
 	NPMURL      string
 	GitHubURL   string
 	FirstImport int
+	// TarballHosts are hosts, beside the registries', that archive
+	// downloads may be redirected to.
+	TarballHosts string
 }
 
 // RegisterFlags adds the publish pool's flags to fs.
@@ -124,6 +134,7 @@ func (c *PublishConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.NPMURL, "npm-registry", config.Env("NPM_REGISTRY", registry.DefaultNPMURL), "npm registry base URL (env NPM_REGISTRY)")
 	fs.StringVar(&c.GitHubURL, "github-api", config.Env("GITHUB_API", "https://api.github.com"), "GitHub API base URL (env GITHUB_API; token from GITHUB_TOKEN)")
 	fs.IntVar(&c.FirstImport, "first-import", config.EnvInt("FIRST_IMPORT", 10), "versions imported for a package new to the catalog (env FIRST_IMPORT)")
+	fs.StringVar(&c.TarballHosts, "tarball-hosts", config.Env("TARBALL_HOSTS", DefaultTarballHosts), "comma-separated hosts, beside the registries', that archive downloads may be redirected to (env TARBALL_HOSTS)")
 }
 
 // Build connects to the stores and returns the publish pool's activities.
@@ -132,7 +143,10 @@ func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
 	if err != nil {
 		return nil, err
 	}
-	httpClient := &http.Client{Timeout: 10 * time.Minute}
+	// Redirects are followed only to the registries and the declared
+	// tarball hosts: a registry document cannot send the worker elsewhere.
+	hosts := append([]string{c.NPMURL, c.GitHubURL}, strings.Split(c.TarballHosts, ",")...)
+	httpClient := &http.Client{Timeout: 10 * time.Minute, CheckRedirect: registry.RedirectPolicy(hosts...)}
 	return &Publish{
 		Stores:      stores,
 		CatalogDir:  c.CatalogDir,
@@ -143,6 +157,9 @@ func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
 		FirstImport: c.FirstImport,
 	}, nil
 }
+
+// DefaultTarballHosts is where GitHub redirects archive downloads.
+const DefaultTarballHosts = "codeload.github.com"
 
 // CompressConfig is the flag set of the compress pool.
 type CompressConfig struct {

@@ -5,13 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -34,9 +33,19 @@ import (
 // plans which to process and which to reuse, and stages the files to process
 // as batches in the bucket. The plan stays in the bucket; the summary is
 // returned. A release that can never publish is rejected with its reason.
-func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (*contract.PlanSummary, error) {
-	// Extracting, hashing and staging a 100,000-file release takes minutes.
-	defer heartbeatEvery(ctx, 10*time.Second, func() any { return "staging" })()
+func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (_ *contract.PlanSummary, err error) {
+	// Extracting, hashing and staging a 100,000-file release takes minutes:
+	// each step heartbeats as it advances, and a step that stalls ends the
+	// attempt (see progressBeat).
+	prog, ctx, stop := startProgress(ctx, a.StallTimeout)
+	defer stop()
+	defer func() {
+		// Say that the attempt stalled, whichever step noticed the cancel.
+		if cause := context.Cause(ctx); err != nil && errors.Is(cause, errNoProgress) && !errors.Is(err, errNoProgress) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
+	}()
+	prog.advance("starting", 0)
 	pkg, err := a.loadPackage(in.PackageRef)
 	if err != nil {
 		return nil, err
@@ -60,18 +69,18 @@ func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (*co
 	defer os.RemoveAll(tmp)
 
 	archive := filepath.Join(tmp, "archive.tgz")
-	if err := a.fetchVerified(ctx, pkg, dist, archive); err != nil {
+	if err := a.fetchVerified(ctx, prog, pkg, in.Version, dist, archive); err != nil {
 		return nil, err
 	}
-	if err := a.putFile(ctx, a.Buckets.Incoming, metadata.TarballKey(pkg.Name, in.Version), archive, "application/gzip"); err != nil {
+	if err := a.putFile(ctx, prog, a.Buckets.Incoming, metadata.TarballKey(pkg.Name, in.Version), archive, "application/gzip"); err != nil {
 		return nil, err
 	}
 	root := filepath.Join(tmp, "files")
-	extracted, err := a.extract(ctx, pkg, in.Version, archive, root)
+	extracted, err := a.extract(ctx, prog, pkg, in.Version, archive, root)
 	if err != nil {
 		return nil, err
 	}
-	files, sourceOf, err := a.selectFiles(ctx, pkg, in.Version, extracted, root)
+	files, sourceOf, err := a.selectFiles(ctx, prog, pkg, in.Version, extracted, root)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +111,7 @@ func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (*co
 			activity.GetLogger(ctx).Warn("file skipped", "package", pkg.Name, "version", in.Version, "path", s.Path, "reason", s.Reason)
 		}
 	}
-	if err := a.stageBatches(ctx, p, sourceOf); err != nil {
+	if err := a.stageBatches(ctx, prog, p, sourceOf); err != nil {
 		return nil, err
 	}
 	if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Incoming, metadata.PlanKey(pkg.Name, in.Version), p); err != nil {
@@ -121,14 +130,17 @@ func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (*co
 
 // extract unpacks the archive under root; a hostile or corrupt archive
 // rejects the version.
-func (a *Publish) extract(ctx context.Context, pkg catalog.Package, version, archive, root string) (*tarx.Result, error) {
+func (a *Publish) extract(ctx context.Context, prog *progressBeat, pkg catalog.Package, version, archive, root string) (*tarx.Result, error) {
 	f, err := os.Open(archive)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	extracted, err := tarx.Extract(f, root, a.Extract)
+	extracted, err := tarx.ExtractContext(ctx, f, root, a.Extract, func(p tarx.Progress) { prog.advance("extracting", int64(p.Entries)) })
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
 		var unsafe *tarx.UnsafeError
 		var limit *tarx.LimitError
 		if errors.As(err, &unsafe) || errors.As(err, &limit) || strings.Contains(err.Error(), "corrupt archive") {
@@ -142,10 +154,15 @@ func (a *Publish) extract(ctx context.Context, pkg catalog.Package, version, arc
 
 // selectFiles applies the fileMap and hashes every selected file; sourceOf
 // maps each output path to its extracted file.
-func (a *Publish) selectFiles(ctx context.Context, pkg catalog.Package, version string, extracted *tarx.Result, root string) ([]plan.SourceFile, map[string]string, error) {
+func (a *Publish) selectFiles(ctx context.Context, prog *progressBeat, pkg catalog.Package, version string, extracted *tarx.Result, root string) ([]plan.SourceFile, map[string]string, error) {
 	paths := make([]string, len(extracted.Files))
 	for i, e := range extracted.Files {
 		paths[i] = e.Path
+	}
+	// A selected file whose name no key can hold fails the version for
+	// good; one the fileMap leaves out costs nothing.
+	if reason := badSelectedName(pkg, version, extracted.Skipped); reason != "" {
+		return nil, nil, a.reject(ctx, pkg, version, contract.ErrBadName, reason)
 	}
 	selected, err := fileset.ApplyContext(ctx, pkg.Autoupdate.FileMap, paths)
 	if err != nil {
@@ -163,9 +180,16 @@ func (a *Publish) selectFiles(ctx context.Context, pkg catalog.Package, version 
 		return nil, nil, a.reject(ctx, pkg, version, contract.ErrNoFiles,
 			fmt.Sprintf("the fileMap selected none of the %d files in %s@%s", len(paths), pkg.Name, version))
 	}
+	for _, s := range selected {
+		if key := metadata.FileKey(pkg.Name, version, s.Output); len(key)+len(".min")+len(metadata.BrotliSuffix) > maxKeyBytes {
+			return nil, nil, a.reject(ctx, pkg, version, contract.ErrBadName,
+				fmt.Sprintf("%s: its object key (with a .min twin and .br) would pass the %d-byte limit of object keys", s.Output, maxKeyBytes))
+		}
+	}
 	sourceOf := make(map[string]string, len(selected))
 	files := make([]plan.SourceFile, len(selected))
 	for i, s := range selected {
+		prog.advance("hashing", int64(i))
 		sourceOf[s.Output] = filepath.Join(root, filepath.FromSlash(s.Source))
 		sri, size, err := hashFile(sourceOf[s.Output])
 		if err != nil {
@@ -174,6 +198,52 @@ func (a *Publish) selectFiles(ctx context.Context, pkg catalog.Package, version 
 		files[i] = plan.SourceFile{Path: s.Output, Size: size, SRI: sri}
 	}
 	return files, sourceOf, nil
+}
+
+// maxKeyBytes is S3's limit on object keys.
+const maxKeyBytes = 1024
+
+// badSelectedName returns why a file the fileMap selects cannot be
+// published for its name alone (tarx skipped it before the disk), or "".
+func badSelectedName(pkg catalog.Package, version string, skipped []tarx.Skip) string {
+	var bad []string
+	reasons := map[string]string{}
+	for _, s := range skipped {
+		if s.BadName {
+			bad = append(bad, s.Path)
+			reasons[s.Path] = s.Reason
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	selected, err := fileset.Apply(pkg.Autoupdate.FileMap, validUTF8Paths(bad))
+	if err != nil || len(selected) == 0 {
+		for _, p := range bad {
+			// A non-UTF-8 name cannot be matched reliably: refuse it if
+			// any pattern could take it, i.e. always.
+			if !utf8.ValidString(p) {
+				return fmt.Sprintf("%q: %s", p, reasons[p])
+			}
+		}
+		return ""
+	}
+	s := selected[0]
+	r := reasons[s.Source]
+	if len(s.Source) > 200 {
+		s.Source = s.Source[:200] + "…"
+	}
+	return fmt.Sprintf("%s@%s: the fileMap selects %s, whose %s", pkg.Name, version, s.Source, r)
+}
+
+func validUTF8Paths(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if utf8.ValidString(p) && !strings.Contains(p, "//") {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func hashFile(path string) (string, int64, error) {
@@ -217,40 +287,26 @@ func (a *Publish) resolveDist(ctx context.Context, pkg catalog.Package, in contr
 
 // fetchVerified streams the archive to disk while hashing it, then checks the
 // registry's digest: a corrupted or tampered download never gets further.
-func (a *Publish) fetchVerified(ctx context.Context, pkg catalog.Package, dist registry.Dist, dst string) error {
+// An archive over the size bound, or whose complete body has another digest
+// than the registry's, fails the version for good.
+func (a *Publish) fetchVerified(ctx context.Context, prog *progressBeat, pkg catalog.Package, version string, dist registry.Dist, dst string) error {
 	token := ""
 	if pkg.Autoupdate.Source == catalog.SourceGit && a.GitHub != nil && sameHost(dist.Tarball, a.GitHub.BaseURL) {
 		// The token goes only to the GitHub API, never to a URL a request named.
 		token = a.GitHub.Token
 	}
-	body, err := registry.Fetch(ctx, a.HTTP, dist.Tarball, token)
-	if err != nil {
-		return err
-	}
-	defer body.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	var w io.Writer = out
-	var verifier *registry.Verifier
-	if dist.Integrity != "" || dist.Shasum != "" {
-		if verifier, err = registry.NewVerifier(dist.Integrity, dist.Shasum); err != nil {
-			return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrBadArchive, nil)
-		}
-		w = io.MultiWriter(out, verifier)
-	}
-	if _, err := io.Copy(w, &heartbeatReader{ctx: ctx, r: body}); err != nil {
+	err := registry.Download(ctx, a.HTTP, dist, token, dst, a.MaxTarballBytes, func(n int64) { prog.advance("downloading", n) })
+	var tooLarge *registry.TooLargeError
+	var mismatch *registry.IntegrityError
+	switch {
+	case errors.As(err, &tooLarge):
+		return a.reject(ctx, pkg, version, contract.ErrTooLarge, err.Error())
+	case errors.As(err, &mismatch):
+		return a.reject(ctx, pkg, version, contract.ErrIntegrity, fmt.Sprintf("%s@%s: %v", pkg.Name, version, err))
+	case err != nil:
 		return fmt.Errorf("download %s: %w", pkg.Name, err)
 	}
-	if verifier != nil {
-		// A mismatch may be a truncated transfer: let the retry policy try again.
-		if err := verifier.Verify(); err != nil {
-			return err
-		}
-	}
-	return out.Close()
+	return nil
 }
 
 func sameHost(a, b string) bool {
@@ -259,7 +315,7 @@ func sameHost(a, b string) bool {
 	return errA == nil && errB == nil && ua.Host != "" && strings.EqualFold(ua.Host, ub.Host)
 }
 
-func (a *Publish) putFile(ctx context.Context, bucket, key, path, contentType string) error {
+func (a *Publish) putFile(ctx context.Context, prog *progressBeat, bucket, key, path, contentType string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -269,12 +325,13 @@ func (a *Publish) putFile(ctx context.Context, bucket, key, path, contentType st
 	if err != nil {
 		return err
 	}
-	_, err = a.Primary.Put(ctx, bucket, key, f, st.Size(), objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: contentType}})
+	r := &progressReader{r: f, report: func(n int64) { prog.advance("keeping the archive", n) }}
+	_, err = a.Primary.Put(ctx, bucket, key, r, st.Size(), objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: contentType}})
 	return err
 }
 
 // stageBatches packs each batch's files into one tar object.
-func (a *Publish) stageBatches(ctx context.Context, p *plan.Plan, sourceOf map[string]string) error {
+func (a *Publish) stageBatches(ctx context.Context, prog *progressBeat, p *plan.Plan, sourceOf map[string]string) error {
 	byBatch := make([][]plan.PlanEntry, p.Batches)
 	for _, e := range p.Entries {
 		if e.Batch >= 0 {
@@ -297,7 +354,9 @@ func (a *Publish) stageBatches(ctx context.Context, p *plan.Plan, sourceOf map[s
 			if err := plan.WriteBatch(&buf, files); err != nil {
 				return err
 			}
-			return putBytes(gctx, a.Primary, a.Buckets.Incoming, metadata.BatchKey(p.Name, p.Version, b), buf.Bytes(), "application/x-tar")
+			err := putBytes(gctx, a.Primary, a.Buckets.Incoming, metadata.BatchKey(p.Name, p.Version, b), buf.Bytes(), "application/x-tar")
+			prog.advance("staging batches", int64(b))
+			return err
 		})
 	}
 	return g.Wait()

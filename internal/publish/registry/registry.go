@@ -125,16 +125,22 @@ func readLimited(r io.Reader, limit int64, what string) ([]byte, error) {
 // of private or rate-limited repositories). A non-2xx status is an error
 // (wrapping ErrNotFound for 404, or a *RateLimitError).
 func Fetch(ctx context.Context, client *http.Client, tarballURL string, token string) (io.ReadCloser, error) {
+	body, _, err := fetch(ctx, client, tarballURL, token)
+	return body, err
+}
+
+// fetch is Fetch that also returns the declared length (-1 when unknown).
+func fetch(ctx context.Context, client *http.Client, tarballURL string, token string) (io.ReadCloser, int64, error) {
 	what := "fetching tarball"
 	if tarballURL == "" {
-		return nil, fmt.Errorf("%s: empty URL", what)
+		return nil, 0, fmt.Errorf("%s: empty URL", what)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tarballURL, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: bad URL %s: %w", what, redactURL(tarballURL), withoutURL(err))
+		return nil, 0, fmt.Errorf("%s: bad URL %s: %w", what, redactURL(tarballURL), withoutURL(err))
 	}
 	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return nil, fmt.Errorf("%s: URL %s is not http(s)", what, redactURL(tarballURL))
+		return nil, 0, fmt.Errorf("%s: URL %s is not http(s)", what, redactURL(tarballURL))
 	}
 	req.Header.Set("User-Agent", DefaultUserAgent)
 	if token != "" {
@@ -142,16 +148,16 @@ func Fetch(ctx context.Context, client *http.Client, tarballURL string, token st
 	}
 	resp, err := do(client, req, what)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
 		if rl := rateLimitError(resp, what); rl != nil {
-			return nil, rl
+			return nil, 0, rl
 		}
-		return nil, statusError(resp, what, token)
+		return nil, 0, statusError(resp, what, token)
 	}
-	return resp.Body, nil
+	return resp.Body, resp.ContentLength, nil
 }
 
 // CachedListing is a package's last listing, kept so that an unchanged

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,62 +50,15 @@ func (s Sources) List(ctx context.Context, pkg catalog.Package) (map[string]regi
 	return listing.Versions, nil
 }
 
-// FetchVerified streams the archive at dist to dst while hashing it, then
-// checks the registry's digest: a corrupted or tampered download never gets
-// further. token goes only to the GitHub API host.
+// FetchVerified downloads the archive at dist to dst within the download
+// bound and checks the registry's digest (see registry.Download). The
+// GitHub token goes only to the GitHub API host.
 func (s Sources) FetchVerified(ctx context.Context, pkg catalog.Package, dist registry.Dist, dst string, progress func(int64)) error {
 	token := ""
 	if pkg.Autoupdate.Source == catalog.SourceGit && s.GitHub != nil && registry.SameHost(dist.Tarball, s.GitHub.BaseURL) {
 		token = s.GitHub.Token
 	}
-	client := s.HTTP
-	if client == nil {
-		client = http.DefaultClient
-	}
-	body, err := registry.Fetch(ctx, client, dist.Tarball, token)
-	if err != nil {
-		return err
-	}
-	defer body.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	var w io.Writer = out
-	var verifier *registry.Verifier
-	if dist.Integrity != "" || dist.Shasum != "" {
-		if verifier, err = registry.NewVerifier(dist.Integrity, dist.Shasum); err != nil {
-			return err
-		}
-		w = io.MultiWriter(out, verifier)
-	}
-	var r io.Reader = body
-	if progress != nil {
-		r = &progressReader{r: body, report: progress}
-	}
-	if _, err := io.Copy(w, r); err != nil {
-		return fmt.Errorf("download %s: %w", pkg.Name, err)
-	}
-	if verifier != nil {
-		if err := verifier.Verify(); err != nil {
-			return err
-		}
-	}
-	return out.Close()
-}
-
-type progressReader struct {
-	r      io.Reader
-	n      int64
-	report func(int64)
-}
-
-func (p *progressReader) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	p.n += int64(n)
-	p.report(p.n)
-	return n, err
+	return registry.Download(ctx, s.HTTP, dist, token, dst, 0, progress)
 }
 
 // Preview is what a fileMap selects from one release.

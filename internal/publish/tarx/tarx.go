@@ -8,67 +8,16 @@ import (
 	"archive/tar"
 	"bufio"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"sort"
+	"strings"
+	"unicode/utf8"
 )
-
-// Limits bound what one archive may cost. A zero field means the
-// DefaultLimits value for it.
-type Limits struct {
-	// MaxFileSize is the largest file extracted; larger files are skipped
-	// and reported in Result.Skipped.
-	MaxFileSize int64
-	// MaxFiles is the most non-directory entries an archive may hold.
-	MaxFiles int
-	// MaxTotalBytes bounds both the uncompressed archive read (headers and
-	// skipped content included, so a gzip bomb stops early) and the bytes
-	// written to the destination (links are copies, so they count again).
-	MaxTotalBytes int64
-}
-
-// DefaultLimits suit npm and GitHub releases of front-end libraries.
-var DefaultLimits = Limits{
-	MaxFileSize:   25 << 20,
-	MaxFiles:      200_000,
-	MaxTotalBytes: 2 << 30,
-}
-
-func (l Limits) withDefaults() Limits {
-	if l.MaxFileSize <= 0 {
-		l.MaxFileSize = DefaultLimits.MaxFileSize
-	}
-	if l.MaxFiles <= 0 {
-		l.MaxFiles = DefaultLimits.MaxFiles
-	}
-	if l.MaxTotalBytes <= 0 {
-		l.MaxTotalBytes = DefaultLimits.MaxTotalBytes
-	}
-	return l
-}
-
-// Entry is one extracted file.
-type Entry struct {
-	Path string // relative to dest, '/'-separated, top-level folder removed
-	Size int64
-}
-
-// Skip is an archive entry that was deliberately not extracted.
-type Skip struct {
-	// Path is the entry's path in the package (top-level folder removed),
-	// or its name in the archive when it lies outside that folder.
-	Path   string
-	Reason string
-}
-
-// Result lists what Extract wrote and what it left out.
-type Result struct {
-	Files   []Entry // sorted by Path
-	Skipped []Skip  // sorted by Path
-}
 
 // UnsafeError reports an entry that tries to reach outside the package or
 // is a kind of file a release has no business containing.
@@ -117,6 +66,14 @@ var errBudget = errors.New("archive data exceeds MaxTotalBytes")
 // failure. After an error dest may hold part of the archive and should be
 // discarded.
 func Extract(r io.Reader, dest string, lim Limits) (*Result, error) {
+	return ExtractContext(context.Background(), r, dest, lim, nil)
+}
+
+// ExtractContext is Extract that stops when ctx ends (checked between
+// entries and every 32 KiB of data) and calls progress, when not nil,
+// after every entry: a caller heartbeats from it, so a stalled extraction
+// stops heartbeating.
+func ExtractContext(ctx context.Context, r io.Reader, dest string, lim Limits, progress func(Progress)) (*Result, error) {
 	lim = lim.withDefaults()
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return nil, fmt.Errorf("extract: create destination: %w", err)
@@ -149,16 +106,21 @@ func Extract(r io.Reader, dest string, lim Limits) (*Result, error) {
 	}
 
 	x := &extractor{
-		root:    root,
-		dest:    dest,
-		lim:     lim,
-		budget:  &byteBudget{r: stream, max: lim.MaxTotalBytes},
-		files:   make(map[string]int64),
-		skipped: make(map[string]string),
-		dirs:    make(map[string]bool),
+		ctx:      ctx,
+		root:     root,
+		dest:     dest,
+		lim:      lim,
+		budget:   &byteBudget{r: stream, max: lim.MaxTotalBytes},
+		files:    make(map[string]int64),
+		skipped:  make(map[string]string),
+		badNames: make(map[string]bool),
+		dirs:     make(map[string]bool),
 	}
 	tr := tar.NewReader(x.budget)
-	for {
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			break
@@ -168,6 +130,9 @@ func Extract(r io.Reader, dest string, lim Limits) (*Result, error) {
 		}
 		if err := x.entry(hdr, tr); err != nil {
 			return nil, err
+		}
+		if progress != nil {
+			progress(Progress{Entries: n, Bytes: x.budget.used})
 		}
 	}
 	// Read to the end so a damaged gzip trailer (its CRC and length) is
@@ -180,16 +145,18 @@ func Extract(r io.Reader, dest string, lim Limits) (*Result, error) {
 
 // extractor holds the state of one Extract call.
 type extractor struct {
-	root    *os.Root
-	dest    string
-	lim     Limits
-	budget  *byteBudget
-	entries int               // non-directory entries seen, for MaxFiles
-	written int64             // bytes written to dest, for MaxTotalBytes
-	files   map[string]int64  // extracted path -> size
-	skipped map[string]string // package path -> reason
-	outside []Skip            // entries beside the top-level folder
-	dirs    map[string]bool   // directories known to be real directories in dest
+	ctx      context.Context
+	root     *os.Root
+	dest     string
+	lim      Limits
+	budget   *byteBudget
+	entries  int               // non-directory entries seen, for MaxFiles
+	written  int64             // bytes written to dest, for MaxTotalBytes
+	files    map[string]int64  // extracted path -> size
+	skipped  map[string]string // package path -> reason
+	badNames map[string]bool   // skipped for their path alone
+	outside  []Skip            // entries beside the top-level folder
+	dirs     map[string]bool   // directories known to be real directories in dest
 }
 
 func (x *extractor) readError(err error, entry string) error {
@@ -242,6 +209,10 @@ func (x *extractor) entry(hdr *tar.Header, content io.Reader) error {
 		x.outside = append(x.outside, Skip{Path: name, Reason: "not inside the archive's top-level folder"})
 		return nil
 	}
+	if reason := x.badName(rel); reason != "" {
+		x.badNames[rel] = true
+		return x.skip(rel, reason)
+	}
 
 	if isLink && target == "" {
 		return x.skip(rel, "link has no target")
@@ -276,7 +247,7 @@ func (x *extractor) writeFile(name, rel string, size int64, content io.Reader) e
 		f.Close()
 		return err
 	}
-	n, readErr, writeErr := copyEntry(f, content)
+	n, readErr, writeErr := copyEntry(x.ctx, f, content)
 	if closeErr := f.Close(); writeErr == nil {
 		writeErr = closeErr
 	}
@@ -292,9 +263,12 @@ func (x *extractor) writeFile(name, rel string, size int64, content io.Reader) e
 
 // copyEntry copies an entry's content, telling a damaged archive apart
 // from a failing disk.
-func copyEntry(dst io.Writer, src io.Reader) (n int64, readErr, writeErr error) {
+func copyEntry(ctx context.Context, dst io.Writer, src io.Reader) (n int64, readErr, writeErr error) {
 	buf := make([]byte, 32<<10)
 	for {
+		if err := ctx.Err(); err != nil {
+			return n, nil, err
+		}
 		nr, err := src.Read(buf)
 		if nr > 0 {
 			nw, err := dst.Write(buf[:nr])
@@ -396,6 +370,10 @@ func (x *extractor) mkdirs(name, dir string) (string, error) {
 	info, err := x.root.Lstat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		// A directory costs like a file: MaxFiles bounds them together.
+		if x.entries++; x.entries > x.lim.MaxFiles {
+			return "", &LimitError{Limit: "MaxFiles", Max: int64(x.lim.MaxFiles), Entry: name}
+		}
 		if err := x.root.Mkdir(dir, 0o755); err != nil {
 			return "", fmt.Errorf("extract %q: %w", name, err)
 		}
@@ -408,6 +386,26 @@ func (x *extractor) mkdirs(name, dir string) (string, error) {
 	}
 	x.dirs[dir] = true
 	return "", nil
+}
+
+// badName explains why a package path can never be published, or is "".
+// It is checked before anything touches the disk.
+func (x *extractor) badName(rel string) string {
+	if len(rel) > x.lim.MaxPathBytes {
+		return fmt.Sprintf("path is %d bytes long; the limit is %d", len(rel), x.lim.MaxPathBytes)
+	}
+	if depth := strings.Count(rel, "/") + 1; depth > x.lim.MaxDepth {
+		return fmt.Sprintf("path is %d folders deep; the limit is %d", depth, x.lim.MaxDepth)
+	}
+	if !utf8.ValidString(rel) {
+		return "path is not valid UTF-8"
+	}
+	for _, part := range strings.Split(rel, "/") {
+		if len(part) > 255 {
+			return fmt.Sprintf("a name in the path is %d bytes long; the limit is 255", len(part))
+		}
+	}
+	return ""
 }
 
 // refuseSymlink reports a symlink that was in dest before extraction; the
@@ -441,7 +439,7 @@ func (x *extractor) result() *Result {
 		res.Files = append(res.Files, Entry{Path: p, Size: size})
 	}
 	for p, reason := range x.skipped {
-		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: reason})
+		res.Skipped = append(res.Skipped, Skip{Path: p, Reason: reason, BadName: x.badNames[p]})
 	}
 	res.Skipped = append(res.Skipped, x.outside...)
 	sort.Slice(res.Files, func(i, j int) bool { return res.Files[i].Path < res.Files[j].Path })

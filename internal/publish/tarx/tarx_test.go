@@ -302,7 +302,7 @@ func TestExtractSkipsOversizedFiles(t *testing.T) {
 	if want := []Entry{{"small.js", 5}}; !reflect.DeepEqual(res.Files, want) {
 		t.Errorf("files %v, want %v", res.Files, want)
 	}
-	if want := []Skip{{"big.js", "larger than 1 KiB (4096 bytes)"}}; !reflect.DeepEqual(res.Skipped, want) {
+	if want := []Skip{{Path: "big.js", Reason: "larger than 1 KiB (4096 bytes)"}}; !reflect.DeepEqual(res.Skipped, want) {
 		t.Errorf("skipped %v, want %v", res.Skipped, want)
 	}
 	if _, err := os.Stat(filepath.Join(dest, "big.js")); !errors.Is(err, fs.ErrNotExist) {
@@ -440,9 +440,9 @@ func TestExtractFileAndDirectoryClashes(t *testing.T) {
 		t.Errorf("files %v, want %v", res.Files, want)
 	}
 	want := []Skip{
-		{"README", "not inside the archive's top-level folder"},
-		{"a/b.js", `its parent "a" is a file earlier in the archive`},
-		{"c", "a directory of the same name came earlier in the archive"},
+		{Path: "README", Reason: "not inside the archive's top-level folder"},
+		{Path: "a/b.js", Reason: `its parent "a" is a file earlier in the archive`},
+		{Path: "c", Reason: "a directory of the same name came earlier in the archive"},
 	}
 	if !reflect.DeepEqual(res.Skipped, want) {
 		t.Errorf("skipped:\n got  %v\n want %v", res.Skipped, want)

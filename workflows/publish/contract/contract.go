@@ -121,4 +121,14 @@ const (
 	ErrBadArchive      = "BadArchive"
 	ErrNoFiles         = "NoFilesSelected"
 	ErrFileMapConflict = "FileMapConflict"
+	// ErrBadName: a selected file whose name no object key can hold (a
+	// name over 255 bytes, not UTF-8, a key over 1,024 bytes).
+	ErrBadName = "UnpublishableName"
+	// ErrIntegrity: the registry serves other bytes than its digest says.
+	ErrIntegrity = "IntegrityMismatch"
+	// ErrTooLarge: the release archive is over the download bound.
+	ErrTooLarge = "ArchiveTooLarge"
+	// ErrProcessing: processing a file panicked again on retry (a minifier
+	// or compressor bug that this release triggers).
+	ErrProcessing = "ProcessingFailed"
 )
