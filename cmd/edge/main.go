@@ -53,6 +53,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	metaTimeout := fs.Duration("meta-timeout", config.EnvDuration("EDGE_META_TIMEOUT", cdn.DefaultMetaTimeout), "deadline for fetching a metadata document not cached yet (env EDGE_META_TIMEOUT)")
 	primaryTimeout := fs.Duration("primary-timeout", config.EnvDuration("EDGE_PRIMARY_TIMEOUT", cdn.DefaultPrimaryTimeout), "primary store deadline before the mirror answers (env EDGE_PRIMARY_TIMEOUT)")
 	publicURL := fs.String("public-url", config.Env("EDGE_PUBLIC_URL", ""), "scheme://host for absolute URLs in responses; empty: from each request (env EDGE_PUBLIC_URL)")
+	writeIdle := fs.Duration("write-idle", config.EnvDuration("EDGE_WRITE_IDLE", cdn.DefaultWriteIdle), "time a client has to accept each 64 KiB of a file (env EDGE_WRITE_IDLE)")
+	writeTimeout := fs.Duration("write-timeout", config.EnvDuration("EDGE_WRITE_TIMEOUT", time.Minute), "deadline for writing any other response (env EDGE_WRITE_TIMEOUT)")
+	inflightMiB := fs.Int("inflight-mib", config.EnvInt("EDGE_INFLIGHT_MIB", cdn.DefaultInflightBytes>>20), "file bodies held in memory for slow clients beyond the cache, MiB (env EDGE_INFLIGHT_MIB)")
 	logLevel := fs.String("log-level", config.Env("EDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env EDGE_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -84,6 +87,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		MetaTimeout:    *metaTimeout,
 		PrimaryTimeout: *primaryTimeout,
 		PublicURL:      *publicURL,
+		WriteIdle:      *writeIdle,
+		InflightBytes:  int64(*inflightMiB) << 20,
 		Logger:         logger,
 	})
 	// Liveness only: the edge keeps serving cached files and metadata while
@@ -101,9 +106,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	server := &http.Server{
 		Handler:           edge,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logHandler, slog.LevelWarn),
+		// Files move this deadline forward chunk by chunk (WriteIdle); any
+		// other response must be written within it.
+		WriteTimeout:   *writeTimeout,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(logHandler, slog.LevelWarn),
 	}
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(ln) }()

@@ -3,6 +3,7 @@ package cdn
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -96,7 +97,7 @@ func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any, cacheC
 	setCommonHeaders(h)
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", cacheControl)
-	h.Set("Vary", "Accept-Encoding")
+	addVary(h, "Accept-Encoding")
 	tag := `W/"` + strconv.FormatUint(fnv64(string(body)), 16) + `"`
 	h.Set("ETag", tag)
 	if status == http.StatusOK && r != nil {
@@ -152,6 +153,10 @@ func (s *Server) apiLibraries(w http.ResponseWriter, r *http.Request) {
 	libs := make([]*indexedLibrary, 0, len(ix.libraries))
 	cacheControl := apiCacheControl
 	if search := strings.TrimSpace(q.Get("search")); search != "" {
+		if len(search) > MaxSearchQueryBytes {
+			writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("search is %d bytes long; the limit is %d", len(search), MaxSearchQueryBytes))
+			return
+		}
 		cacheControl = apiSearchCacheControl
 		for _, hit := range ix.search(search, parseSearchFields(q.Get("search_fields"))) {
 			libs = append(libs, hit.lib)
@@ -164,7 +169,7 @@ func (s *Server) apiLibraries(w http.ResponseWriter, r *http.Request) {
 	if limit > 0 && len(libs) > limit {
 		libs = libs[:limit]
 	}
-	base := s.baseURL(r)
+	base := s.baseURL(w, r)
 	results := make([]jsonObject, 0, len(libs))
 	for _, lib := range libs {
 		obj := jsonObject{{"name", lib.Name}, {"latest", s.latestURL(base, lib.Name, lib.Latest, lib.Filename)}}
@@ -196,7 +201,7 @@ func (s *Server) apiLibrary(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc := pkg.doc
-	base := s.baseURL(r)
+	base := s.baseURL(w, r)
 	var sri any
 	assets := []jsonObject{}
 	if doc.Latest != "" {

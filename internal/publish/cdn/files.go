@@ -137,22 +137,37 @@ func (s *Server) serveRepresentation(w http.ResponseWriter, r *http.Request, ver
 		// The compressed twin is unreadable everywhere; the original may not be.
 		s.log.Warn("precompressed representation unavailable; serving the original", "key", key.objectKey(), "error", err)
 		s.setFileHeaders(h, ver, file, encIdentity, identityTag, lastModified)
-		key, length = representationKey(ver, file, encIdentity), file.Size
+		key, start, length, size = representationKey(ver, file, encIdentity), 0, file.Size, file.Size
 		body, err = s.openRepresentation(r.Context(), key, file.Size, 0, file.Size)
 	}
 	if err != nil {
 		s.bodyUnavailable(w, r, key, err)
 		return
 	}
+	if body.stream == nil && !s.files.Contains(key) {
+		// A copy of our own (not the cache's) for as long as this client
+		// takes to read it: bounded; past the bound, stream it instead.
+		if !s.inflight.TryAcquire(int64(len(body.data))) {
+			stream, source, err := s.openBody(r.Context(), key, start, length, size)
+			if err != nil {
+				s.bodyUnavailable(w, r, key, err)
+				return
+			}
+			body = representationBody{stream: stream, source: source}
+		} else {
+			defer s.inflight.Release(int64(len(body.data)))
+		}
+	}
 	h.Set("X-Edge-Source", body.source)
 	h.Set("Content-Length", strconv.FormatInt(length, 10))
 	w.WriteHeader(status)
+	out := newDeadlineWriter(w, s.cfg.WriteIdle)
 	if body.stream == nil {
-		_, _ = w.Write(body.data)
+		_, _ = out.Write(body.data)
 		return
 	}
 	defer body.stream.Close()
-	if n, err := io.Copy(w, body.stream); err != nil && r.Context().Err() == nil {
+	if n, err := io.CopyBuffer(out, body.stream, make([]byte, deadlineChunk)); err != nil && r.Context().Err() == nil {
 		// Headers are gone; the short body (less than Content-Length) makes
 		// the server drop the connection so the client sees the failure.
 		s.log.Error("file body failed mid-stream", "key", key.objectKey(), "source", body.source, "sent", n, "of", length, "error", err)

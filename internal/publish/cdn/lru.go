@@ -39,6 +39,14 @@ func (c *lru[K, V]) Get(key K) (V, bool) {
 	return zero, false
 }
 
+// Contains reports whether key is cached, without marking it used.
+func (c *lru[K, V]) Contains(key K) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.entries[key]
+	return ok
+}
+
 // Add stores value under key, replacing any previous value, and evicts the
 // least recently used entries until the total cost fits the budget. A value
 // costing more than the whole budget is not stored.

@@ -3,6 +3,7 @@ package cdn
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/edgeflow/edgeflow/internal/textdist"
 
@@ -120,14 +121,42 @@ func maxEdits(n int) int {
 	return 2
 }
 
+// Bounds of a search query: each library costs time per byte and per term,
+// so a 64 KB query over thousands of libraries would cost seconds of CPU.
+// Real queries are a few words.
+const (
+	MaxSearchQueryBytes = 256
+	MaxSearchTerms      = 8
+)
+
+// boundQuery lower-cases and trims a query, cut to MaxSearchQueryBytes (at
+// a character boundary), and returns its first MaxSearchTerms words.
+func boundQuery(query string) (string, []string) {
+	q := strings.TrimSpace(query)
+	if len(q) > MaxSearchQueryBytes {
+		cut := MaxSearchQueryBytes
+		for cut > 0 && !utf8.RuneStart(q[cut]) {
+			cut--
+		}
+		q = q[:cut]
+	}
+	q = strings.ToLower(strings.TrimSpace(q))
+	terms := strings.Fields(q)
+	if len(terms) > MaxSearchTerms {
+		terms = terms[:MaxSearchTerms]
+		q = strings.Join(terms, " ")
+	}
+	return q, terms
+}
+
 // search ranks the libraries matching query: exact name, name prefix, name
 // substring, name within a few typos, then keyword and description matches.
+// The query is bounded first (see boundQuery).
 func (ix *searchIndex) search(query string, fields searchFields) []searchHit {
-	q := strings.ToLower(strings.TrimSpace(query))
+	q, terms := boundQuery(query)
 	if q == "" {
 		return nil
 	}
-	terms := strings.Fields(q)
 	var hits []searchHit
 	for i := range ix.libraries {
 		lib := &ix.libraries[i]

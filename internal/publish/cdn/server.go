@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/edgeflow/edgeflow/internal/objectstore"
@@ -51,7 +52,17 @@ type Config struct {
 	// "https://cdn.example.com". Empty: taken from each request's Host and
 	// X-Forwarded-Proto.
 	PublicURL string
-	Logger    *slog.Logger
+	// WriteIdle is how long a client may take to accept each 64 KiB of a
+	// file (default 30s): the write deadline moves with the transfer, so a
+	// slow reader cannot hold a connection or an HTTP/2 stream, while a
+	// large file to a slow but live client still completes.
+	WriteIdle time.Duration
+	// InflightBytes bounds the file bodies held in memory for responses
+	// beyond what the cache holds (default 64 MiB); past it, bodies are
+	// streamed from the store in small pieces, so many slow clients cannot
+	// make the edge hold a copy each.
+	InflightBytes int64
+	Logger        *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
@@ -69,6 +80,7 @@ type Server struct {
 	mux        *http.ServeMux
 	web        *webUI
 	primary    *primaryHealth
+	inflight   *semaphore.Weighted // bodies held beyond the cache, bytes
 }
 
 // Defaults for Config fields left zero.
@@ -79,6 +91,8 @@ const (
 	DefaultPrimaryTimeout = 2 * time.Second
 	DefaultMirrorTimeout  = 30 * time.Second
 	DefaultMaxCachedFile  = 1 << 20
+	DefaultWriteIdle      = 30 * time.Second
+	DefaultInflightBytes  = 64 << 20
 )
 
 // New builds a Server. It makes no request to the stores.
@@ -104,6 +118,12 @@ func New(cfg Config) *Server {
 	if cfg.Mirror == nil {
 		cfg.Mirror = cfg.Primary
 	}
+	if cfg.WriteIdle <= 0 {
+		cfg.WriteIdle = DefaultWriteIdle
+	}
+	if cfg.InflightBytes <= 0 {
+		cfg.InflightBytes = DefaultInflightBytes
+	}
 	if cfg.Buckets == (metadata.Buckets{}) {
 		cfg.Buckets = metadata.DefaultBuckets
 	}
@@ -125,12 +145,13 @@ func New(cfg Config) *Server {
 		log:     cfg.Logger,
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		meta:    newMetaReader(metaSrc, cfg.MetaTTL, cfg.NegativeTTL, cfg.MetaTimeout, cfg.Logger, cfg.Now),
-		files:   newLRU[fileCacheKey, []byte](cfg.CacheBytes),
-		mux:     http.NewServeMux(),
-		primary: health,
+		inflight: semaphore.NewWeighted(cfg.InflightBytes),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		meta:     newMetaReader(metaSrc, cfg.MetaTTL, cfg.NegativeTTL, cfg.MetaTimeout, cfg.Logger, cfg.Now),
+		files:    newLRU[fileCacheKey, []byte](cfg.CacheBytes),
+		mux:      http.NewServeMux(),
+		primary:  health,
 	}
 	s.web = newWebUI(s)
 	s.mux.HandleFunc("GET /ajax/libs/", s.serveFile)
@@ -227,11 +248,15 @@ func writeTextError(w http.ResponseWriter, status int, message string) {
 	_, _ = w.Write([]byte(http.StatusText(status) + ": " + message + "\n"))
 }
 
-// baseURL is the scheme and host of absolute URLs in responses.
-func (s *Server) baseURL(r *http.Request) string {
+// baseURL is the scheme and host of absolute URLs in responses: the
+// configured public URL, else the request's Host and X-Forwarded-Proto,
+// which any client can set. A response built from those says so with
+// Vary, so no shared cache hands one client's URLs to another.
+func (s *Server) baseURL(w http.ResponseWriter, r *http.Request) string {
 	if s.cfg.PublicURL != "" {
 		return s.cfg.PublicURL
 	}
+	addVary(w.Header(), "Host", "X-Forwarded-Proto")
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
@@ -247,6 +272,21 @@ func (s *Server) baseURL(r *http.Request) string {
 		host = "localhost"
 	}
 	return scheme + "://" + host
+}
+
+// addVary adds names to the Vary header (one comma-separated line), once each.
+func addVary(h http.Header, names ...string) {
+	var list []string
+	have := map[string]bool{}
+	for _, v := range append(h.Values("Vary"), names...) {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" && !have[strings.ToLower(n)] {
+				have[strings.ToLower(n)] = true
+				list = append(list, n)
+			}
+		}
+	}
+	h.Set("Vary", strings.Join(list, ", "))
 }
 
 // fileURL is the absolute URL of a published file.

@@ -234,7 +234,7 @@ func (ui *webUI) version(w http.ResponseWriter, r *http.Request) {
 		ui.notFound(w, r, "Version not found", fmt.Sprintf("%s has no published version %q.", pkg.doc.Name, version))
 		return
 	}
-	base := ui.s.baseURL(r)
+	base := ui.s.baseURL(w, r)
 	page := versionPageData{Title: ver.Name + " " + ver.Version, Name: ver.Name, Version: ver.Version,
 		Description: pkg.doc.Description, LibraryURL: browseURL(ver.Name), IsLatest: ver.Version == pkg.doc.Latest}
 	if !ver.PublishedAt.IsZero() {
