@@ -382,3 +382,84 @@ func TestStalledStagingGivesItsSlotBack(t *testing.T) {
 		t.Errorf("StageVersion of a stalled download: %v; want a retryable no-progress failure", err)
 	}
 }
+
+// TestPanicInProcessingFailsTheBatchNotTheWorker: a minifier or compressor
+// that panics on a file fails its batch (retried once), never the worker
+// process; the same batch panicking again rejects the version for good.
+func TestPanicInProcessingFailsTheBatchNotTheWorker(t *testing.T) {
+	p := newPools(t, "acts-panic")
+	p.addToCatalog(t, "lib", entry("lib", "*.js"))
+	p.npm.Add("lib", "1.0.0", release("1.0.0", "var a = 1;"))
+	p.compress.Process = func(path string, data []byte, opts transform.Options, shipped func(string) bool) ([]transform.Output, []string, error) {
+		return transform.File(path, data, opts, func(string) bool { panic("minifier bug on " + path) })
+	}
+	ref := contract.VersionRef{PackageRef: contract.PackageRef{Name: "lib"}, Version: "1.0.0"}
+	var plan contract.PlanSummary
+	if err := run(t, p, &plan, p.pub.StageVersion, ref); err != nil {
+		t.Fatal(err)
+	}
+	in := contract.BatchInput{Name: "lib", Version: "1.0.0", Batch: 0, Options: plan.Options, Fingerprint: plan.Fingerprint}
+	err := run(t, p, nil, p.compress.CompressBatch, in)
+	var appErr *temporal.ApplicationError
+	if err == nil || !strings.Contains(err.Error(), "panicked") || (errors.As(err, &appErr) && appErr.NonRetryable()) {
+		t.Fatalf("first panic: %v; want a retryable failure of the batch", err)
+	}
+	err = run(t, p, nil, p.compress.CompressBatch, in)
+	if !errors.As(err, &appErr) || appErr.Type() != contract.ErrProcessing || !appErr.NonRetryable() {
+		t.Fatalf("second panic: %v; want a non-retryable %s", err, contract.ErrProcessing)
+	}
+	var marker metadata.Rejection
+	if _, err := objectstore.GetJSON(context.Background(), env.Store, p.buckets.Meta, metadata.RejectedKey("lib", "1.0.0"), &marker); err != nil ||
+		marker.Type != contract.ErrProcessing || !strings.Contains(marker.Reason, "minifier bug") {
+		t.Errorf("rejection marker %+v, %v", marker, err)
+	}
+}
+
+// TestSentPackagesCannotReplaceTheCatalog: a definition sent by a starter
+// is refused for a library the workers' catalog reviews (or one whose name
+// differs only in case, or under another name), accepted unchanged, and
+// free for a library the catalog does not have.
+func TestSentPackagesCannotReplaceTheCatalog(t *testing.T) {
+	p := newPools(t, "acts-trust")
+	p.addToCatalog(t, "lib", entry("lib", "*.js"))
+	p.npm.Add("lib", "1.0.0", release("1.0.0", "ok"))
+	p.npm.Add("mylib", "1.0.0", release("1.0.0", "mine"))
+	var reviewed catalog.Package
+	if err := json.Unmarshal([]byte(entry("lib", "*.js")), &reviewed); err != nil {
+		t.Fatal(err)
+	}
+	hostile := reviewed
+	hostile.Autoupdate.Target = "evil-lib" // another source for the same URLs
+	upper := hostile
+	upper.Name = "LIB"
+	var mine catalog.Package
+	if err := json.Unmarshal([]byte(entry("mylib", "*.js")), &mine); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ref  contract.PackageRef
+		want string // "" accepted
+	}{
+		{contract.PackageRef{Name: "lib", Package: &hostile}, "cannot replace its reviewed entry"},
+		{contract.PackageRef{Name: "LIB", Package: &upper}, "cannot replace its reviewed entry"},
+		{contract.PackageRef{Name: "mylib", Package: &hostile}, `named "lib", not "mylib"`},
+		{contract.PackageRef{Name: "lib", Package: &reviewed}, ""},
+		{contract.PackageRef{Name: "mylib", Package: &mine}, ""},
+		{contract.PackageRef{Name: "mylib", Package: &mine}, ""}, // as often as its author likes
+	} {
+		var checks []contract.PackageCheck
+		if err := run(t, p, &checks, p.pub.CheckPackages, []contract.PackageRef{c.ref}); err != nil {
+			t.Fatal(err)
+		}
+		if got := checks[0].Problem; (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("check of %s sent as %s: problem %q, want %q", c.ref.Package.Name, c.ref.Name, got, c.want)
+		}
+		if c.want != "" {
+			err := run(t, p, nil, p.pub.StageVersion, contract.VersionRef{PackageRef: c.ref, Version: "1.0.0"})
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) || appErr.Type() != contract.ErrInvalidPackage || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("StageVersion of %s sent as %s: %v", c.ref.Package.Name, c.ref.Name, err)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -95,10 +96,7 @@ func (a *Publish) checkPackage(ctx context.Context, ref contract.PackageRef) con
 // workers' catalog; either way it must be valid.
 func (a *Publish) loadPackage(ref contract.PackageRef) (catalog.Package, error) {
 	if ref.Package != nil {
-		if err := catalog.Check(*ref.Package); err != nil {
-			return catalog.Package{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrInvalidPackage, nil)
-		}
-		return *ref.Package, nil
+		return a.sentPackage(ref)
 	}
 	if a.CatalogDir == "" {
 		return catalog.Package{}, temporal.NewNonRetryableApplicationError("no catalog configured on the worker and none sent", contract.ErrInvalidPackage, nil)
@@ -108,6 +106,38 @@ func (a *Publish) loadPackage(ref contract.PackageRef) (catalog.Package, error) 
 		return catalog.Package{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrInvalidPackage, nil)
 	}
 	return pkg, nil
+}
+
+// sentPackage checks a package definition a starter sent (--catalog). It
+// may publish a library the workers' catalog does not have, as often as its
+// author likes, but never replace the reviewed entry of one it has (nor
+// one whose name differs only in case): that is refused, unless the
+// definition is the reviewed one unchanged.
+func (a *Publish) sentPackage(ref contract.PackageRef) (catalog.Package, error) {
+	sent := *ref.Package
+	refuse := func(format string, args ...any) (catalog.Package, error) {
+		return catalog.Package{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), contract.ErrInvalidPackage, nil)
+	}
+	if sent.Name != ref.Name {
+		return refuse("the package sent is named %q, not %q", sent.Name, ref.Name)
+	}
+	if err := catalog.Check(sent); err != nil {
+		return refuse("%v", err)
+	}
+	if a.CatalogDir == "" {
+		return sent, nil
+	}
+	holder, held, err := catalog.Holder(a.CatalogDir, sent.Name)
+	switch {
+	case err != nil:
+		return catalog.Package{}, fmt.Errorf("read the workers' catalog: %w", err)
+	case !held:
+		return sent, nil
+	}
+	if reviewed, err := catalog.Find(a.CatalogDir, holder); err == nil && holder == sent.Name && reflect.DeepEqual(reviewed, sent) {
+		return reviewed, nil
+	}
+	return refuse("%s is in the workers' catalog (as %s): a definition sent by a starter cannot replace its reviewed entry; publish it without --catalog, or change the catalog", sent.Name, holder)
 }
 
 // rejectedVersions reads the package's rejection markers and returns the

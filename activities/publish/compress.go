@@ -3,6 +3,7 @@ package publish
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -55,10 +56,14 @@ func (c *Compress) CompressBatch(ctx context.Context, in contract.BatchInput) (*
 			var perr error
 			if err := c.CPU.Do(gctx, func() {
 				start := time.Now()
-				outs, warnings, perr = transform.File(f.Path, f.Data, opts, func(string) bool { return !f.TwinWanted })
+				outs, warnings, perr = c.process(f.Path, f.Data, opts, func(string) bool { return !f.TwinWanted })
 				cpu.Add(time.Since(start).Milliseconds())
 			}); err != nil {
 				return err
+			}
+			var panicked *transform.PanicError
+			if errors.As(perr, &panicked) {
+				return c.panicked(ctx, in, panicked)
 			}
 			if perr != nil {
 				return fmt.Errorf("%s: %w", f.Path, perr)
@@ -110,6 +115,41 @@ func (c *Compress) CompressBatch(ctx context.Context, in contract.BatchInput) (*
 		return nil, err
 	}
 	return &summary, nil
+}
+
+// process is transform.File, or the test seam Process.
+func (c *Compress) process(path string, data []byte, opts transform.Options, shipped func(string) bool) ([]transform.Output, []string, error) {
+	if c.Process != nil {
+		return c.Process(path, data, opts, shipped)
+	}
+	return transform.File(path, data, opts, shipped)
+}
+
+// panicked handles a file whose processing panicked (transform recovers
+// it, so the worker process lives on). The first time, the batch fails and
+// is retried: the panic may come from this machine. If the same batch
+// panics again, the release triggers a bug in a minifier or compressor:
+// the version is rejected for good, with a marker, and fails.
+func (c *Compress) panicked(ctx context.Context, in contract.BatchInput, p *transform.PanicError) error {
+	activity.GetLogger(ctx).Error("processing panicked", "package", in.Name, "version", in.Version, "batch", in.Batch,
+		"path", p.Path, "panic", p.Value, "stack", p.Stack)
+	key := metadata.PanicKey(in.Name, in.Version, in.Batch)
+	_, err := c.Primary.Stat(ctx, c.Buckets.Incoming, key)
+	switch {
+	case errors.Is(err, objectstore.ErrNotFound):
+		if err := objectstore.PutJSON(ctx, c.Primary, c.Buckets.Incoming, key, map[string]string{"path": p.Path, "panic": p.Value}); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w (the batch is retried once)", p)
+	case err != nil:
+		return err
+	}
+	reason := fmt.Sprintf("%s@%s: %v, twice", in.Name, in.Version, p)
+	marker := metadata.Rejection{Name: in.Name, Version: in.Version, Type: contract.ErrProcessing, Reason: reason, At: time.Now().UTC()}
+	if err := objectstore.PutJSON(ctx, c.Primary, c.Buckets.Meta, metadata.RejectedKey(in.Name, in.Version), marker); err != nil {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(reason, contract.ErrProcessing, nil)
 }
 
 // writeOutput stores one output and its precompressed representations in the

@@ -64,6 +64,8 @@ type Publish struct {
 type Compress struct {
 	Stores
 	CPU *transform.Limiter // bounds concurrent compressions in this process
+	// Process replaces transform.File (tests); nil means transform.File.
+	Process func(path string, data []byte, opts transform.Options, shipped func(string) bool) ([]transform.Output, []string, error) `json:"-"`
 }
 
 // RegisterPublish registers the publish pool's activities under the names

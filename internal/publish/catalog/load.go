@@ -130,6 +130,32 @@ var elsewhere struct {
 	paths map[string]map[string]string // dir → name → winning file
 }
 
+// ErrNotInCatalog is wrapped by Find's error for a name no entry has.
+var ErrNotInCatalog = errors.New("not in the catalog")
+
+// Holder returns the name of the catalog's library that name is, or
+// collides with on a case-insensitive file system; ok is false when the
+// catalog has none. It rescans the catalog, so it is for rare questions
+// (a package sent by a starter), not for every check.
+func Holder(dir, name string) (string, bool, error) {
+	c, err := scan(dir)
+	if err != nil {
+		return "", false, err
+	}
+	for n := range c.winner {
+		if strings.EqualFold(n, name) {
+			return n, true, nil
+		}
+	}
+	// An entry that does not load still holds its file name.
+	for _, e := range c.entries {
+		if !e.stray && strings.EqualFold(e.base, name) {
+			return e.base, true, nil
+		}
+	}
+	return "", false, nil
+}
+
 func findElsewhere(dir, name string) (Package, error) {
 	elsewhere.Lock()
 	defer elsewhere.Unlock()
@@ -161,7 +187,7 @@ func findElsewhere(dir, name string) (Package, error) {
 			return e.pkg, nil
 		}
 	}
-	return Package{}, fmt.Errorf("no library named %q in catalog %s", name, dir)
+	return Package{}, fmt.Errorf("no library named %q in catalog %s: %w", name, dir, ErrNotInCatalog)
 }
 
 // Check returns ValidatePackage's errors as one error, nil when there are

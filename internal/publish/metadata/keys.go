@@ -64,6 +64,12 @@ func ResultKey(name, version string, batch int) string {
 	return StagingPrefix(name, version) + fmt.Sprintf("result-%05d.json", batch)
 }
 
+// PanicKey is the Incoming key recording that processing a batch panicked
+// once: a second panic of the same batch fails the version for good.
+func PanicKey(name, version string, batch int) string {
+	return StagingPrefix(name, version) + fmt.Sprintf("panic-%05d.json", batch)
+}
+
 // ReuseIndexKey is the Meta key of a package's reuse index.
 func ReuseIndexKey(name string) string { return "reuse/" + name + ".json" }
 

@@ -43,6 +43,15 @@ var outputModules = []struct{ key, path, fallbackVersion string }{
 	{"compress", "github.com/klauspost/compress", "v1.20.4"},
 }
 
+// PanicError is a panic while processing one file, recovered.
+type PanicError struct {
+	Path, Value, Stack string
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("processing %s panicked: %s", e.Path, e.Value)
+}
+
 // Fingerprint names the tool versions and settings that determine output
 // bytes, e.g. "process=1;minify=v2.24.25;parse=v2.8.20;brotli=v1.3.0;
 // compress=v1.20.4;br=11/22;gz=9;js=es2009;css=3". Outputs of an earlier
@@ -108,6 +117,14 @@ func moduleVersions() map[string]string {
 // failed minify is reported in warnings and the original is still published;
 // err is returned only when compression fails.
 func File(path string, data []byte, opts Options, shipped func(path string) bool) (outs []Output, warnings []string, err error) {
+	// A minifier or compressor that panics on some input fails this file,
+	// never the process that runs it.
+	defer func() {
+		if v := recover(); v != nil {
+			outs, warnings = nil, nil
+			err = &PanicError{Path: path, Value: fmt.Sprint(v), Stack: string(debug.Stack())}
+		}
+	}()
 	original, err := newOutput(path, data, "")
 	if err != nil {
 		return nil, nil, err

@@ -2,6 +2,7 @@ package transform
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"reflect"
 	"strings"
@@ -181,4 +182,15 @@ func paths(outs []Output) []string {
 		ps = append(ps, o.Path)
 	}
 	return ps
+}
+
+// TestFileRecoversPanics: a panic while processing a file (here from the
+// shipped callback, standing in for a minifier or compressor bug) comes
+// back as a *PanicError for that file, and the process goes on.
+func TestFileRecoversPanics(t *testing.T) {
+	_, _, err := File("boom.js", []byte("var a = 1;"), Options{MinifyJS: true}, func(string) bool { panic("minifier bug") })
+	var p *PanicError
+	if !errors.As(err, &p) || p.Path != "boom.js" || p.Value != "minifier bug" || !strings.Contains(p.Stack, "TestFileRecoversPanics") {
+		t.Fatalf("File with a panicking step = %v", err)
+	}
 }
