@@ -92,8 +92,9 @@ func writeSource(b *strings.Builder, r *Report) {
 		ff.KendallTau, ff.Pairs, rf.KendallTau, rf.Pairs)
 	w("In the random run %s%% of the admitted were overtaken by a later bucket's visitor.\n\n", num(rf.OvertakersPct))
 	mf, mr := s.FIFOMixed, s.RandomMixed
-	w("With the allocation table's visitors instead (30%% may give up, 15%% refresh late, 5%% hammer), FIFO has %s%% overtakers overall and %s%% within a data center: a visitor who refreshes late can miss the minute its bucket was reserved in, and loses its place to later buckets. ",
+	w("With the allocation table's visitors instead (30%% may give up, 15%% refresh late, 5%% hammer), FIFO has %s%% overtakers overall and %s%% within a data center: a visitor who refreshes late can miss the minute its bucket was reserved in, and loses its place to later buckets, which counts everyone admitted before it as an overtaker. ",
 		num(mf.OvertakersPct), num(mf.OvertakersInDCPct))
+	w("Among the %d admitted from the queue who do not refresh late (some of them hammer), %d entered in an earlier minute than one of them from an earlier bucket. ", s.FIFOMixedNotLate.Admitted, s.FIFOMixedNotLate.Overtakers)
 	w("Random keeps τ = %.3f. Hammering buys nothing, since a check-in before the refresh interval changes nothing: mean waits by refresh behaviour are %s in the random queue and %s in FIFO.\n\n",
 		mr.KendallTau, refreshWaits(mr.MeanWaitByRefresh), refreshWaits(mf.MeanWaitByRefresh))
 

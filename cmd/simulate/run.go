@@ -112,8 +112,9 @@ type SourceInfo struct {
 	Estimates     []sim.Cohort `json:"random_estimates"`
 	// Both again with the allocation table's visitors (some give up, some
 	// refresh late, some hammer).
-	FIFOMixed   sim.Fairness `json:"fifo_with_mixed_behaviour"`
-	RandomMixed sim.Fairness `json:"random_with_mixed_behaviour"`
+	FIFOMixed        sim.Fairness `json:"fifo_with_mixed_behaviour"`
+	FIFOMixedNotLate sim.Fairness `json:"fifo_with_mixed_behaviour_not_late"`
+	RandomMixed      sim.Fairness `json:"random_with_mixed_behaviour"`
 }
 
 // QueueInfo is one queueing method's run of the source experiment.
@@ -336,7 +337,8 @@ func sourceExperiment(ctx context.Context, o options, top sim.Topology, rep *Rep
 		return err
 	}
 	rep.Source = SourceInfo{Visitors: res.Visitors, WindowMinutes: res.Window.Minutes(), Room: roomInfo(sim.SourceRoom(admit.FIFO)),
-		Estimates: res.Random.Cohorts, FIFOMixed: res.FIFOMixedFairness, RandomMixed: res.RandomMixedFairness}
+		Estimates: res.Random.Cohorts, FIFOMixed: res.FIFOMixedFairness,
+		FIFOMixedNotLate: res.FIFOMixedNotLateFairness, RandomMixed: res.RandomMixedFairness}
 	for _, q := range []struct {
 		r     *sim.Result
 		f     sim.Fairness

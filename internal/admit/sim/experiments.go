@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -126,6 +127,9 @@ type SourceResult struct {
 	// refresh late, some hammer), for the fairness they then keep.
 	FIFOMixed, RandomMixed                 *Result
 	FIFOMixedFairness, RandomMixedFairness Fairness
+	// FIFO's order among the visitors of the mixed run who do not refresh
+	// late (on time or hammering; some of them give up).
+	FIFOMixedNotLateFairness Fairness
 }
 
 // RunSourceExperiment runs the source's experiment: n visitors arriving
@@ -144,5 +148,6 @@ func RunSourceExperiment(ctx context.Context, seed uint64, n int, window time.Du
 	}
 	return &SourceResult{Visitors: n, Window: window, FIFO: rs[0], Random: rs[1], FIFOMixed: rs[2], RandomMixed: rs[3],
 		FIFOFairness: MeasureFairness(rs[0].People), RandomFairness: MeasureFairness(rs[1].People),
-		FIFOMixedFairness: MeasureFairness(rs[2].People), RandomMixedFairness: MeasureFairness(rs[3].People)}, nil
+		FIFOMixedFairness: MeasureFairness(rs[2].People), RandomMixedFairness: MeasureFairness(rs[3].People),
+		FIFOMixedNotLateFairness: MeasureFairness(slices.DeleteFunc(slices.Clone(rs[2].People), func(p VisitorRecord) bool { return p.Refresh == Late }))}, nil
 }
