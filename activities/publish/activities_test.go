@@ -463,3 +463,57 @@ func TestSentPackagesCannotReplaceTheCatalog(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionTheFileMapSelectsNothingFromIsSkipped: StageVersion reports
+// the version skipped with its reason (no error), and leaves a marker so
+// that later checks skip it until the fileMap changes.
+func TestVersionTheFileMapSelectsNothingFromIsSkipped(t *testing.T) {
+	p := newPools(t, "acts-skip")
+	p.addToCatalog(t, "lib", entry("lib", "*.js"))
+	p.npm.Add("lib", "2.0.0-alpha.1", registrytest.NPMTarball(registrytest.Entry{Name: "esm/lib.mjs", Body: "export {}"}))
+	var plan contract.PlanSummary
+	err := run(t, p, &plan, p.pub.StageVersion, contract.VersionRef{PackageRef: contract.PackageRef{Name: "lib"}, Version: "2.0.0-alpha.1"})
+	if err != nil || !strings.Contains(plan.SkipReason, "selects none of the 1 files") || plan.Batches != 0 {
+		t.Fatalf("StageVersion = %+v, %v; want skipped with its reason", plan, err)
+	}
+	var marker metadata.Rejection
+	if _, err := objectstore.GetJSON(context.Background(), env.Store, p.buckets.Meta, metadata.RejectedKey("lib", "2.0.0-alpha.1"), &marker); err != nil ||
+		marker.Type != contract.ErrNoFiles || marker.Selection == "" {
+		t.Errorf("marker %+v, %v; want one that a fileMap change clears", marker, err)
+	}
+}
+
+// TestImportWindowIsKept: the first check's import window is stored, so a
+// later check neither offers the prereleases the first import left out nor
+// loses a first-import version that has not published yet.
+func TestImportWindowIsKept(t *testing.T) {
+	p := newPools(t, "acts-window")
+	p.pub.FirstImport = 2
+	p.addToCatalog(t, "lib", entry("lib", "*.js"))
+	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0", "1.3.0", "2.0.0-alpha.1"} {
+		p.npm.Add("lib", v, release(v, "x"))
+	}
+	offered := func() string {
+		var checks []contract.PackageCheck
+		if err := run(t, p, &checks, p.pub.CheckPackages, []contract.PackageRef{{Name: "lib"}}); err != nil || checks[0].Problem != "" {
+			t.Fatalf("check: %v %+v", err, checks)
+		}
+		var vs []string
+		for _, v := range checks[0].NewVersions {
+			vs = append(vs, v.Version)
+		}
+		return strings.Join(vs, " ")
+	}
+	if got := offered(); got != "1.2.0 1.3.0" {
+		t.Fatalf("first check offers %q", got)
+	}
+	// 1.3.0 published; 1.2.0 failed transiently.
+	doc := metadata.Package{Versions: []string{"1.3.0"}, Latest: "1.3.0"}
+	doc.Name = "lib"
+	if err := objectstore.PutJSON(context.Background(), env.Store, p.buckets.Meta, metadata.PackageKey("lib"), doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := offered(); got != "1.2.0" {
+		t.Errorf("second check offers %q; want 1.2.0 retried, nothing else", got)
+	}
+}

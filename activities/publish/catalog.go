@@ -85,7 +85,24 @@ func (a *Publish) checkPackage(ctx context.Context, ref contract.PackageRef) con
 	if firstImport <= 0 {
 		firstImport = 10
 	}
-	for _, v := range versions.NewVersions(available, published, pkg.Autoupdate.IgnoreVersions, firstImport) {
+	var window *versions.Window
+	var w versions.Window
+	switch _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.ImportWindowKey(pkg.Name), &w); {
+	case err == nil:
+		window = &w
+	case !errors.Is(err, objectstore.ErrNotFound):
+		res.Problem = err.Error()
+		return res
+	}
+	offered, decided := versions.NewVersionsIn(available, published, pkg.Autoupdate.IgnoreVersions, firstImport, window)
+	if decided != nil {
+		// The first import's window holds for every later check.
+		if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Meta, metadata.ImportWindowKey(pkg.Name), decided); err != nil {
+			res.Problem = err.Error()
+			return res
+		}
+	}
+	for _, v := range offered {
 		d := contract.Dist(listing[v])
 		res.NewVersions = append(res.NewVersions, contract.NewVersion{Version: v, Dist: &d})
 	}

@@ -81,6 +81,11 @@ func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (_ *
 		return nil, err
 	}
 	files, sourceOf, err := a.selectFiles(ctx, prog, pkg, in.Version, extracted, root)
+	var skipped *errSkip
+	if errors.As(err, &skipped) {
+		activity.GetLogger(ctx).Info("version skipped", "package", pkg.Name, "version", in.Version, "reason", skipped.reason)
+		return &contract.PlanSummary{SkipReason: skipped.reason}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -177,8 +182,7 @@ func (a *Publish) selectFiles(ctx context.Context, prog *progressBeat, pkg catal
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrInvalidPackage, nil)
 	}
 	if len(selected) == 0 {
-		return nil, nil, a.reject(ctx, pkg, version, contract.ErrNoFiles,
-			fmt.Sprintf("the fileMap selected none of the %d files in %s@%s", len(paths), pkg.Name, version))
+		return nil, nil, a.skip(ctx, pkg, version, fmt.Sprintf("the fileMap selects none of the %d files of %s@%s", len(paths), pkg.Name, version))
 	}
 	for _, s := range selected {
 		if key := metadata.FileKey(pkg.Name, version, s.Output); len(key)+len(".min")+len(metadata.BrotliSuffix) > maxKeyBytes {
@@ -253,6 +257,24 @@ func hashFile(path string) (string, int64, error) {
 	}
 	defer f.Close()
 	return transform.SRIOf(f)
+}
+
+// errSkip carries the reason a version is skipped, not failed, out of the
+// steps of StageVersion.
+type errSkip struct{ reason string }
+
+func (e *errSkip) Error() string { return e.reason }
+
+// skip records, like reject, that the version can never publish as the
+// catalog stands (its fileMap selects nothing from it), so later checks
+// skip it until the fileMap changes; StageVersion then reports it skipped,
+// as cdnjs does, rather than failed.
+func (a *Publish) skip(ctx context.Context, pkg catalog.Package, version, reason string) error {
+	marker := metadata.Rejection{Name: pkg.Name, Version: version, Type: contract.ErrNoFiles, Reason: reason, At: a.now(), Selection: pkg.Selection()}
+	if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Meta, metadata.RejectedKey(pkg.Name, version), marker); err != nil {
+		return err
+	}
+	return &errSkip{reason: reason}
 }
 
 // reject records that the version can never publish as the catalog stands,

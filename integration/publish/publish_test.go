@@ -408,14 +408,15 @@ func TestHalfCommittedVersionPublishesAgain(t *testing.T) {
 }
 
 // TestRejectionClearsWhenFileMapChanges: a version whose files the fileMap
-// does not select is rejected and skipped by later checks, until the catalog
-// entry's fileMap changes.
+// does not select is skipped with its reason (not failed), and skipped by
+// later checks, until the catalog entry's fileMap changes.
 func TestRejectionClearsWhenFileMapChanges(t *testing.T) {
 	startWorkers(t)
 	npm.Add("remapped", "1.0.0", registrytest.NPMTarball(registrytest.Entry{Name: "lib/remapped.js", Body: "export const remapped = 1;\n"}))
 	pkg := demoPackage("remapped") // selects under dist/: nothing
-	if s := runUpdates(t, "updates-remapped-1", contract.UpdatesInput{Packages: []catalog.Package{pkg}}); s.Failed != 1 {
-		t.Fatalf("first check: %+v; want the version to fail", s)
+	if s := runUpdates(t, "updates-remapped-1", contract.UpdatesInput{Packages: []catalog.Package{pkg}}); s.Failed != 0 || s.Skipped != 1 ||
+		len(s.Skips) != 1 || !strings.Contains(s.Skips[0], "selects none") {
+		t.Fatalf("first check: %+v; want the version skipped with its reason, not failed", s)
 	}
 	if s := runUpdates(t, "updates-remapped-2", contract.UpdatesInput{Packages: []catalog.Package{pkg}}); s.NewVersions != 0 {
 		t.Fatalf("second check: %+v; want the rejected version skipped", s)

@@ -178,7 +178,7 @@ func followProgress(ctx context.Context, c client.Client, run client.WorkflowRun
 		} else {
 			var s contract.UpdatesStats
 			if v.Get(&s) == nil {
-				bar.Update(s.Published+s.AlreadyPublished+s.InProgress+s.Failed, s.NewVersions,
+				bar.Update(s.Published+s.AlreadyPublished+s.InProgress+s.Skipped+s.Failed, s.NewVersions,
 					fmt.Sprintf("versions; %d/%d packages checked", s.Checked, s.Packages))
 			}
 		}
@@ -188,6 +188,10 @@ func followProgress(ctx context.Context, c client.Client, run client.WorkflowRun
 func printVersion(name, version string, out contract.PublishOutput) {
 	if out.AlreadyPublished {
 		fmt.Printf("%s@%s was already published: nothing to do\n", name, version)
+		return
+	}
+	if out.SkipReason != "" {
+		fmt.Printf("%s@%s skipped: %s\n", name, version, out.SkipReason)
 		return
 	}
 	r := out.Result
@@ -202,8 +206,11 @@ func printVersion(name, version string, out contract.PublishOutput) {
 }
 
 func printUpdates(name string, s contract.UpdatesStats) {
-	fmt.Printf("%s: %d new versions, %d published, %d already published, %d in progress elsewhere, %d failed\n",
-		name, s.NewVersions, s.Published, s.AlreadyPublished, s.InProgress, s.Failed)
+	fmt.Printf("%s: %d new versions, %d published, %d already published, %d in progress elsewhere, %d skipped, %d failed\n",
+		name, s.NewVersions, s.Published, s.AlreadyPublished, s.InProgress, s.Skipped, s.Failed)
+	for _, r := range s.Skips {
+		fmt.Printf("  skipped: %s\n", r)
+	}
 	for _, p := range s.Problems {
 		fmt.Printf("  problem: %s\n", p)
 	}

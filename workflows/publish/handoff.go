@@ -114,6 +114,11 @@ func (o *outcomes) record(v contract.VersionOutcome) {
 		st.AlreadyPublished++
 	case contract.OutcomeInProgress:
 		st.InProgress++
+	case contract.OutcomeSkipped:
+		st.Skipped++
+		if len(st.Skips) < maxListedProblems {
+			st.Skips = append(st.Skips, v.Name+"@"+v.Version+": "+v.Error)
+		}
 	default:
 		st.Failed++
 		if len(st.Failures) < maxListedProblems {

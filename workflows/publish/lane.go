@@ -89,6 +89,8 @@ func (l *lane) publish(ctx workflow.Context, ref contract.VersionRef) contract.V
 	switch {
 	case err == nil && out.AlreadyPublished:
 		o.Outcome = contract.OutcomeAlreadyPublished
+	case err == nil && out.SkipReason != "":
+		o.Outcome, o.Error = contract.OutcomeSkipped, out.SkipReason
 	case err == nil:
 		o.Outcome = contract.OutcomePublished
 	case isAlreadyStarted(err):
@@ -140,6 +142,11 @@ func (l *lane) count(o contract.VersionOutcome) {
 		s.AlreadyPublished++
 	case contract.OutcomeInProgress:
 		s.InProgress++
+	case contract.OutcomeSkipped:
+		s.Skipped++
+		if len(s.Skips) < maxListedProblems {
+			s.Skips = append(s.Skips, o.Name+"@"+o.Version+": "+o.Error)
+		}
 	default:
 		s.Failed++
 		if len(s.Failures) < maxListedProblems {

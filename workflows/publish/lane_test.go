@@ -163,3 +163,29 @@ func TestPackageLaneContinuesAsNew(t *testing.T) {
 		t.Errorf("versions ran before continue-as-new: %v", children.ids())
 	}
 }
+
+// A skipped version is reported as skipped, with its reason, not failed.
+func TestPackageLaneCountsSkippedVersions(t *testing.T) {
+	env, _ := newEnv(t)
+	children := &versionChildren{outcome: func(ref contract.VersionRef) (*contract.PublishOutput, error) {
+		if strings.Contains(ref.Version, "alpha") {
+			return &contract.PublishOutput{SkipReason: "the fileMap selects none of its files"}, nil
+		}
+		return &contract.PublishOutput{}, nil
+	}}
+	children.mock(env)
+	var r replies
+	r.mock(env)
+	env.ExecuteWorkflow(publish.PackageLane, contract.LaneInput{Name: "lib", Queue: entries("check-1", "1.11.13", "2.0.0-alpha.1", "2.0.0-alpha.2")})
+	var st contract.LaneStats
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Published != 1 || st.Skipped != 2 || st.Failed != 0 || len(st.Skips) != 2 || !strings.Contains(st.Skips[0], "selects none") {
+		t.Errorf("stats %+v", st)
+	}
+	want := []string{"check-1 lib@1.11.13 published", "check-1 lib@2.0.0-alpha.1 skipped", "check-1 lib@2.0.0-alpha.2 skipped"}
+	if got := r.list(); !reflect.DeepEqual(got, want) {
+		t.Errorf("replies %v, want %v", got, want)
+	}
+}

@@ -385,3 +385,26 @@ func TestPublishVersionDefaultWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A version the fileMap selects nothing from is skipped with its reason, as
+// cdnjs does: no batch, no commit, and not a failure.
+func TestPublishVersionSkipsWhatTheFileMapDoesNotSelect(t *testing.T) {
+	env, f := newEnv(t)
+	f.plan = contract.PlanSummary{SkipReason: "the fileMap selects none of the 12 files of demo@2.0.0-alpha.1"}
+	var children batchChildren
+	children.mock(env)
+	env.ExecuteWorkflow(publish.PublishVersion, contract.PublishInput{VersionRef: demoRef})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("a skipped version failed: %v", err)
+	}
+	var out contract.PublishOutput
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.SkipReason != f.plan.SkipReason || out.Result != nil {
+		t.Errorf("output %+v, want skipped with the reason", out)
+	}
+	if children.count() != 0 || len(f.commits) != 0 {
+		t.Errorf("%d batch children, %d commits for a skipped version", children.count(), len(f.commits))
+	}
+}

@@ -136,6 +136,8 @@ func publishNewVersions(ctx workflow.Context, in contract.UpdatesInput, checks [
 			switch {
 			case err == nil && out.AlreadyPublished:
 				st.AlreadyPublished++
+			case err == nil && out.SkipReason != "":
+				st.Skipped++
 			case err == nil:
 				st.Published++
 			case isAlreadyStarted(err):

@@ -64,6 +64,11 @@ func PublishVersion(ctx workflow.Context, in contract.PublishInput) (_ *contract
 			setDetails()
 			return &contract.PublishOutput{AlreadyPublished: true}, nil
 		}
+		if plan.SkipReason != "" && workflow.GetVersion(ctx, "skip-unselected-versions", workflow.DefaultVersion, 1) == 1 {
+			stage = "skipped: " + plan.SkipReason
+			setDetails()
+			return &contract.PublishOutput{SkipReason: plan.SkipReason}, nil
+		}
 		st = contract.NewPublishState(plan)
 		stage = "processing"
 	}

@@ -70,6 +70,10 @@ func PanicKey(name, version string, batch int) string {
 	return StagingPrefix(name, version) + fmt.Sprintf("panic-%05d.json", batch)
 }
 
+// ImportWindowKey is the Meta key of the import window a package's first
+// import decided (versions.Window).
+func ImportWindowKey(name string) string { return "windows/" + name + ".json" }
+
 // ReuseIndexKey is the Meta key of a package's reuse index.
 func ReuseIndexKey(name string) string { return "reuse/" + name + ".json" }
 

@@ -115,6 +115,70 @@ func Sort(versions []string) {
 // the firstImport newest prereleases are taken instead so it still appears.
 // firstImport <= 0 means no limit.
 func NewVersions(available []string, published map[string]bool, ignore []string, firstImport int) []string {
+	out, _ := NewVersionsIn(available, published, ignore, firstImport, nil)
+	return out
+}
+
+// Window is what a package's first import decided, kept so that later
+// checks honour it: Floor is the oldest version it took, Seen the newest
+// version the source listed then (prereleases included).
+type Window struct {
+	Floor string `json:"floor"`
+	Seen  string `json:"seen"`
+}
+
+// NewVersionsIn is NewVersions under the package's import window w (nil
+// when none was kept). With a window, a version is offered when it is not
+// older than the window's floor (nor the oldest published version) and is
+// either stable — so a first-import version that failed transiently is
+// retried, never lost below the "oldest published" floor — or newer than
+// everything the first import saw: the prereleases the first import left
+// out (older ones, or ones among what it took) are never offered later.
+// Without a window and with nothing published, this is the first import,
+// and decided is the window to keep.
+func NewVersionsIn(available []string, published map[string]bool, ignore []string, firstImport int, w *Window) (out []string, decided *Window) {
+	if w == nil || parse(w.Floor) == nil {
+		out = newVersions(available, published, ignore, firstImport)
+		if len(published) == 0 && len(out) > 0 {
+			decided = &Window{Floor: out[0], Seen: newest(available)}
+		}
+		return out, decided
+	}
+	floor := parse(w.Floor)
+	if p := oldestPublished(published); p != nil && p.Compare(floor) < 0 {
+		floor = p
+	}
+	seen := parse(w.Seen)
+	seenSet := make(map[string]bool, len(available))
+	for _, p := range parseAll(available) {
+		if seenSet[p.raw] || published[p.raw] || Ignored(p.raw, ignore) || p.sem.Compare(floor) < 0 {
+			continue
+		}
+		if !isStable(p) && seen != nil && p.sem.Compare(seen) <= 0 {
+			continue
+		}
+		seenSet[p.raw] = true
+		out = append(out, p.raw)
+	}
+	Sort(out)
+	return out, nil
+}
+
+// newest is the highest parsable version, prereleases included, or "".
+func newest(versions []string) string {
+	var best *parsed
+	for _, p := range parseAll(versions) {
+		if best == nil || compareParsed(p, *best) > 0 {
+			best = &p
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.raw
+}
+
+func newVersions(available []string, published map[string]bool, ignore []string, firstImport int) []string {
 	seen := make(map[string]bool, len(available))
 	var candidates []parsed
 	for _, p := range parseAll(available) {

@@ -234,3 +234,32 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Resolve of a prerelease-only package = %q, %v; want 1.0.0-beta, true", got, ok)
 	}
 }
+
+// TestImportWindowHoldsAcrossChecks is dayjs's case: the first import takes
+// the newest stable versions; the second check must not offer the older
+// 2.0.0-alpha prereleases it left out, nor versions below the window; a
+// first-import version that failed is retried, not lost below the oldest
+// published one; what is released later is offered.
+func TestImportWindowHoldsAcrossChecks(t *testing.T) {
+	available := []string{"1.0.0", "1.1.0", "1.2.0-beta.1", "1.2.0", "1.3.0", "2.0.0-alpha.1", "2.0.0-alpha.2"}
+	first, window := NewVersionsIn(available, map[string]bool{}, nil, 3, nil)
+	if !slices.Equal(first, []string{"1.1.0", "1.2.0", "1.3.0"}) || window == nil || *window != (Window{Floor: "1.1.0", Seen: "2.0.0-alpha.2"}) {
+		t.Fatalf("first import %v, window %+v", first, window)
+	}
+	// 1.1.0 failed transiently; the rest published.
+	published := map[string]bool{"1.2.0": true, "1.3.0": true}
+	if got := NewVersions(available, published, nil, 3); !slices.Contains(got, "2.0.0-alpha.1") {
+		t.Fatalf("without the window the alphas are offered (the old defect): %v", got)
+	}
+	got, decided := NewVersionsIn(available, published, nil, 3, window)
+	if !slices.Equal(got, []string{"1.1.0"}) || decided != nil {
+		t.Errorf("second check %v; want only the failed 1.1.0 retried", got)
+	}
+	// Later releases: a new prerelease, a backport, a new major.
+	later := append(slices.Clone(available), "2.0.0-alpha.3", "1.3.1", "2.0.0")
+	published["1.1.0"] = true
+	got, _ = NewVersionsIn(later, published, nil, 3, window)
+	if !slices.Equal(got, []string{"1.3.1", "2.0.0-alpha.3", "2.0.0"}) {
+		t.Errorf("after new releases %v", got)
+	}
+}

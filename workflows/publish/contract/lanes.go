@@ -34,6 +34,9 @@ const (
 	OutcomeAlreadyPublished = "alreadyPublished"
 	OutcomeInProgress       = "inProgress" // running elsewhere, or asked for twice
 	OutcomeFailed           = "failed"
+	// OutcomeSkipped: the version can never publish as the catalog stands
+	// (its fileMap selects nothing from it); cdnjs skips such versions.
+	OutcomeSkipped = "skipped"
 )
 
 // VersionOutcome is the payload of VersionDoneSignal.
@@ -51,6 +54,8 @@ type LaneStats struct {
 	InProgress       int      `json:"inProgress"`
 	Failed           int      `json:"failed"`
 	Failures         []string `json:"failures,omitempty"` // first few
+	Skipped          int      `json:"skipped,omitempty"`
+	Skips            []string `json:"skips,omitempty"` // first few, with their reasons
 	ContinuedAsNew   int      `json:"continuedAsNew,omitempty"`
 }
 

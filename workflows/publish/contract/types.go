@@ -37,17 +37,21 @@ type UpdatesInput struct {
 
 // UpdatesStats is what a check found and did.
 type UpdatesStats struct {
-	Packages         int      `json:"packages"`
-	Checked          int      `json:"checked"`
-	NotModified      int      `json:"notModified"`
-	NewVersions      int      `json:"newVersions"`
-	Queued           int      `json:"queued,omitempty"` // handed to their packages' lanes
-	Published        int      `json:"published"`
-	AlreadyPublished int      `json:"alreadyPublished"`
-	InProgress       int      `json:"inProgress"`
-	Failed           int      `json:"failed"`
-	Problems         []string `json:"problems,omitempty"` // first few, for the summary
-	Failures         []string `json:"failures,omitempty"` // first few
+	Packages         int `json:"packages"`
+	Checked          int `json:"checked"`
+	NotModified      int `json:"notModified"`
+	NewVersions      int `json:"newVersions"`
+	Queued           int `json:"queued,omitempty"` // handed to their packages' lanes
+	Published        int `json:"published"`
+	AlreadyPublished int `json:"alreadyPublished"`
+	InProgress       int `json:"inProgress"`
+	Failed           int `json:"failed"`
+	// Skipped counts versions the fileMap selects nothing from: skipped
+	// with their reason (Skips, first few), not failed.
+	Skipped  int      `json:"skipped,omitempty"`
+	Skips    []string `json:"skips,omitempty"`
+	Problems []string `json:"problems,omitempty"` // first few, for the summary
+	Failures []string `json:"failures,omitempty"` // first few
 }
 
 // PackageRef names a package and, when a starter sent it, carries its
@@ -117,6 +121,11 @@ type PlanSummary struct {
 	// Fingerprint is the processing fingerprint the plan's reuse decisions
 	// assumed; batches check that their worker matches it.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// SkipReason is set, with nothing staged, for a version that can never
+	// publish as the catalog stands (the fileMap selects none of its
+	// files): the version is skipped, not failed, and later checks skip it
+	// until the fileMap changes.
+	SkipReason string `json:"skipReason,omitempty"`
 }
 
 // PackageVersion names a staged or committed version (Commit, Materialize).
@@ -195,6 +204,7 @@ type PublishProgress struct {
 // PublishOutput is a version's result.
 type PublishOutput struct {
 	AlreadyPublished bool          `json:"alreadyPublished,omitempty"`
+	SkipReason       string        `json:"skipReason,omitempty"` // skipped, not published (see PlanSummary)
 	Plan             PlanSummary   `json:"plan"`
 	Processing       BatchSummary  `json:"processing"`
 	Result           *CommitResult `json:"result,omitempty"`
