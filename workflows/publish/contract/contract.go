@@ -101,9 +101,13 @@ func PackageUpdatesID(name string) string { return "publish-package/" + name }
 // UpdatesScheduleID is the Schedule that starts PackageUpdates.
 const UpdatesScheduleID = "package-updates"
 
-// PublishIDReusePolicy lets a failed version run again and never redoes a
-// published one.
-const PublishIDReusePolicy = enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY
+// PublishIDReusePolicy lets a version run again after any earlier run has
+// ended: a failed one, a skipped one whose fileMap has since changed, or a
+// committed one the check finds incomplete. A published version is never
+// redone all the same: StageVersion finds it listed and ends the run at
+// once. Two runs of one version never overlap (the ID is taken while one
+// runs).
+const PublishIDReusePolicy = enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
 
 // VersionAttributes are the search attributes of a version's runs.
 func VersionAttributes(name, version string) temporal.SearchAttributes {
