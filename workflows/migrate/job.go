@@ -43,7 +43,7 @@ type job struct {
 
 // Job runs one migration job. Its workflow ID is contract.JobWorkflowID.
 func Job(ctx workflow.Context, in contract.JobInput) (*contract.Status, error) {
-	j := &job{ctx: ctx, in: in, set: in.Settings.WithDefaults()}
+	j := &job{ctx: ctx, in: in, set: settings(ctx, in.Settings)}
 	j.sel = workflow.NewSelector(ctx)
 	j.wake = workflow.NewBufferedChannel(ctx, 1)
 	j.signals = workflow.GetSignalChannel(ctx, contract.PageDoneSignal)
@@ -81,6 +81,18 @@ func Job(ctx workflow.Context, in contract.JobInput) (*contract.Status, error) {
 	return j.run()
 }
 
+// settings fills the job's unset settings with the defaults, recorded in
+// the history (a side effect), so a later change of a default never changes
+// what a replay of this run does.
+func settings(ctx workflow.Context, s contract.Settings) contract.Settings {
+	var out contract.Settings
+	v := workflow.SideEffect(ctx, func(workflow.Context) any { return s.WithDefaults() })
+	if err := v.Get(&out); err != nil {
+		return s.WithDefaults()
+	}
+	return out
+}
+
 func (j *job) initialState() *contract.JobState {
 	info := workflow.GetInfo(j.ctx)
 	st := &contract.JobState{Execution: info.FirstRunID, Started: workflow.Now(j.ctx)}
@@ -114,7 +126,7 @@ func (j *job) run() (*contract.Status, error) {
 		for j.sel.HasPending() && j.failure == nil {
 			j.sel.Select(j.ctx)
 		}
-		if j.failure == nil && !j.abort && j.dueForContinueAsNew() {
+		if j.failure == nil && !j.abort && !j.finished() && j.dueForContinueAsNew() {
 			return j.continueAsNew()
 		}
 	}
@@ -174,20 +186,39 @@ func (j *job) activityOptions() workflow.Context {
 // until it is granted or the job is aborted. The request is repeated now
 // and then, so a lost grant or a restarted account cannot strand the job.
 func (j *job) waitForSlot() error {
-	granted := false
+	granted, ask := false, true
 	slot := workflow.GetSignalChannel(j.ctx, contract.SlotGrantedSignal)
 	req := contract.SlotRequest{Job: j.in.Job, WorkflowID: workflow.GetInfo(j.ctx).WorkflowExecution.ID}
 	for !granted && !j.abort {
-		if err := workflow.ExecuteActivity(j.activityOptions(), a.RequestSlot, j.account(), req).Get(j.ctx, nil); err != nil {
-			return fmt.Errorf("ask account %s for a slot: %w", j.account(), err)
+		if ask {
+			if err := workflow.ExecuteActivity(j.activityOptions(), a.RequestSlot, j.account(), req).Get(j.ctx, nil); err != nil {
+				return fmt.Errorf("ask account %s for a slot: %w", j.account(), err)
+			}
+			ask = false
 		}
 		sel := workflow.NewSelector(j.ctx)
 		sel.AddReceive(slot, func(c workflow.ReceiveChannel, _ bool) { c.Receive(j.ctx, nil); granted = true })
+		// An update (abort, or a redrive asked for early) wakes the wait.
 		sel.AddReceive(j.wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(j.ctx, nil) })
-		sel.AddFuture(workflow.NewTimer(j.ctx, 10*time.Minute), func(workflow.Future) {})
+		timerCtx, cancelTimer := workflow.WithCancel(j.ctx)
+		sel.AddFuture(workflow.NewTimer(timerCtx, 10*time.Minute), func(workflow.Future) { ask = true })
 		sel.Select(j.ctx)
+		cancelTimer()
 	}
 	return nil
+}
+
+// drainSignals takes the signals still queued when the job ends: reports
+// already counted, grants asked for twice. Leaving them would count as
+// signals the job never handled.
+func (j *job) drainSignals() {
+	var r contract.PageReport
+	for j.signals.ReceiveAsync(&r) {
+		j.record(r)
+	}
+	slot := workflow.GetSignalChannel(j.ctx, contract.SlotGrantedSignal)
+	for slot.ReceiveAsync(nil) {
+	}
 }
 
 func (j *job) account() string {
@@ -214,6 +245,7 @@ func (j *job) precheck() error {
 }
 
 func (j *job) finishCompleted() (*contract.Status, error) {
+	j.drainSignals()
 	j.setState(contract.StateCompleted)
 	j.releaseSlot()
 	s := j.status()
@@ -233,6 +265,7 @@ func (j *job) finishAborted() (*contract.Status, error) {
 		j.sel.Select(j.ctx)
 	}
 	j.releaseSlot()
+	j.drainSignals()
 	j.details()
 	s := j.status()
 	return &s, nil
@@ -243,6 +276,7 @@ func (j *job) fail(err error) (*contract.Status, error) {
 	if j.st.Error == "" {
 		j.st.Error = rootMessage(err)
 	}
+	j.drainSignals()
 	j.setState(contract.StateFailed)
 	j.releaseSlot()
 	s := j.status()

@@ -1,0 +1,301 @@
+package migrate_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
+)
+
+var (
+	benchSmall      = flag.Int("migrate.small-objects", 10000, "objects of 1-64 KiB in BenchmarkMigrateSmallObjects (the issue's full run: 75000)")
+	benchLargeSize  = flag.String("migrate.large-size", "64MiB", "size of each object in BenchmarkMigrateLargeObjects (the issue's full run: 512MiB)")
+	benchLargeCount = flag.Int("migrate.large-count", 8, "objects in BenchmarkMigrateLargeObjects")
+	benchRuns       = flag.Int("migrate.runs", 3, "alternating runs of each side; medians are compared")
+)
+
+// BenchmarkMigrateSmallObjects copies many small objects between the two
+// MinIO servers, alternately with Migrate (a job on Temporal, worker in
+// this process, default settings) and with a plain Go worker pool on
+// minio-go at its best concurrency (measured first, in the same run), and
+// compares the median rates.
+func BenchmarkMigrateSmallObjects(b *testing.B) {
+	objs := make([]migratetest.Object, *benchSmall)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range objs {
+		data := make([]byte, 1024+rng.IntN(63*1024))
+		for j := range data {
+			data[j] = byte(rng.Uint32())
+		}
+		objs[i] = migratetest.Object{Key: fmt.Sprintf("lib-%03d/%d/file-%05d.js", i%300, i%7, i), Data: data,
+			Meta: objectstore.Metadata{ContentType: "application/javascript"}}
+	}
+	compare(b, objs, []int{16, 32, 64, 128}, false)
+}
+
+// BenchmarkMigrateLargeObjects does the same with a few large objects
+// (multipart on both sides), in MB/s.
+func BenchmarkMigrateLargeObjects(b *testing.B) {
+	size, err := migrate.ParseSize(*benchLargeSize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	objs := make([]migratetest.Object, *benchLargeCount)
+	for i := range objs {
+		data := make([]byte, size)
+		rng := rand.New(rand.NewPCG(uint64(i), 9))
+		for j := 0; j+8 <= len(data); j += 8 {
+			v := rng.Uint64()
+			for k := range 8 {
+				data[j+k] = byte(v >> (8 * k))
+			}
+		}
+		objs[i] = migratetest.Object{Key: fmt.Sprintf("big/%02d.bin", i), Data: data}
+	}
+	compare(b, objs, []int{1, 2, 4, 8}, true)
+}
+
+// compare seeds the source once, finds the plain pool's best concurrency,
+// then alternates both sides, each into a fresh bucket, and reports.
+func compare(b *testing.B, objs []migratetest.Object, concurrencies []int, large bool) {
+	setup(b)
+	startWorker(b, 100)
+	ctx := context.Background()
+	srcBucket := migratetest.Bucket(b, env.Store, "bench-src")
+	seedParallel(b, srcBucket, objs)
+	total := totalBytes(objs)
+	n := len(objs)
+	b.ReportMetric(float64(n), "objects")
+	b.ReportMetric(float64(total)/1e6, "MB")
+
+	// The plain pool's best concurrency, on the whole set.
+	best, bestRate := 0, 0.0
+	for _, c := range concurrencies {
+		d := runOnce(b, func(dst string) { plainPool(b, srcBucket, dst, c, large) })
+		if rate := float64(n) / d.Seconds(); rate > bestRate {
+			best, bestRate = c, rate
+		}
+		b.Logf("plain pool, %d at once: %.0f objects/s, %.1f MB/s", c, float64(n)/d.Seconds(), float64(total)/1e6/d.Seconds())
+	}
+	var plain, engine []time.Duration
+	var plainCPU, engineCPU []cpuUse
+	job := 0
+	for range *benchRuns {
+		before := readCPU(b)
+		plain = append(plain, runOnce(b, func(dst string) { plainPool(b, srcBucket, dst, best, large) }))
+		plainCPU = append(plainCPU, readCPU(b).since(before))
+		before = readCPU(b)
+		engine = append(engine, runOnce(b, func(dst string) {
+			job++
+			in := jobInput(b, fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), job), source(srcBucket), dest2(env.MinIO2.Endpoint, dst, ""))
+			in.Settings = contract.Settings{} // the defaults users get
+			in.Account = fmt.Sprintf("bench-%d", job)
+			st, err := wait(b, start(b, in))
+			if err != nil || st.Copied != int64(n) {
+				b.Fatalf("job: %+v %v", st, err)
+			}
+		}))
+		engineCPU = append(engineCPU, readCPU(b).since(before))
+	}
+	pm, em := median(plain), median(engine)
+	unit, per := "objects/s", func(d time.Duration) float64 { return float64(n) / d.Seconds() }
+	if large {
+		unit, per = "MB/s", func(d time.Duration) float64 { return float64(total) / 1e6 / d.Seconds() }
+	}
+	b.ReportMetric(float64(best), "baseline-concurrency")
+	b.ReportMetric(per(pm), "baseline-"+unit)
+	b.ReportMetric(per(em), "migrate-"+unit)
+	b.ReportMetric(pm.Seconds()/em.Seconds(), "migrate/baseline")
+	pc, ec := medianCPU(plainCPU), medianCPU(engineCPU)
+	for _, part := range []struct {
+		name         string
+		plain, moved float64
+	}{{"source-minio", pc.source, ec.source}, {"dest-minio", pc.dest, ec.dest}, {"temporal", pc.temporal, ec.temporal}, {"client", pc.self, ec.self}} {
+		b.ReportMetric(part.plain, "baseline-cpu-s-"+part.name)
+		b.ReportMetric(part.moved, "migrate-cpu-s-"+part.name)
+	}
+	b.Logf("runs (plain, migrate): %v, %v", plain, engine)
+	_ = ctx
+}
+
+// runOnce copies into a fresh destination bucket, times it, and removes
+// the copies afterwards (untimed).
+func runOnce(b *testing.B, copyInto func(dstBucket string)) time.Duration {
+	dst := migratetest.Bucket(b, env.Store2, "bench-dst")
+	began := time.Now()
+	copyInto(dst)
+	d := time.Since(began)
+	if err := objectstore.DeletePrefix(context.Background(), env.Store2, dst, ""); err != nil {
+		b.Fatal(err)
+	}
+	_ = env.Store2.RemoveBucket(context.Background(), dst)
+	return d
+}
+
+func seedParallel(b *testing.B, bucket string, objs []migratetest.Object) {
+	var wg sync.WaitGroup
+	next := make(chan migratetest.Object)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := range next {
+				if _, err := env.Store.Put(context.Background(), bucket, o.Key, bytes.NewReader(o.Data), int64(len(o.Data)),
+					objectstore.PutOptions{Metadata: o.Meta}); err != nil {
+					b.Error(err)
+				}
+			}
+		}()
+	}
+	for _, o := range objs {
+		next <- o
+	}
+	close(next)
+	wg.Wait()
+}
+
+// plainPool is the baseline: list the source, and copy each object with
+// one GET and one PUT (metadata kept), `concurrency` at a time, with
+// minio-go's best settings: no payload hashing; large objects sent as
+// parts of 16 MiB, 4 in parallel.
+func plainPool(b *testing.B, srcBucket, dstBucket string, concurrency int, large bool) {
+	ctx := context.Background()
+	core := func(endpoint, access, secret string) *minio.Core {
+		tr, err := minio.DefaultTransport(false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tr.MaxIdleConnsPerHost, tr.MaxIdleConns = 256, 512
+		c, err := minio.NewCore(endpoint, &minio.Options{Creds: credentials.NewStaticV4(access, secret, ""), Transport: tr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	src := core(env.MinIO.Endpoint, env.MinIO.AccessKey, env.MinIO.SecretKey)
+	dst := core(env.MinIO2.Endpoint, env.MinIO2.AccessKey, env.MinIO2.SecretKey)
+	keys := make(chan string, 1000)
+	go func() {
+		defer close(keys)
+		for o := range src.Client.ListObjects(ctx, srcBucket, minio.ListObjectsOptions{Recursive: true}) {
+			if o.Err != nil {
+				b.Error(o.Err)
+				return
+			}
+			keys <- o.Key
+		}
+	}()
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for key := range keys {
+				body, info, _, err := src.GetObject(ctx, srcBucket, key, minio.GetObjectOptions{})
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				opts := minio.PutObjectOptions{ContentType: info.ContentType, UserMetadata: info.UserMetadata, DisableContentSha256: true}
+				if large {
+					opts.PartSize, opts.NumThreads, opts.ConcurrentStreamParts = 16<<20, 4, true
+				}
+				if _, err := dst.Client.PutObject(ctx, dstBucket, key, body, info.Size, opts); err != nil {
+					b.Error(err)
+				}
+				body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// cpuUse is CPU seconds spent by each part of the system.
+type cpuUse struct{ source, dest, temporal, self float64 }
+
+func (c cpuUse) since(before cpuUse) cpuUse {
+	return cpuUse{c.source - before.source, c.dest - before.dest, c.temporal - before.temporal, c.self - before.self}
+}
+
+func medianCPU(cs []cpuUse) cpuUse {
+	pick := func(f func(cpuUse) float64) float64 {
+		v := make([]float64, len(cs))
+		for i, c := range cs {
+			v[i] = f(c)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return cpuUse{pick(func(c cpuUse) float64 { return c.source }), pick(func(c cpuUse) float64 { return c.dest }),
+		pick(func(c cpuUse) float64 { return c.temporal }), pick(func(c cpuUse) float64 { return c.self })}
+}
+
+// readCPU reads the CPU time of the MinIO servers, the Temporal dev server
+// (found by the address in their command lines) and this process.
+func readCPU(b *testing.B) cpuUse {
+	var c cpuUse
+	c.self = procCPU(b, "self")
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(d + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		joined := strings.Join(args, " ")
+		switch {
+		case strings.Contains(joined, "server --quiet --address "+env.MinIO.Endpoint+" "):
+			c.source += procCPU(b, filepath.Base(d))
+		case strings.Contains(joined, "server --quiet --address "+env.MinIO2.Endpoint+" "):
+			c.dest += procCPU(b, filepath.Base(d))
+		case strings.Contains(joined, "start-dev") && strings.Contains(joined, "--port "+portOf(env.Temporal.HostPort)+" "):
+			c.temporal += procCPU(b, filepath.Base(d))
+		}
+	}
+	return c
+}
+
+func portOf(hostPort string) string {
+	i := strings.LastIndex(hostPort, ":")
+	return hostPort[i+1:]
+}
+
+// procCPU is utime+stime of a process, in seconds.
+func procCPU(b *testing.B, pid string) float64 {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	rest := string(data[bytes.LastIndexByte(data, ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
