@@ -259,7 +259,9 @@ func (s *recordingStubs) register(w worker.Worker) {
 		}
 		return contract.DeadPagesResult{Last: true}, nil
 	}, "DeadPages")
-	reg(func(ctx context.Context, in contract.FindReportsInput) ([]contract.PageReport, error) { return nil, nil }, "FindReports")
+	reg(func(ctx context.Context, in contract.FindReportsInput) ([]contract.PageReport, error) {
+		return nil, nil
+	}, "FindReports")
 	reg(func(ctx context.Context, account string, req contract.SlotRequest) error {
 		limit := 3
 		if account == "rec-one" {
