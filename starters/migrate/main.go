@@ -10,6 +10,7 @@
 //	go run ./starters/migrate report JOB [--format csv|jsonl] [--out FILE|s3://BUCKET/KEY]
 //	go run ./starters/migrate split --parts N  (the flags of start)
 //	go run ./starters/migrate account [NAME] [--limit N]
+//	go run ./starters/migrate import-catalog --source s3://OLD-CDN/ajax/libs/ --source-endpoint HOST:PORT
 //
 // Credentials come from MIGRATE_SOURCE_ACCESS_KEY, MIGRATE_SOURCE_SECRET_KEY,
 // MIGRATE_DEST_ACCESS_KEY and MIGRATE_DEST_SECRET_KEY, or a credentials file
@@ -45,6 +46,8 @@ Commands:
   report    write a job's per-object report: CSV or JSON lines, to a file, stdout or a bucket
   split     split a bucket by prefix into parallel jobs (the flags of start, and --parts N)
   account   show an account's line of jobs; --limit N changes how many run at once
+  import-catalog
+            import an existing CDN bucket into Publish byte for byte, then publish its versions
 
 Run "migrate COMMAND --help" for the flags of a command.
 Credentials: MIGRATE_SOURCE_ACCESS_KEY, MIGRATE_SOURCE_SECRET_KEY, MIGRATE_DEST_ACCESS_KEY,
@@ -66,6 +69,7 @@ func main() {
 		"start": runStart, "split": runSplit, "status": runStatus, "list": runList,
 		"pause": runControl("pause"), "resume": runControl("resume"), "abort": runControl("abort"),
 		"redrive": runRedrive, "report": runReport, "account": runAccount,
+		"import-catalog": runImportCatalog,
 	}
 	run, ok := commands[cmd]
 	if !ok {

@@ -168,6 +168,28 @@ func TestRecordHistories(t *testing.T) {
 	}
 	writeHistory(t, ctx, c, "migration_queued.json", contract.JobWorkflowID("rec-f"), "")
 	writeHistory(t, ctx, c, "migration_account.json", contract.AccountWorkflowID("rec-one"), "")
+
+	// A catalog import: its copy job, then Publish's metadata rebuild.
+	pw := worker.New(c, contract.PublishQueue, worker.Options{})
+	pw.RegisterActivityWithOptions(func(ctx context.Context, in contract.RebuildRequest) (*contract.RebuildCounts, error) {
+		return &contract.RebuildCounts{Packages: 1, Versions: 2, Files: 5, Bytes: 500}, nil
+	}, activity.RegisterOptions{Name: contract.RebuildMetadataActivity})
+	if err := pw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Stop()
+	files := input("rec-g-files", 5)
+	files.Overwrite, files.StripSourcePrefix = migrate.OverwriteNever, true
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contract.ImportWorkflowID("rec-g"), TaskQueue: contract.TaskQueue},
+		contract.ImportWorkflow, contract.ImportInput{Import: "rec-g", Files: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imported contract.ImportResult
+	if err := run.Get(ctx, &imported); err != nil || imported.Rebuild.Versions != 2 {
+		t.Fatalf("rec-g: %+v %v", imported, err)
+	}
+	writeHistory(t, ctx, c, "migration_catalog_import.json", contract.ImportWorkflowID("rec-g"), "")
 }
 
 // recordingStubs stand in for the activities: a source of objects[job]

@@ -16,4 +16,5 @@ func Register(r Registry) {
 	r.RegisterWorkflowWithOptions(Job, workflow.RegisterOptions{Name: contract.JobWorkflow})
 	r.RegisterWorkflowWithOptions(Page, workflow.RegisterOptions{Name: contract.PageWorkflow})
 	r.RegisterWorkflowWithOptions(Account, workflow.RegisterOptions{Name: contract.AccountWorkflow})
+	r.RegisterWorkflowWithOptions(CatalogImport, workflow.RegisterOptions{Name: contract.ImportWorkflow})
 }

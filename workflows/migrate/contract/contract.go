@@ -25,6 +25,17 @@ const (
 	JobWorkflow     = "Migration"
 	PageWorkflow    = "MigrationPage"
 	AccountWorkflow = "MigrationAccount"
+	ImportWorkflow  = "MigrationCatalogImport"
+)
+
+// ImportWorkflowID is the workflow ID of a catalog import.
+func ImportWorkflowID(importID string) string { return "migrate-import/" + importID }
+
+// Publish's side of a catalog import: the queue and name of the activity
+// that rebuilds its metadata (see workflows/publish/contract).
+const (
+	PublishQueue            = "publish"
+	RebuildMetadataActivity = "RebuildMetadata"
 )
 
 // JobWorkflowID is the workflow ID of a job: one run of a job at a time.

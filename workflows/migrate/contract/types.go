@@ -224,3 +224,39 @@ type Queue struct {
 type RunningInput struct {
 	WorkflowIDs []string `json:"workflowIds"`
 }
+
+// ImportInput imports an existing CDN bucket into Publish: Files (and, when
+// the mirror is elsewhere, Mirror) are Migration jobs copying it byte for
+// byte, never overwriting; then the publish pool writes the metadata of the
+// imported versions from the stored bytes.
+type ImportInput struct {
+	Import string    `json:"import"`
+	Files  JobInput  `json:"files"`
+	Mirror *JobInput `json:"mirror,omitempty"`
+}
+
+// ImportResult is what an import did.
+type ImportResult struct {
+	Import string  `json:"import"`
+	Files  Status  `json:"files"`
+	Mirror *Status `json:"mirror,omitempty"`
+	// Rebuild counts the documents written (publish contract RebuildResult).
+	Rebuild RebuildCounts `json:"rebuild"`
+}
+
+// RebuildRequest and RebuildCounts are Publish's RebuildInput and
+// RebuildResult as this contract sees them (it imports no other product's
+// contract); a test holds their JSON equal.
+type RebuildRequest struct {
+	Import string `json:"import,omitempty"`
+}
+
+// RebuildCounts: see RebuildRequest.
+type RebuildCounts struct {
+	Packages         int      `json:"packages"`
+	Versions         int      `json:"versions"`
+	Files            int      `json:"files"`
+	Bytes            int64    `json:"bytes"`
+	AlreadyPublished int      `json:"alreadyPublished"`
+	Skipped          []string `json:"skipped,omitempty"`
+}

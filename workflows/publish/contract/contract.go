@@ -49,6 +49,9 @@ const (
 	MaterializeActivity      = "Materialize"
 	FindBatchResultsActivity = "FindBatchResults"
 	CompressBatchActivity    = "ProcessBatch" // on CompressQueue; the Go method is CompressBatch
+	// RebuildMetadataActivity writes the documents of files imported byte
+	// for byte (Migrate's catalog import starts it).
+	RebuildMetadataActivity = "RebuildMetadata"
 )
 
 // Signals and queries.

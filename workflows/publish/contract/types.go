@@ -259,3 +259,20 @@ type FoundBatch struct {
 	Batch int `json:"batch"`
 	Files int `json:"files"`
 }
+
+// RebuildInput asks the publish pool to write the metadata of every version
+// in the files bucket that has none (files imported from another CDN).
+type RebuildInput struct {
+	// Import names the import, for logs.
+	Import string `json:"import,omitempty"`
+}
+
+// RebuildResult counts what a metadata rebuild wrote.
+type RebuildResult struct {
+	Packages         int      `json:"packages"`
+	Versions         int      `json:"versions"`
+	Files            int      `json:"files"`
+	Bytes            int64    `json:"bytes"`
+	AlreadyPublished int      `json:"alreadyPublished"`
+	Skipped          []string `json:"skipped,omitempty"`
+}
