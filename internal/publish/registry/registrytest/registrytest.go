@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,11 +148,27 @@ func (f *Registry) serveGitHub(w http.ResponseWriter, r *http.Request, parts []s
 	}
 	switch {
 	case parts[2] == "tags":
-		var tags []map[string]string
+		names := make([]string, 0, len(versions))
 		for v := range versions {
+			names = append(names, v)
+		}
+		sort.Strings(names)
+		var tags []map[string]string
+		for _, v := range names {
 			tags = append(tags, map[string]string{"name": v})
 		}
-		json.NewEncoder(w).Encode(tags)
+		body, _ := json.Marshal(tags)
+		// GitHub answers a conditional request for unchanged tags with 304.
+		sum := sha512.Sum512(body)
+		etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`
+		if r.Header.Get("If-None-Match") == etag {
+			f.NotModified.Add(1)
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		f.Documents.Add(1)
+		w.Header().Set("ETag", etag)
+		w.Write(body)
 	case parts[2] == "tarball" && len(parts) == 4:
 		if tb, ok := versions[parts[3]]; ok {
 			w.Write(tb)
