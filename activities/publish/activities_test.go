@@ -188,7 +188,9 @@ func TestActivitiesPublishAndReuse(t *testing.T) {
 		t.Errorf("Commit = %+v; want 5 files (js, min.js, css, min.css, png), latest 1.0.0", res)
 	}
 	for _, bucket := range []string{p.buckets.Meta, p.buckets.MirrorMeta} {
-		for _, key := range []string{metadata.PackageKey("lib"), metadata.VersionKey("lib", "1.0.0"), metadata.SearchIndexKey} {
+		// The search index entry is in the library's shard: a commit never
+		// rewrites a whole-catalog document.
+		for _, key := range []string{metadata.PackageKey("lib"), metadata.VersionKey("lib", "1.0.0"), metadata.SearchShardKey(metadata.SearchShardOf("lib"))} {
 			if !exists(t, bucket, key) {
 				t.Errorf("%s/%s missing after Commit", bucket, key)
 			}

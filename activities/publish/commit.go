@@ -90,7 +90,7 @@ func (a *Publish) Commit(ctx context.Context, in contract.PackageVersion) (*cont
 	if err := a.updateSearchIndex(ctx, p.Name); err != nil {
 		return nil, err
 	}
-	if err := a.mirrorMeta(ctx, metadata.SearchIndexKey); err != nil {
+	if err := a.mirrorMeta(ctx, metadata.SearchShardKey(metadata.SearchShardOf(p.Name))); err != nil {
 		return nil, err
 	}
 	if err := objectstore.DeletePrefix(ctx, a.Primary, a.Buckets.Incoming, metadata.StagingPrefix(p.Name, p.Version)); err != nil {
@@ -112,11 +112,12 @@ func (a *Publish) mirrorMeta(ctx context.Context, key string) error {
 	return nil
 }
 
-// updateSearchIndex puts the package's entry into the search index, built
-// from the package document as it is now, inside the retry loop: a
-// concurrent commit of a newer version is never undone by an older one's.
+// updateSearchIndex puts the package's entry into its shard of the search
+// index, built from the package document as it is now, inside the retry
+// loop: a concurrent commit of a newer version is never undone by an older
+// one's. Commits of libraries in other shards do not contend at all.
 func (a *Publish) updateSearchIndex(ctx context.Context, name string) error {
-	_, err := objectstore.UpdateJSON(ctx, a.Primary, a.Buckets.Meta, metadata.SearchIndexKey,
+	_, err := objectstore.UpdateJSON(ctx, a.Primary, a.Buckets.Meta, metadata.SearchShardKey(metadata.SearchShardOf(name)),
 		func(ix *metadata.Index, _ bool) (bool, error) {
 			var p metadata.Package
 			if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(name), &p); err != nil {

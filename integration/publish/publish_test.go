@@ -221,7 +221,7 @@ func TestPublishEndToEnd(t *testing.T) {
 		t.Errorf("package document: versions %v latest %q description %q", doc.Versions, doc.Latest, doc.Description)
 	}
 	var index metadata.Index
-	if _, err := objectstore.GetJSON(ctx, env.Store, buckets.Meta, metadata.SearchIndexKey, &index); err != nil {
+	if _, err := objectstore.GetJSON(ctx, env.Store, buckets.Meta, metadata.SearchShardKey(metadata.SearchShardOf("demo")), &index); err != nil {
 		t.Fatal(err)
 	}
 	found := false
@@ -236,7 +236,7 @@ func TestPublishEndToEnd(t *testing.T) {
 	// The edge's fallback during a primary outage: every document it reads
 	// is on the mirror too, byte for byte.
 	for _, key := range []string{metadata.VersionKey("demo", "1.0.0"), metadata.VersionKey("demo", "1.1.0"),
-		metadata.PackageKey("demo"), metadata.SearchIndexKey} {
+		metadata.PackageKey("demo"), metadata.SearchShardKey(metadata.SearchShardOf("demo"))} {
 		primary, _, err := objectstore.ReadAll(ctx, env.Store, buckets.Meta, key)
 		if err != nil {
 			t.Fatal(err)

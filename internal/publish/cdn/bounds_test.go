@@ -2,11 +2,16 @@ package cdn
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 )
 
 // TestSearchQueryIsBounded: a query's cost is bounded by its first 256
@@ -98,5 +103,51 @@ func TestBodiesBeyondTheInflightBoundAreStreamed(t *testing.T) {
 	}
 	if !s.inflight.TryAcquire(1) {
 		t.Error("the in-flight budget was left charged")
+	}
+}
+
+// TestSearchIndexReadsShards: the edge reads the sharded index over the
+// single document written before sharding: a shard's entry wins, a library
+// only in a shard is listed, and the API's output keeps its shape.
+func TestSearchIndexReadsShards(t *testing.T) {
+	ctx := context.Background()
+	b := testEnv.buckets
+	shard := metadata.SearchShardKey(metadata.SearchShardOf(testLib))
+	other := metadata.SearchShardKey(metadata.SearchShardOf("shardonly"))
+	t.Cleanup(func() {
+		for _, k := range []string{shard, other} {
+			_ = testEnv.store.Delete(ctx, b.Meta, k)
+			_ = testEnv.store.Delete(ctx, b.MirrorMeta, k)
+		}
+	})
+	put := func(key string, entries ...metadata.IndexEntry) {
+		var ix metadata.Index
+		_, _ = objectstore.GetJSON(ctx, testEnv.store, b.Meta, key, &ix)
+		for _, e := range entries {
+			ix.Upsert(e, time.Now())
+		}
+		if err := objectstore.PutJSON(ctx, testEnv.store, b.Meta, key, ix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(shard, metadata.IndexEntry{Name: testLib, Latest: testVersion, Filename: "testlib.js", Description: "from the shard"})
+	put(other, metadata.IndexEntry{Name: "shardonly", Latest: "1.0.0", Filename: "s.js", Description: "only in a shard"})
+	_, ts, _ := newTestEdge(t, nil)
+	resp := get(t, ts.URL+"/libraries?fields=description", nil)
+	var out struct {
+		Results []struct {
+			Name, Latest, Description string
+		} `json:"results"`
+		Total int `json:"total"`
+	}
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		t.Fatalf("%s: %v", resp.body, err)
+	}
+	found := map[string]string{}
+	for _, r := range out.Results {
+		found[r.Name] = r.Description
+	}
+	if found[testLib] != "from the shard" || found["shardonly"] != "only in a shard" || len(found) < 3 || out.Total != len(out.Results) {
+		t.Errorf("libraries %v (total %d); want the shards over the single document", found, out.Total)
 	}
 }

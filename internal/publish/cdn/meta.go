@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
@@ -102,14 +105,46 @@ func (m *metaReader) Version(pkg *packageInfo, version string) (*metadata.Versio
 	})
 }
 
-// Index returns the search index; an index that does not exist yet is empty.
+// Index returns the search index: its shards, over the single document
+// written before the index was sharded (a shard's entry wins); an index
+// that does not exist yet is empty.
 func (m *metaReader) Index() (*searchIndex, error) {
 	ix, found, err := m.index.get("index", func(ctx context.Context) (*searchIndex, error) {
-		var doc metadata.Index
-		if _, err := m.source.getJSON(ctx, metadata.SearchIndexKey, &doc); err != nil {
+		keys := []string{metadata.SearchIndexKey}
+		for i := range metadata.SearchShards {
+			keys = append(keys, metadata.SearchShardKey(i))
+		}
+		docs := make([]metadata.Index, len(keys))
+		exists := make([]bool, len(keys))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(16)
+		for i, key := range keys {
+			g.Go(func() error {
+				_, err := m.source.getJSON(gctx, key, &docs[i])
+				if errors.Is(err, objectstore.ErrNotFound) {
+					return nil
+				}
+				exists[i] = err == nil
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
 			return nil, err
 		}
-		return newSearchIndex(doc.Libraries), nil
+		if !slices.Contains(exists, true) {
+			return nil, objectstore.ErrNotFound
+		}
+		byName := map[string]metadata.IndexEntry{}
+		for _, doc := range docs { // the legacy document first: shards win
+			for _, e := range doc.Libraries {
+				byName[e.Name] = e
+			}
+		}
+		entries := make([]metadata.IndexEntry, 0, len(byName))
+		for _, e := range byName {
+			entries = append(entries, e)
+		}
+		return newSearchIndex(entries), nil
 	})
 	if err != nil {
 		return nil, err

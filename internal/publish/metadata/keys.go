@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 )
 
@@ -39,7 +40,24 @@ func VersionKey(name, version string) string { return "versions/" + name + "/" +
 // VersionPrefix is the Meta prefix under which all version documents of a package live.
 func VersionPrefix(name string) string { return "versions/" + name + "/" }
 
-// SearchIndexKey is the Meta (and MirrorMeta) key of the search index (all libraries, compact).
+// SearchShards is how many documents the search index is split into, by a
+// hash of the library name: a commit rewrites one shard (about 1/64 of the
+// catalog), never a whole-catalog document.
+const SearchShards = 64
+
+// SearchShardOf is the shard that holds library name.
+func SearchShardOf(name string) int {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int(h.Sum32() % SearchShards)
+}
+
+// SearchShardKey is the Meta (and MirrorMeta) key of search index shard i.
+func SearchShardKey(i int) string { return fmt.Sprintf("index/shards/%02d.json", i) }
+
+// SearchIndexKey is the Meta (and MirrorMeta) key of the search index as
+// one document (all libraries, compact), as written before the index was
+// sharded: the edge still reads it, under the shards, which win.
 const SearchIndexKey = "index/libraries.json"
 
 // TarballKey is the Incoming key where the original release archive is kept.

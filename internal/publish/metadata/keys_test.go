@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -21,7 +22,8 @@ func TestStagingKeys(t *testing.T) {
 }
 
 func TestMetaKeysDoNotOverlap(t *testing.T) {
-	keys := []string{PackageKey("p"), VersionKey("p", "1.0.0"), SearchIndexKey, ReuseIndexKey("p"), RegistryCacheKey("p"), RejectedKey("p", "1.0.0")}
+	keys := []string{PackageKey("p"), VersionKey("p", "1.0.0"), SearchIndexKey, SearchShardKey(0), SearchShardKey(SearchShards - 1),
+		ReuseIndexKey("p"), RegistryCacheKey("p"), RejectedKey("p", "1.0.0"), ImportWindowKey("p")}
 	for i, a := range keys {
 		for _, b := range keys[i+1:] {
 			if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
@@ -31,5 +33,22 @@ func TestMetaKeysDoNotOverlap(t *testing.T) {
 	}
 	if !strings.HasPrefix(RejectedKey("p", "1.0.0"), RejectedPrefix("p")) || strings.HasPrefix(RejectedKey("pq", "1"), RejectedPrefix("p")) {
 		t.Error("a package's rejection markers must be exactly those under its prefix")
+	}
+}
+
+// TestSearchShardsSpreadTheCatalog: names spread over every shard, so a
+// commit rewrites about 1/SearchShards of the index.
+func TestSearchShardsSpreadTheCatalog(t *testing.T) {
+	counts := make([]int, SearchShards)
+	for i := range 6400 {
+		counts[SearchShardOf(fmt.Sprintf("lib-%d", i))]++
+	}
+	for i, n := range counts {
+		if n < 50 || n > 150 {
+			t.Errorf("shard %d holds %d of 6,400 libraries; want about 100", i, n)
+		}
+	}
+	if SearchShardOf("jquery") != SearchShardOf("jquery") {
+		t.Error("a library's shard is not stable")
 	}
 }
