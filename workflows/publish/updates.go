@@ -14,6 +14,9 @@ import (
 
 const maxListedProblems = 20
 
+// parallelChecks is how many CheckPackages batches a check runs at once.
+const parallelChecks = 4
+
 // PackageUpdates checks every catalog package for versions not yet published
 // and has each of them published (all of them, not one per run) as a
 // PublishVersion with a deterministic ID. It hands each package's new
@@ -57,24 +60,42 @@ func PackageUpdates(ctx workflow.Context, in contract.UpdatesInput) (*contract.U
 		sort.Strings(in.Names)
 		st.Packages = len(in.Names)
 	}
+	// With lanes, several batches are checked at once: a check of the whole
+	// catalog is bound by round trips to the registry and the store, not by
+	// any one worker. Their results are taken in order.
+	parallel := 1
+	if lanes && workflow.GetVersion(ctx, "parallel-checks", workflow.DefaultVersion, 1) == 1 {
+		parallel = parallelChecks
+	}
 	for in.Cursor < len(in.Names) {
-		end := min(in.Cursor+in.CheckBatch, len(in.Names))
-		refs := make([]contract.PackageRef, 0, end-in.Cursor)
-		for _, n := range in.Names[in.Cursor:end] {
-			refs = append(refs, contract.PackageRef{Name: n, Package: sent[n]})
+		type pending struct {
+			end    int
+			future workflow.Future
+		}
+		var group []pending
+		for next := in.Cursor; len(group) < parallel && next < len(in.Names); {
+			end := min(next+in.CheckBatch, len(in.Names))
+			refs := make([]contract.PackageRef, 0, end-next)
+			for _, n := range in.Names[next:end] {
+				refs = append(refs, contract.PackageRef{Name: n, Package: sent[n]})
+			}
+			group = append(group, pending{end, workflow.ExecuteActivity(ctx, contract.CheckPackagesActivity, refs)})
+			next = end
 		}
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("checking packages %d–%d of %d; %d new versions so far, %d published, %d failed",
-			in.Cursor+1, end, len(in.Names), st.NewVersions, st.Published, st.Failed))
-		checks, err := checkPackages(ctx, refs)
-		if err != nil {
-			return nil, fmt.Errorf("check packages %v: %w", in.Names[in.Cursor:end], err)
+			in.Cursor+1, group[len(group)-1].end, len(in.Names), st.NewVersions, st.Published, st.Failed))
+		for _, g := range group {
+			var checks []contract.PackageCheck
+			if err := g.future.Get(ctx, &checks); err != nil {
+				return nil, fmt.Errorf("check packages %v: %w", in.Names[in.Cursor:g.end], err)
+			}
+			if lanes {
+				handToLanes(ctx, &in, checks, sent)
+			} else {
+				publishNewVersions(ctx, in, checks, sent, st)
+			}
+			in.Cursor = g.end
 		}
-		if lanes {
-			handToLanes(ctx, &in, checks, sent)
-		} else {
-			publishNewVersions(ctx, in, checks, sent, st)
-		}
-		in.Cursor = end
 		info := workflow.GetInfo(ctx)
 		if in.Cursor < len(in.Names) && (info.GetCurrentHistoryLength() > historyBudget || info.GetContinueAsNewSuggested()) {
 			if lanes && in.Wait {

@@ -304,7 +304,7 @@ func TestPackageUpdatesContinuesAsNew(t *testing.T) {
 	children := &versionChildren{}
 	children.mock(env)
 	env.SetCurrentHistoryLength(20000) // over the built-in budget
-	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{CheckBatch: 2})
+	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{CheckBatch: 1})
 	var can *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("workflow ended with %v, want continue-as-new", err)
@@ -316,21 +316,22 @@ func TestPackageUpdatesContinuesAsNew(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(next.Names, []string{"a", "b", "c", "d", "e"}) || next.Cursor != 2 || next.CheckBatch != 2 {
+	if !reflect.DeepEqual(next.Names, []string{"a", "b", "c", "d", "e"}) || next.Cursor != 4 || next.CheckBatch != 1 {
 		t.Errorf("next names %v cursor %d batch %d", next.Names, next.Cursor, next.CheckBatch)
 	}
-	wantStats := contract.UpdatesStats{Packages: 5, Checked: 2, NewVersions: 1, Queued: 1, Problems: []string{"b: gone"}}
+	// Four batches are checked at once; the run continues as new after them.
+	wantStats := contract.UpdatesStats{Packages: 5, Checked: 4, NewVersions: 1, Queued: 1, Problems: []string{"b: gone"}}
 	if !reflect.DeepEqual(next.Stats, wantStats) {
 		t.Errorf("next stats %+v, want %+v", next.Stats, wantStats)
 	}
-	if got := checkedNames(f); !reflect.DeepEqual(got, [][]string{{"a", "b"}}) {
+	if got := checkedNames(f); !reflect.DeepEqual(got, [][]string{{"a"}, {"b"}, {"c"}, {"d"}}) {
 		t.Errorf("checked %v", got)
 	}
 
 	// The next run picks up at the cursor and never lists the catalog again.
 	env2, f2 := newEnv(t)
 	f2.catalog = []string{"x"}
-	f2.checks = map[string]contract.PackageCheck{"d": {Name: "d", NewVersions: nv("2.0.0")}}
+	f2.checks = map[string]contract.PackageCheck{"e": {Name: "e", NewVersions: nv("2.0.0")}}
 	children2 := &versionChildren{}
 	children2.mock(env2)
 	env2.ExecuteWorkflow(publish.PackageUpdates, next)
@@ -338,7 +339,7 @@ func TestPackageUpdatesContinuesAsNew(t *testing.T) {
 	if f2.listed != 0 {
 		t.Error("the continued run listed the catalog")
 	}
-	if got := checkedNames(f2); !reflect.DeepEqual(got, [][]string{{"c", "d"}, {"e"}}) {
+	if got := checkedNames(f2); !reflect.DeepEqual(got, [][]string{{"e"}}) {
 		t.Errorf("continued run checked %v", got)
 	}
 	wantStats = contract.UpdatesStats{Packages: 5, Checked: 5, NewVersions: 2, Queued: 2, Problems: []string{"b: gone"}}
