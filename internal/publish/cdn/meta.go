@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
+	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
@@ -115,24 +113,37 @@ func (m *metaReader) Index() (*searchIndex, error) {
 			keys = append(keys, metadata.SearchShardKey(i))
 		}
 		docs := make([]metadata.Index, len(keys))
-		exists := make([]bool, len(keys))
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(16)
-		for i, key := range keys {
-			g.Go(func() error {
-				_, err := m.source.getJSON(gctx, key, &docs[i])
-				if errors.Is(err, objectstore.ErrNotFound) {
-					return nil
-				}
-				exists[i] = err == nil
-				return err
-			})
+		errs := make([]error, len(keys))
+		var wg sync.WaitGroup
+		for i, key := range keys { // all at once: each may wait out a stalled primary
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = m.source.getJSON(ctx, key, &docs[i])
+			}()
 		}
-		if err := g.Wait(); err != nil {
-			return nil, err
+		wg.Wait()
+		loaded, failed := 0, []error(nil)
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				loaded++
+			case errors.Is(err, objectstore.ErrNotFound):
+			default:
+				// A shard that cannot be read now (the primary down and the
+				// mirror without it) leaves its libraries out of search for
+				// a while rather than failing every search.
+				failed = append(failed, fmt.Errorf("%s: %w", keys[i], err))
+				docs[i] = metadata.Index{}
+			}
 		}
-		if !slices.Contains(exists, true) {
+		switch {
+		case loaded == 0 && len(failed) > 0:
+			return nil, errors.Join(failed...)
+		case loaded == 0:
 			return nil, objectstore.ErrNotFound
+		case len(failed) > 0:
+			m.source.log.Warn("search index shards unreadable; searching without them", "unreadable", len(failed), "first", failed[0])
 		}
 		byName := map[string]metadata.IndexEntry{}
 		for _, doc := range docs { // the legacy document first: shards win
