@@ -2,6 +2,7 @@ package publish_test
 
 import (
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -143,6 +144,9 @@ func updatesResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) contrac
 	return st
 }
 
+// checkedNames lists the batches CheckPackages was called with, in the
+// order of the names they hold: a check runs several batches at once, so
+// the order the calls arrive in is not fixed.
 func checkedNames(f *fakes) [][]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -154,5 +158,6 @@ func checkedNames(f *fakes) [][]string {
 		}
 		out = append(out, names)
 	}
+	slices.SortStableFunc(out, func(a, b []string) int { return slices.Compare(a, b) })
 	return out
 }
