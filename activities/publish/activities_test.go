@@ -519,3 +519,46 @@ func TestImportWindowIsKept(t *testing.T) {
 		t.Errorf("second check offers %q; want 1.2.0 retried, nothing else", got)
 	}
 }
+
+// TestShippedFilesBeatGeneratedOnes: a release that ships x.js with x.js.gz
+// and x.js.br beside it, and x.min.js: no generated output is written over
+// a shipped file, and the version document describes each as shipped.
+func TestShippedFilesBeatGeneratedOnes(t *testing.T) {
+	p := newPools(t, "acts-collide")
+	p.addToCatalog(t, "lib", entry("lib", "*"))
+	js := strings.Repeat("var answer = 42; function f(a) { return a * answer; }\n", 40)
+	p.npm.Add("lib", "1.0.0", registrytest.NPMTarball(
+		registrytest.Entry{Name: "dist/x.js", Body: js},
+		registrytest.Entry{Name: "dist/x.js.gz", Body: "SHIPPED-GZ"},
+		registrytest.Entry{Name: "dist/x.js.br", Body: "SHIPPED-BR"},
+		registrytest.Entry{Name: "dist/x.min.js", Body: "SHIPPED-MIN"},
+	))
+	ref := contract.VersionRef{PackageRef: contract.PackageRef{Name: "lib"}, Version: "1.0.0"}
+	stageAndCompress(t, p, ref)
+	if err := run(t, p, nil, p.pub.Commit, contract.PackageVersion{Name: "lib", Version: "1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for path, want := range map[string]string{"x.js.gz": "SHIPPED-GZ", "x.js.br": "SHIPPED-BR", "x.min.js": "SHIPPED-MIN"} {
+		for _, bucket := range []string{p.buckets.Files, p.buckets.Mirror} {
+			got, _, err := objectstore.ReadAll(ctx, env.Store, bucket, metadata.FileKey("lib", "1.0.0", path))
+			if err != nil || string(got) != want {
+				t.Errorf("%s/%s holds %q (%v); want the shipped bytes", bucket, path, got, err)
+			}
+		}
+	}
+	var doc metadata.Version
+	if _, err := objectstore.GetJSON(ctx, env.Store, p.buckets.Meta, metadata.VersionKey("lib", "1.0.0"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	x, _ := doc.Lookup("x.js")
+	if x.GzipSize != 0 || x.BrotliSize != 0 || x.Size != int64(len(js)) {
+		t.Errorf("x.js in the version document: %+v; want no .gz or .br of its own", x)
+	}
+	if gz, ok := doc.Lookup("x.js.gz"); !ok || gz.Size != int64(len("SHIPPED-GZ")) || gz.MinifiedFrom != "" {
+		t.Errorf("x.js.gz in the version document: %+v", gz)
+	}
+	if m, _ := doc.Lookup("x.min.js"); m.MinifiedFrom != "" || m.Size != int64(len("SHIPPED-MIN")) {
+		t.Errorf("x.min.js in the version document: %+v; want the shipped file, not a generated twin", m)
+	}
+}

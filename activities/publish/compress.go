@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,15 @@ func (c *Compress) CompressBatch(ctx context.Context, in contract.BatchInput) (*
 				cpu.Add(time.Since(start).Milliseconds())
 			}); err != nil {
 				return err
+			}
+			for i := range outs {
+				// A file the release ships holds this key: it wins.
+				if slices.Contains(f.Blocked, outs[i].Path+metadata.BrotliSuffix) {
+					outs[i].Brotli = nil
+				}
+				if slices.Contains(f.Blocked, outs[i].Path+metadata.GzipSuffix) {
+					outs[i].Gzip = nil
+				}
 			}
 			var panicked *transform.PanicError
 			if errors.As(perr, &panicked) {

@@ -360,6 +360,7 @@ func (a *Publish) stageBatches(ctx context.Context, prog *progressBeat, p *plan.
 			byBatch[e.Batch] = append(byBatch[e.Batch], e)
 		}
 	}
+	occupied := plan.Occupied(p, transform.MinifiedPath)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for b, entries := range byBatch {
@@ -370,7 +371,8 @@ func (a *Publish) stageBatches(ctx context.Context, prog *progressBeat, p *plan.
 				if err != nil {
 					return err
 				}
-				files[i] = plan.BatchFile{Path: e.Path, TwinWanted: e.TwinWanted, Data: data}
+				files[i] = plan.BatchFile{Path: e.Path, TwinWanted: e.TwinWanted, Data: data,
+					Blocked: plan.Blocked(e.Path, e.TwinWanted, occupied, transform.MinifiedPath)}
 			}
 			var buf bytes.Buffer
 			if err := plan.WriteBatch(&buf, files); err != nil {

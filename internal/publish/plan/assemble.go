@@ -54,6 +54,7 @@ func Assemble(p *Plan, processed map[string]FileResult, twinPath TwinPath) (*Ass
 			a.Results = append(a.Results, r)
 		}
 	}
+	dropBlocked(a, p.Name, p.Version)
 	return a, nil
 }
 

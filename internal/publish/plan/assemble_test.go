@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -358,5 +359,39 @@ func TestMaterializationsMatchAssembly(t *testing.T) {
 		if f.StoredAt == "" && f.Path != "app.js" && f.Path != "app.min.js" {
 			t.Errorf("%s has neither its own processed bytes nor StoredAt", f.Path)
 		}
+	}
+}
+
+// TestAssembleNeverLetsARepresentationReplaceAShippedFile: a release ships
+// x.js and x.js.gz. x.js's generated .gz would land on x.js.gz's key: it is
+// dropped (size 0, no copy), x.js.gz keeps its own bytes, and x.js keeps its
+// brotli representation.
+func TestAssembleNeverLetsARepresentationReplaceAShippedFile(t *testing.T) {
+	twin := func(p string) (string, bool) { return "", false }
+	p := &plan.Plan{Name: "pkg", Version: "2.0.0", Entries: []plan.PlanEntry{
+		{SourceFile: plan.SourceFile{Path: "x.js"}, Batch: -1, Reuse: &plan.ReuseEntry{Version: "1.0.0",
+			Result: plan.FileResult{File: file("x.js", "X", 100, 40, 50)}}},
+		{SourceFile: plan.SourceFile{Path: "x.js.gz"}, Batch: 0},
+	}}
+	processed := map[string]plan.FileResult{"x.js.gz": {File: file("x.js.gz", "G", 30, 0, 0)}}
+	a, err := plan.Assemble(p, processed, twin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := a.Results[0].File
+	if x.GzipSize != 0 || x.BrotliSize != 40 {
+		t.Errorf("x.js: gzip %d brotli %d; want its .gz dropped, its .br kept", x.GzipSize, x.BrotliSize)
+	}
+	for _, c := range a.Copies {
+		if c.Dst == "pkg/2.0.0/x.js.gz" {
+			t.Errorf("copy %v would overwrite the shipped x.js.gz", c)
+		}
+	}
+	if !slices.Contains(a.Copies, plan.CopyOp{"pkg/1.0.0/x.js.br", "pkg/2.0.0/x.js.br"}) {
+		t.Errorf("copies %v lack x.js.br", a.Copies)
+	}
+	occupied := plan.Occupied(p, twin)
+	if got := plan.Blocked("x.js", false, occupied, twin); !slices.Equal(got, []string{"x.js.gz"}) {
+		t.Errorf("Blocked(x.js) = %v", got)
 	}
 }

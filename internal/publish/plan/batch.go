@@ -12,7 +12,10 @@ import (
 type BatchFile struct {
 	Path       string `json:"path"`
 	TwinWanted bool   `json:"twinWanted,omitempty"`
-	Data       []byte `json:"-"`
+	// Blocked are generated representations (of the file or its twin) not
+	// to write: a file the version ships has their path (see Blocked).
+	Blocked []string `json:"blocked,omitempty"`
+	Data    []byte   `json:"-"`
 }
 
 const batchManifest = ".edgeflow-batch.json"
