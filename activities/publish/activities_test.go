@@ -562,3 +562,63 @@ func TestShippedFilesBeatGeneratedOnes(t *testing.T) {
 		t.Errorf("x.min.js in the version document: %+v; want the shipped file, not a generated twin", m)
 	}
 }
+
+// TestIncompleteCommitIsRepairedByTheNextCheck: a version whose commit
+// stopped after the commit point (the mirror's copies and the search index
+// never written) is offered by the next check, staged as a repair, and
+// finished by Commit; then checks leave it alone.
+func TestIncompleteCommitIsRepairedByTheNextCheck(t *testing.T) {
+	p := newPools(t, "acts-repair")
+	p.addToCatalog(t, "lib", entry("lib", "*.js"))
+	p.npm.Add("lib", "1.0.0", release("1.0.0", "var a = 1;"))
+	ref := contract.VersionRef{PackageRef: contract.PackageRef{Name: "lib"}, Version: "1.0.0"}
+	stageAndCompress(t, p, ref)
+	if err := run(t, p, nil, p.pub.Commit, contract.PackageVersion{Name: "lib", Version: "1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Stopped part way: listed, but the mirror and the index lack it.
+	shard := metadata.SearchShardKey(metadata.SearchShardOf("lib"))
+	for _, del := range []struct{ bucket, key string }{
+		{p.buckets.MirrorMeta, metadata.VersionKey("lib", "1.0.0")}, {p.buckets.MirrorMeta, metadata.PackageKey("lib")},
+		{p.buckets.Meta, shard}, {p.buckets.MirrorMeta, shard},
+	} {
+		if err := env.Store.Delete(ctx, del.bucket, del.key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := objectstore.UpdateJSON(ctx, env.Store, p.buckets.Meta, metadata.PackageKey("lib"), func(d *metadata.Package, _ bool) (bool, error) {
+		d.MarkIncomplete("1.0.0")
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	offered := func() int {
+		var checks []contract.PackageCheck
+		if err := run(t, p, &checks, p.pub.CheckPackages, []contract.PackageRef{{Name: "lib"}}); err != nil {
+			t.Fatal(err)
+		}
+		return len(checks[0].NewVersions)
+	}
+	if n := offered(); n != 1 {
+		t.Fatalf("the check offers %d versions; want the incomplete 1.0.0", n)
+	}
+	var plan contract.PlanSummary
+	if err := run(t, p, &plan, p.pub.StageVersion, ref); err != nil || !plan.Repair {
+		t.Fatalf("StageVersion of an incomplete version: %+v, %v; want a repair", plan, err)
+	}
+	if err := run(t, p, nil, p.pub.Commit, contract.PackageVersion{Name: "lib", Version: "1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{metadata.VersionKey("lib", "1.0.0"), metadata.PackageKey("lib"), shard} {
+		if !exists(t, p.buckets.MirrorMeta, key) {
+			t.Errorf("%s not repaired on the mirror", key)
+		}
+	}
+	if !exists(t, p.buckets.Meta, shard) {
+		t.Error("the search index shard was not repaired")
+	}
+	if n := offered(); n != 0 {
+		t.Errorf("after the repair the check still offers %d versions", n)
+	}
+}

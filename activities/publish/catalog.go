@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -64,7 +65,9 @@ func (a *Publish) checkPackage(ctx context.Context, ref contract.PackageRef) con
 	var doc metadata.Package
 	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(pkg.Name), &doc); err == nil {
 		for _, v := range doc.Versions {
-			published[v] = true
+			// A version whose commit stopped part way is offered again, so
+			// that its run finishes it.
+			published[v] = !slices.Contains(doc.Incomplete, v)
 		}
 	} else if !errors.Is(err, objectstore.ErrNotFound) {
 		res.Problem = err.Error()

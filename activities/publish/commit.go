@@ -68,6 +68,7 @@ func (a *Publish) Commit(ctx context.Context, in contract.PackageVersion) (*cont
 	pkgDoc, err := objectstore.UpdateJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(p.Name),
 		func(d *metadata.Package, _ bool) (bool, error) {
 			d.AddVersion(p.Package, p.Version, a.now())
+			d.MarkIncomplete(p.Version) // until its last step is done
 			return true, nil
 		})
 	if err != nil {
@@ -92,6 +93,11 @@ func (a *Publish) Commit(ctx context.Context, in contract.PackageVersion) (*cont
 	}
 	if err := a.mirrorMeta(ctx, metadata.SearchShardKey(metadata.SearchShardOf(p.Name))); err != nil {
 		return nil, err
+	}
+	if len(asm.Copies) == 0 {
+		if err := a.markComplete(ctx, p.Name, p.Version); err != nil {
+			return nil, err
+		}
 	}
 	if err := objectstore.DeletePrefix(ctx, a.Primary, a.Buckets.Incoming, metadata.StagingPrefix(p.Name, p.Version)); err != nil {
 		// Staging left behind costs space, not correctness: the version is committed.
@@ -146,7 +152,22 @@ func (a *Publish) Materialize(ctx context.Context, in contract.PackageVersion) (
 		return 0, err
 	}
 	copies := plan.Materializations(&doc)
-	return len(copies), a.copyAll(ctx, copies)
+	if err := a.copyAll(ctx, copies); err != nil {
+		return 0, err
+	}
+	return len(copies), a.markComplete(ctx, in.Name, in.Version)
+}
+
+// markComplete records, in the package document and its mirror copy, that
+// every step of a version's commit is done.
+func (a *Publish) markComplete(ctx context.Context, name, version string) error {
+	if _, err := objectstore.UpdateJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(name),
+		func(d *metadata.Package, exists bool) (bool, error) {
+			return exists && d.MarkComplete(version), nil
+		}); err != nil {
+		return err
+	}
+	return a.mirrorMeta(ctx, metadata.PackageKey(name))
 }
 
 // copyAll runs the copies on both buckets. On the primary they are
@@ -180,6 +201,24 @@ func (a *Publish) committed(ctx context.Context, in contract.PackageVersion) (*c
 	var doc metadata.Version
 	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.VersionKey(in.Name, in.Version), &doc); err != nil {
 		return nil, err
+	}
+	// What a commit stopped part way may have left undone, redone: each
+	// step is idempotent.
+	for _, key := range []string{metadata.VersionKey(in.Name, in.Version), metadata.PackageKey(in.Name)} {
+		if err := a.mirrorMeta(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.updateSearchIndex(ctx, in.Name); err != nil {
+		return nil, err
+	}
+	if err := a.mirrorMeta(ctx, metadata.SearchShardKey(metadata.SearchShardOf(in.Name))); err != nil {
+		return nil, err
+	}
+	if len(plan.Materializations(&doc)) == 0 {
+		if err := a.markComplete(ctx, in.Name, in.Version); err != nil {
+			return nil, err
+		}
 	}
 	var pkg metadata.Package
 	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(in.Name), &pkg); err != nil {

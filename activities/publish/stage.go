@@ -53,9 +53,13 @@ func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (_ *
 	// Published means listed in the package document (the commit point), not
 	// merely a version document: a commit that failed between the two runs
 	// again, and finishes.
-	if listed, err := a.isListed(ctx, pkg.Name, in.Version); err != nil {
+	switch listed, incomplete, err := a.listing(ctx, pkg.Name, in.Version); {
+	case err != nil:
 		return nil, err
-	} else if listed {
+	case listed && incomplete:
+		// Committed, but a later step never finished: finish it.
+		return &contract.PlanSummary{AlreadyPublished: true, Repair: true}, nil
+	case listed:
 		return &contract.PlanSummary{AlreadyPublished: true}, nil
 	}
 	dist, err := a.resolveDist(ctx, pkg, in)
@@ -388,14 +392,21 @@ func (a *Publish) stageBatches(ctx context.Context, prog *progressBeat, p *plan.
 
 // isListed reports whether the package document lists the version.
 func (a *Publish) isListed(ctx context.Context, name, version string) (bool, error) {
+	listed, _, err := a.listing(ctx, name, version)
+	return listed, err
+}
+
+// listing reports whether the package document lists the version, and
+// whether its commit still has steps left (see metadata.Package.Incomplete).
+func (a *Publish) listing(ctx context.Context, name, version string) (listed, incomplete bool, err error) {
 	var doc metadata.Package
 	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(name), &doc); err != nil {
 		if errors.Is(err, objectstore.ErrNotFound) {
-			return false, nil
+			return false, false, nil
 		}
-		return false, err
+		return false, false, err
 	}
-	return slices.Contains(doc.Versions, version), nil
+	return slices.Contains(doc.Versions, version), slices.Contains(doc.Incomplete, version), nil
 }
 
 // putBytes writes a small object with its content type.

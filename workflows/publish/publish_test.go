@@ -408,3 +408,25 @@ func TestPublishVersionSkipsWhatTheFileMapDoesNotSelect(t *testing.T) {
 		t.Errorf("%d batch children, %d commits for a skipped version", children.count(), len(f.commits))
 	}
 }
+
+// A version listed but whose commit stopped part way is finished, not
+// skipped as already published: Commit (which redoes the steps after the
+// commit point) and Materialize run again.
+func TestPublishVersionRepairsAnIncompleteCommit(t *testing.T) {
+	env, f := newEnv(t)
+	f.plan = contract.PlanSummary{AlreadyPublished: true, Repair: true}
+	f.commitCopies = 3
+	var children batchChildren
+	children.mock(env)
+	env.ExecuteWorkflow(publish.PublishVersion, contract.PublishInput{VersionRef: demoRef})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var out contract.PublishOutput
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.AlreadyPublished || out.Result == nil || len(f.commits) != 1 || len(f.materialized) != 1 || children.count() != 0 {
+		t.Errorf("output %+v, commits %v, materialized %v, %d batches; want a repair", out, f.commits, f.materialized, children.count())
+	}
+}

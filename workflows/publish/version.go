@@ -59,6 +59,9 @@ func PublishVersion(ctx workflow.Context, in contract.PublishInput) (_ *contract
 		if err != nil {
 			return nil, fmt.Errorf("%s@%s: download: %w", name, version, err)
 		}
+		if plan.Repair && workflow.GetVersion(ctx, "repair-incomplete-commits", workflow.DefaultVersion, 1) == 1 {
+			return repairCommit(ctx, name, version, setDetails, func(s string) { stage = s })
+		}
 		if plan.AlreadyPublished {
 			stage = "already published"
 			setDetails()
@@ -259,4 +262,27 @@ func watchStalls(ctx workflow.Context, in contract.PublishInput, st *contract.Pu
 		})
 	}
 	arm()
+}
+
+// repairCommit finishes a version listed in its package document whose
+// commit stopped part way: Commit, finding its plan gone, redoes the steps
+// after the commit point (each idempotent), then Materialize copies what is
+// left to copy.
+func repairCommit(ctx workflow.Context, name, version string, setDetails func(), setStage func(string)) (*contract.PublishOutput, error) {
+	setStage("repairing")
+	setDetails()
+	res, err := commit(ctx, contract.PackageVersion{Name: name, Version: version})
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s: repair: %w", name, version, err)
+	}
+	if res.Copies > 0 {
+		mctx := workflow.WithRetryPolicy(ctx, temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Minute})
+		if err := materialize(mctx, contract.PackageVersion{Name: name, Version: version}); err != nil {
+			return nil, fmt.Errorf("%s@%s: repair: materialize reused files: %w", name, version, err)
+		}
+	}
+	setStage("repaired")
+	setDetails()
+	return &contract.PublishOutput{Result: &res}, nil
 }

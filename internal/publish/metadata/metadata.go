@@ -36,6 +36,10 @@ type Package struct {
 	catalog.Package
 	Versions  []string  `json:"versions"`
 	Latest    string    `json:"latest"`
+	// Incomplete are listed versions whose commit has not finished all its
+	// steps (the mirror's copies, the search index, Materialize): they are
+	// served, and the next check runs them again to finish.
+	Incomplete []string `json:"incomplete,omitempty"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
@@ -144,6 +148,27 @@ func (p *Package) AddVersion(entry catalog.Package, version string, at time.Time
 	versions.Sort(p.Versions)
 	p.Latest = versions.Latest(p.Versions)
 	p.UpdatedAt = at
+}
+
+// MarkIncomplete records that version's commit has steps left to do.
+func (p *Package) MarkIncomplete(version string) {
+	if !slices.Contains(p.Incomplete, version) {
+		p.Incomplete = append(p.Incomplete, version)
+	}
+}
+
+// MarkComplete records that every step of version's commit is done; it
+// reports whether that changed the document.
+func (p *Package) MarkComplete(version string) bool {
+	i := slices.Index(p.Incomplete, version)
+	if i < 0 {
+		return false
+	}
+	p.Incomplete = slices.Delete(p.Incomplete, i, i+1)
+	if len(p.Incomplete) == 0 {
+		p.Incomplete = nil
+	}
+	return true
 }
 
 // EntryOf is the search index entry of a package; latest, when known, gives

@@ -126,6 +126,9 @@ type PlanSummary struct {
 	// files): the version is skipped, not failed, and later checks skip it
 	// until the fileMap changes.
 	SkipReason string `json:"skipReason,omitempty"`
+	// Repair is set, with AlreadyPublished, for a version listed (committed)
+	// whose commit stopped part way: the run finishes its last steps.
+	Repair bool `json:"repair,omitempty"`
 }
 
 // PackageVersion names a staged or committed version (Commit, Materialize).
