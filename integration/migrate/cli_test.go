@@ -3,6 +3,7 @@ package migrate_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -165,6 +166,22 @@ func TestStarterPrecheckFailureNamesTheSide(t *testing.T) {
 	var st contract.Status
 	oneJSON(t, stdout, &st)
 	if code != 1 || st.State != contract.StateFailed || !strings.Contains(st.Error, "destination") || !strings.Contains(st.Error, "does not exist") {
+		t.Fatalf("exit %d, status %+v\n%s", code, st, stderr)
+	}
+}
+
+// A starter sealing with keys the workers do not have: the job fails at
+// once and says which key is missing and what to check.
+func TestStarterWithOtherCodecKeys(t *testing.T) {
+	startWorker(t, 3)
+	srcBucket := migratetest.Bucket(t, env.Store, "keys-src")
+	migratetest.Seed(t, env.Store, srcBucket, migratetest.Small("", 3, 10))
+	dstBucket := migratetest.Bucket(t, env.Store2, "keys-dst")
+	other := "elsewhere:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	stdout, stderr, code := migrateCLI(t, []string{"CODEC_KEYS=" + other}, append([]string{"start", "--json"}, jobArgs(srcBucket, dstBucket)...)...)
+	var st contract.Status
+	oneJSON(t, stdout, &st)
+	if code != 1 || st.State != contract.StateFailed || !strings.Contains(st.Error, `"elsewhere"`) || !strings.Contains(st.Error, "CODEC_KEYS") {
 		t.Fatalf("exit %d, status %+v\n%s", code, st, stderr)
 	}
 }
