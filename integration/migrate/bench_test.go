@@ -29,6 +29,7 @@ var (
 	benchLargeSize  = flag.String("migrate.large-size", "64MiB", "size of each object in BenchmarkMigrateLargeObjects (the issue's full run: 512MiB)")
 	benchLargeCount = flag.Int("migrate.large-count", 8, "objects in BenchmarkMigrateLargeObjects")
 	benchRuns       = flag.Int("migrate.runs", 3, "alternating runs of each side; medians are compared")
+	benchPoolSize   = flag.Int("migrate.baseline-concurrency", 0, "the plain pool's concurrency; 0 measures the best first")
 )
 
 // BenchmarkMigrateSmallObjects copies many small objects between the two
@@ -86,7 +87,10 @@ func compare(b *testing.B, objs []migratetest.Object, concurrencies []int, large
 	b.ReportMetric(float64(total)/1e6, "MB")
 
 	// The plain pool's best concurrency, on the whole set.
-	best, bestRate := 0, 0.0
+	best, bestRate := *benchPoolSize, 0.0
+	if best > 0 {
+		concurrencies = nil
+	}
 	for _, c := range concurrencies {
 		d := runOnce(b, func(dst string) { plainPool(b, srcBucket, dst, c, large) })
 		if rate := float64(n) / d.Seconds(); rate > bestRate {

@@ -21,7 +21,9 @@ type Controller struct {
 	cooldown time.Duration
 	lastCut  time.Time
 	now      func() time.Time
-	wake     chan struct{} // closed and replaced when a slot frees up
+	// waiting are the transfers waiting for a slot, first come first served;
+	// a freed slot wakes one of them, never all (hundreds may wait).
+	waiting []chan struct{}
 }
 
 // NewController starts at max transfers at once.
@@ -29,7 +31,7 @@ func NewController(max int) *Controller {
 	if max < 1 {
 		max = 1
 	}
-	return &Controller{limit: float64(max), min: 1, max: max, cooldown: time.Second, now: time.Now, wake: make(chan struct{})}
+	return &Controller{limit: float64(max), min: 1, max: max, cooldown: time.Second, now: time.Now}
 }
 
 // Limit is the current bound.
@@ -51,25 +53,36 @@ func (c *Controller) SetMax(max int) {
 	if c.limit > float64(max) {
 		c.limit = float64(max)
 	}
-	c.signal()
+	c.handOver()
 }
 
 // Acquire waits for a slot.
 func (c *Controller) Acquire(ctx context.Context) error {
-	for {
-		c.mu.Lock()
-		if c.inUse < int(c.limit) {
-			c.inUse++
-			c.mu.Unlock()
-			return nil
-		}
-		wake := c.wake
+	c.mu.Lock()
+	if len(c.waiting) == 0 && c.inUse < int(c.limit) {
+		c.inUse++
 		c.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-wake:
+		return nil
+	}
+	ready := make(chan struct{})
+	c.waiting = append(c.waiting, ready)
+	c.mu.Unlock()
+	select {
+	case <-ready:
+		return nil // the slot was handed over: inUse counts it already
+	case <-ctx.Done():
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, w := range c.waiting {
+			if w == ready {
+				c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
+				return ctx.Err()
+			}
 		}
+		// Handed over just as ctx ended: give it back.
+		c.inUse--
+		c.handOver()
+		return ctx.Err()
 	}
 }
 
@@ -83,7 +96,7 @@ func (c *Controller) Release(throttled bool) {
 	} else if c.limit < float64(c.max) {
 		c.limit = min(float64(c.max), c.limit+1/c.limit)
 	}
-	c.signal()
+	c.handOver()
 }
 
 // Throttled records a SlowDown answer without releasing a slot (the caller
@@ -103,7 +116,11 @@ func (c *Controller) throttledLocked() {
 	c.limit = max(float64(c.min), c.limit*0.75)
 }
 
-func (c *Controller) signal() {
-	close(c.wake)
-	c.wake = make(chan struct{})
+// handOver gives free slots to the longest waiting transfers.
+func (c *Controller) handOver() {
+	for len(c.waiting) > 0 && c.inUse < int(c.limit) {
+		c.inUse++
+		close(c.waiting[0])
+		c.waiting = c.waiting[1:]
+	}
 }

@@ -67,3 +67,54 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+func TestControllerHandsSlotsOverInOrderAndOnCancel(t *testing.T) {
+	c := NewController(1)
+	ctx := context.Background()
+	_ = c.Acquire(ctx)
+	order := make(chan int, 3)
+	cancelled, cancel := context.WithCancel(ctx)
+	for i := range 3 {
+		waitCtx := ctx
+		if i == 1 {
+			waitCtx = cancelled
+		}
+		go func() {
+			if err := c.Acquire(waitCtx); err != nil {
+				order <- -i
+				return
+			}
+			order <- i
+			c.Release(false)
+		}()
+		waitFor(t, func() bool { // queued in order
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.waiting) == i+1
+		})
+	}
+	cancel()
+	if got := <-order; got != -1 {
+		t.Fatalf("the cancelled waiter got %d", got)
+	}
+	c.Release(false)
+	if a, b := <-order, <-order; a != 0 || b != 2 {
+		t.Fatalf("slots went to %d then %d, want 0 then 2", a, b)
+	}
+	waitFor(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.inUse == 0 && len(c.waiting) == 0
+	})
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -18,34 +18,41 @@ type Listed struct {
 	Last bool
 }
 
+// MaxListKeys is the most keys S3 returns for one listing request.
+const MaxListKeys = 1000
+
 // ListSource lists one page of at most max objects under loc, continuing
 // from token (a continuation token of the store), within the key range r.
+// A page larger than one listing request is listed in several.
 func ListSource(ctx context.Context, s objectstore.Store, loc Location, r KeyRange, token string, max int) (Listed, error) {
-	opts := objectstore.ListOptions{Prefix: loc.Prefix, ContinuationToken: token, MaxKeys: max}
+	var out Listed
+	opts := objectstore.ListOptions{Prefix: loc.Prefix, ContinuationToken: token}
 	if token == "" && r.After > loc.Prefix {
 		opts.StartAfter = r.After
 	}
-	page, err := s.List(ctx, loc.Bucket, opts)
-	if err != nil {
-		return Listed{}, err
-	}
-	var out Listed
-	for _, o := range page.Objects {
-		if r.Until != "" && o.Key > r.Until {
-			out.Last = true
-			break
+	for {
+		opts.MaxKeys = min(MaxListKeys, max-len(out.Objects))
+		page, err := s.List(ctx, loc.Bucket, opts)
+		if err != nil {
+			return Listed{}, err
 		}
-		if !r.Contains(o.Key) {
-			continue
+		for _, o := range page.Objects {
+			if r.Until != "" && o.Key > r.Until {
+				out.Last, out.Next = true, ""
+				return out, nil
+			}
+			if !r.Contains(o.Key) {
+				continue
+			}
+			out.Objects = append(out.Objects, objectOf(o))
+			out.Bytes += o.Size
 		}
-		out.Objects = append(out.Objects, objectOf(o))
-		out.Bytes += o.Size
+		out.Next, out.Last = page.NextToken, page.NextToken == ""
+		if out.Last || len(out.Objects) >= max {
+			return out, nil
+		}
+		opts.ContinuationToken, opts.StartAfter = page.NextToken, ""
 	}
-	if !out.Last {
-		out.Next = page.NextToken
-		out.Last = page.NextToken == ""
-	}
-	return out, nil
 }
 
 // ListKeyList reads one page of at most max keys of an uploaded key list,

@@ -413,6 +413,16 @@ func TestListingPagesAndKeyLists(t *testing.T) {
 	if len(keys) != 16 || keys[0] != "p/05" || keys[15] != "p/20" {
 		t.Fatalf("range listing: %v", keys)
 	}
+	// A page larger than one listing request is listed in several.
+	small := smallPages{Store: env.Store, max: 3, n: new(int)}
+	l, err := migrate.ListSource(ctx, small, loc, migrate.KeyRange{}, "", 8)
+	if err != nil || len(l.Objects) != 8 || l.Objects[7].Key != "p/07" || l.Last || small.calls() != 3 {
+		t.Fatalf("page of 8 in requests of 3: %d objects, last %v, %d requests, %v", len(l.Objects), l.Last, small.calls(), err)
+	}
+	rest, err := migrate.ListSource(ctx, small, loc, migrate.KeyRange{}, l.Next, 100)
+	if err != nil || len(rest.Objects) != 17 || rest.Objects[0].Key != "p/08" || !rest.Last {
+		t.Fatalf("the rest: %d objects from %v, last %v, %v", len(rest.Objects), rest.Objects[:1], rest.Last, err)
+	}
 	jobs := migrate.JobStore{Store: env.Store, Bucket: bucket}
 	list := "a\nwith space\n\n+plus\r\nü\n"
 	if err := objectstore.PutBytes(ctx, env.Store, bucket, "keys.txt", []byte(list), objectstore.PutOptions{}); err != nil {
@@ -437,3 +447,23 @@ func TestListingPagesAndKeyLists(t *testing.T) {
 		t.Fatalf("key list: %q", got)
 	}
 }
+
+// smallPages is a store whose listings return at most max keys, as if S3's
+// limit were that small.
+type smallPages struct {
+	objectstore.Store
+	max int
+	n   *int
+}
+
+func (s smallPages) List(ctx context.Context, bucket string, opts objectstore.ListOptions) (objectstore.ListPage, error) {
+	if s.n != nil {
+		*s.n++
+	}
+	if opts.MaxKeys == 0 || opts.MaxKeys > s.max {
+		opts.MaxKeys = s.max
+	}
+	return s.Store.List(ctx, bucket, opts)
+}
+
+func (s smallPages) calls() int { return *s.n }

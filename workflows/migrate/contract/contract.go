@@ -145,10 +145,14 @@ func SameStore(a, b Endpoint) bool {
 
 // Settings tune a job. Zero fields take the defaults of WithDefaults.
 type Settings struct {
-	// PageSize is the number of objects per listing page (and page child).
+	// PageSize is the number of objects per page (one page child each),
+	// listed in requests of at most 1,000 keys.
 	PageSize int `json:"pageSize,omitempty"`
-	// PagesInFlight bounds the page children running at once; PageSpan
-	// bounds how far ahead of the oldest unfinished page listing may go.
+	// PagesInFlight bounds the page children running at once: a few keep
+	// a worker's transfers busy (each page runs up to Concurrency of them)
+	// and progress steady; raise it to spread a job over many workers.
+	// PageSpan bounds how far ahead of the oldest unfinished page listing
+	// may go.
 	PagesInFlight int `json:"pagesInFlight,omitempty"`
 	PageSpan      int `json:"pageSpan,omitempty"`
 	// Concurrency is the most object transfers a worker runs at once for
@@ -176,8 +180,8 @@ type Settings struct {
 
 // Defaults.
 const (
-	DefaultPageSize         = 1000
-	DefaultPagesInFlight    = 16
+	DefaultPageSize         = 2000
+	DefaultPagesInFlight    = 4
 	DefaultPageSpan         = 256
 	DefaultConcurrency      = 64
 	DefaultMultipartCutoff  = 64 << 20
@@ -227,8 +231,8 @@ func (s Settings) WithDefaults() Settings {
 // Check reports settings no store would accept.
 func (s Settings) Check() error {
 	switch {
-	case s.PageSize > 1000:
-		return fmt.Errorf("page size %d: S3 lists at most 1000 keys at a time", s.PageSize)
+	case s.PageSize > 10000:
+		return fmt.Errorf("page size %d: at most 10000 objects per page", s.PageSize)
 	case s.PartSize != 0 && s.PartSize < 5<<20:
 		return fmt.Errorf("part size %d: S3 parts are at least 5 MiB", s.PartSize)
 	case s.MultipartCutoff != 0 && s.PartSize != 0 && s.MultipartCutoff < s.PartSize:
