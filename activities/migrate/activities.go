@@ -105,6 +105,7 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 			JobStarted: in.Started, ClockSkew: set.ClockSkew,
 			Concurrency: set.Concurrency, Controller: a.stores.controller(src, dst, set.Concurrency),
 			MultipartCutoff: set.MultipartCutoff, PartSize: set.PartSize, PartConcurrency: set.PartConcurrency, CopyCutoff: set.CopyCutoff,
+			Priority: in.Seq,
 		},
 		KeepPartial: func() bool {
 			select {

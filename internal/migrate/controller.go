@@ -1,7 +1,9 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -21,9 +23,17 @@ type Controller struct {
 	cooldown time.Duration
 	lastCut  time.Time
 	now      func() time.Time
-	// waiting are the transfers waiting for a slot, first come first served;
-	// a freed slot wakes one of them, never all (hundreds may wait).
-	waiting []chan struct{}
+	// waiting are the transfers waiting for a slot, by priority then
+	// arrival; a freed slot wakes one of them, never all (hundreds may wait).
+	waiting []waiter
+	arrived uint64
+}
+
+// waiter is a transfer waiting for a slot.
+type waiter struct {
+	priority int
+	arrival  uint64
+	ready    chan struct{}
 }
 
 // NewController starts at max transfers at once.
@@ -56,8 +66,10 @@ func (c *Controller) SetMax(max int) {
 	c.handOver()
 }
 
-// Acquire waits for a slot.
-func (c *Controller) Acquire(ctx context.Context) error {
+// Acquire waits for a slot. Waiting transfers get slots in order of
+// priority, lowest first, then of arrival: transfers of a job's oldest page
+// go first, so pages finish one after another and progress is steady.
+func (c *Controller) Acquire(ctx context.Context, priority int) error {
 	c.mu.Lock()
 	if len(c.waiting) == 0 && c.inUse < int(c.limit) {
 		c.inUse++
@@ -65,7 +77,12 @@ func (c *Controller) Acquire(ctx context.Context) error {
 		return nil
 	}
 	ready := make(chan struct{})
-	c.waiting = append(c.waiting, ready)
+	c.arrived++
+	w := waiter{priority: priority, arrival: c.arrived, ready: ready}
+	i, _ := slices.BinarySearchFunc(c.waiting, w, func(a, b waiter) int {
+		return cmp.Or(cmp.Compare(a.priority, b.priority), cmp.Compare(a.arrival, b.arrival))
+	})
+	c.waiting = slices.Insert(c.waiting, i, w)
 	c.mu.Unlock()
 	select {
 	case <-ready:
@@ -74,7 +91,7 @@ func (c *Controller) Acquire(ctx context.Context) error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for i, w := range c.waiting {
-			if w == ready {
+			if w.ready == ready {
 				c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
 				return ctx.Err()
 			}
@@ -120,7 +137,7 @@ func (c *Controller) throttledLocked() {
 func (c *Controller) handOver() {
 	for len(c.waiting) > 0 && c.inUse < int(c.limit) {
 		c.inUse++
-		close(c.waiting[0])
+		close(c.waiting[0].ready)
 		c.waiting = c.waiting[1:]
 	}
 }

@@ -14,7 +14,7 @@ func TestControllerBacksOffAndRecovers(t *testing.T) {
 
 	// Sustained throttling: one cut per cooldown, down to the floor, never to zero.
 	for range 40 {
-		if err := c.Acquire(ctx); err != nil {
+		if err := c.Acquire(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
 		c.Release(true)
@@ -26,7 +26,7 @@ func TestControllerBacksOffAndRecovers(t *testing.T) {
 	}
 	// Successes grow it back, about one per round.
 	for range 2000 {
-		_ = c.Acquire(ctx)
+		_ = c.Acquire(ctx, 0)
 		c.Release(false)
 	}
 	if got := c.Limit(); got != 32 {
@@ -37,15 +37,15 @@ func TestControllerBacksOffAndRecovers(t *testing.T) {
 func TestControllerBoundsConcurrency(t *testing.T) {
 	c := NewController(2)
 	ctx := context.Background()
-	_ = c.Acquire(ctx)
-	_ = c.Acquire(ctx)
+	_ = c.Acquire(ctx, 0)
+	_ = c.Acquire(ctx, 0)
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if err := c.Acquire(short); err == nil {
+	if err := c.Acquire(short, 0); err == nil {
 		t.Fatal("a third transfer started with a limit of 2")
 	}
 	got := make(chan error, 1)
-	go func() { got <- c.Acquire(ctx) }()
+	go func() { got <- c.Acquire(ctx, 0) }()
 	c.Release(false)
 	select {
 	case err := <-got:
@@ -71,7 +71,7 @@ func TestBackoff(t *testing.T) {
 func TestControllerHandsSlotsOverInOrderAndOnCancel(t *testing.T) {
 	c := NewController(1)
 	ctx := context.Background()
-	_ = c.Acquire(ctx)
+	_ = c.Acquire(ctx, 0)
 	order := make(chan int, 3)
 	cancelled, cancel := context.WithCancel(ctx)
 	for i := range 3 {
@@ -80,7 +80,7 @@ func TestControllerHandsSlotsOverInOrderAndOnCancel(t *testing.T) {
 			waitCtx = cancelled
 		}
 		go func() {
-			if err := c.Acquire(waitCtx); err != nil {
+			if err := c.Acquire(waitCtx, 0); err != nil {
 				order <- -i
 				return
 			}
@@ -116,5 +116,28 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached within 10s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestControllerServesTheOldestPageFirst(t *testing.T) {
+	c := NewController(1)
+	ctx := context.Background()
+	_ = c.Acquire(ctx, 0)
+	order := make(chan int, 3)
+	for i, page := range []int{7, 3, 5} {
+		go func() {
+			_ = c.Acquire(ctx, page)
+			order <- page
+			c.Release(false)
+		}()
+		waitFor(t, func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.waiting) == i+1
+		})
+	}
+	c.Release(false)
+	if a, b, d := <-order, <-order, <-order; a != 3 || b != 5 || d != 7 {
+		t.Fatalf("slots went to pages %d, %d, %d; want 3, 5, 7", a, b, d)
 	}
 }

@@ -52,6 +52,9 @@ type TransferOptions struct {
 	MaxThrottleWait time.Duration
 	// Progress, when set, is called after each object with the count done.
 	Progress func(done int)
+	// Priority orders this page's transfers against other pages' waiting
+	// on the same Controller: lower first (the page's sequence number).
+	Priority int
 }
 
 func (o *TransferOptions) defaults() {
@@ -143,7 +146,7 @@ func (t *transfer) one(ctx context.Context, obj Object) ObjectResult {
 	attempts, throttled := 0, 0
 	var waited time.Duration
 	for {
-		if err := o.Controller.Acquire(ctx); err != nil {
+		if err := o.Controller.Acquire(ctx, o.Priority); err != nil {
 			return ObjectResult{}
 		}
 		res, err := t.attempt(ctx, obj, recovering, attempts == 0 && throttled == 0)
