@@ -33,10 +33,11 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// FindTool locates a dev tool: $EDGEFLOW_<NAME>_BIN, then the repo's
+// FindTool locates a dev tool: $EDGEFLOW_<NAME>_BIN (EDGEFLOW_REDIS_SERVER_BIN
+// for redis-server), then the repo's
 // .tools/bin, then PATH.
 func FindTool(name string) (string, error) {
-	envName := "EDGEFLOW_" + strings.ToUpper(name) + "_BIN"
+	envName := "EDGEFLOW_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_BIN"
 	if p := os.Getenv(envName); p != "" {
 		return p, nil
 	}

@@ -106,53 +106,62 @@ func LoadFile(path string) (*Keyring, error) {
 
 // EnsureDevFile creates the development key file of s in dataDir once
 // (mode 0600, in a 0700 directory) with one new random key, and otherwise
-// checks that the existing file is valid. Concurrent callers agree on one
-// file: it is written aside and linked into place, so nobody reads it half
-// written and a second creator's key is discarded.
+// checks that the existing file is valid.
 func EnsureDevFile(s Source, dataDir string) (path string, created bool, err error) {
 	path = s.DevPath(dataDir)
-	if _, err := LoadFile(path); err == nil {
-		return path, false, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return path, false, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return path, false, err
-	}
 	suffix := make([]byte, 3)
 	if _, err := rand.Read(suffix); err != nil {
 		return path, false, err
 	}
-	key, err := Generate("dev-" + time.Now().UTC().Format("20060102") + "-" + hex.EncodeToString(suffix))
-	if err != nil {
-		return path, false, err
+	created, err = EnsureKeyFile(path, "dev-"+time.Now().UTC().Format("20060102")+"-"+hex.EncodeToString(suffix),
+		fmt.Sprintf("Development keys for %s, created by `make run`. Never use them in production.", s.Env))
+	return path, created, err
+}
+
+// EnsureKeyFile creates a key file once (mode 0600, in a 0700 directory)
+// holding one new random key with the given id under a comment, and
+// otherwise checks that the existing file is valid. Concurrent callers agree
+// on one file: it is written aside and linked into place, so nobody reads it
+// half written and a second creator's key is discarded.
+func EnsureKeyFile(path, id, comment string) (created bool, err error) {
+	if _, err := LoadFile(path); err == nil {
+		return false, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, err
 	}
-	content := fmt.Sprintf("# Development keys for %s, created by `make run`. Never use them in production.\n"+
+	key, err := Generate(id)
+	if err != nil {
+		return false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false, err
+	}
+	content := fmt.Sprintf("# %s\n"+
 		"# One \"id:base64\" key per line. The first seals; every listed key opens.\n"+
 		"# To rotate: add a new key on top and keep the old ones until nothing sealed with them is left.\n%s\n",
-		s.Env, key.Encode())
+		comment, key.Encode())
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".keys-*")
 	if err != nil {
-		return path, false, err
+		return false, err
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.WriteString(content); err != nil {
 		tmp.Close()
-		return path, false, err
+		return false, err
 	}
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
-		return path, false, err
+		return false, err
 	}
 	if err := tmp.Close(); err != nil {
-		return path, false, err
+		return false, err
 	}
 	if err := os.Link(tmp.Name(), path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			_, err = LoadFile(path)
-			return path, false, err
+			return false, err
 		}
-		return path, false, err
+		return false, err
 	}
-	return path, true, nil
+	return true, nil
 }

@@ -1,6 +1,6 @@
 // Package testenv gives integration tests the real parts: a Temporal dev
-// server and a MinIO on free ports, started once per test package (from
-// TestMain) and stopped afterwards.
+// server, a MinIO and a Redis on free ports, started once per test package
+// (from TestMain) and stopped afterwards.
 package testenv
 
 import (
@@ -24,6 +24,7 @@ import (
 type Env struct {
 	Temporal *devstack.Temporal
 	MinIO    *devstack.MinIO
+	Redis    *devstack.Redis
 	Client   client.Client
 	Store    *s3.Store
 	// MinIO2 and Store2 are a second, separate MinIO (Options.SecondMinIO),
@@ -38,6 +39,7 @@ type Options struct {
 	Temporal    bool
 	MinIO       bool
 	SecondMinIO bool
+	Redis       bool // Debian's redis-server (the gates' shared counters)
 }
 
 // Start starts the parts. Their logs go to a file in the temp dir, printed
@@ -78,6 +80,13 @@ func Start(o Options) (*Env, error) {
 			return nil, err
 		}
 	}
+	if o.Redis {
+		e.Redis, err = devstack.StartRedis(ctx, devstack.RedisOptions{Dir: dir, Logs: logs})
+		if err != nil {
+			e.Stop()
+			return nil, err
+		}
+	}
 	if o.Temporal {
 		e.Temporal, err = devstack.StartTemporal(ctx, devstack.TemporalOptions{Headless: true, Logs: logs})
 		if err != nil {
@@ -108,6 +117,9 @@ func (e *Env) Stop() {
 	if e.MinIO2 != nil {
 		_ = e.MinIO2.Stop(10 * time.Second)
 	}
+	if e.Redis != nil {
+		_ = e.Redis.Stop(10 * time.Second)
+	}
 	_ = os.RemoveAll(e.dir)
 }
 
@@ -133,6 +145,6 @@ func Main(m *testing.M, o Options, env **Env) {
 func Require(t testing.TB, e *Env) {
 	t.Helper()
 	if e == nil {
-		t.Skip("integration test: needs the dev server and MinIO (not started with -short)")
+		t.Skip("integration test: needs the real servers (not started with -short)")
 	}
 }

@@ -1,0 +1,198 @@
+package gate
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/keyring"
+)
+
+// CookieName is the visitor cookie's name; a room's cookie_suffix is
+// appended after an underscore, so rooms on one host can keep apart.
+const CookieName = "__edgeflow_waitingroom"
+
+// CookieNameFor is the cookie name of a room with this cookie_suffix.
+func CookieNameFor(suffix string) string {
+	if suffix == "" {
+		return CookieName
+	}
+	return CookieName + "_" + suffix
+}
+
+// Cookie is what the visitor cookie holds, sealed: the engine's ticket (the
+// room, bucketId, acceptedAt, lastCheckInTime, refreshIntervalSeconds, under
+// the source's names) and what the gate adds to it.
+type Cookie struct {
+	admit.Ticket
+	// VisitorID names the visitor for as long as it queues or its session
+	// runs: random, made by the gate, never chosen by the visitor.
+	VisitorID string `json:"vid"`
+	// Attempts is how many tries at a slot the visitor had made when this
+	// cookie was written. A try is allowed only to a cookie that is the
+	// newest the visitor holds (see attemptGuard), so keeping an old cookie
+	// and replaying it buys no extra try.
+	Attempts int64 `json:"n,omitempty"`
+	// Expires is when the cookie stops opening (Unix ms): the end of the
+	// session a minute later, or QueuedCookieLifetime after a queued
+	// visitor's last check-in.
+	Expires int64 `json:"exp"`
+}
+
+// QueuedCookieLifetime is how long a queued visitor who stops checking in
+// keeps its place in line.
+const QueuedCookieLifetime = time.Hour
+
+// MaxCookieBytes bounds the cookie value the gate tries to open; anything
+// longer was not made by a gate.
+const MaxCookieBytes = 1024
+
+// Why a cookie did not open. Every one of them makes its bearer a new
+// visitor; none is ever admitted.
+var (
+	ErrCookieMalformed = errors.New("cookie: malformed")
+	ErrCookieTampered  = errors.New("cookie: altered or truncated")
+	ErrCookieUnknown   = errors.New("cookie: sealed with a key this gate does not have")
+	ErrCookieOtherRoom = errors.New("cookie: sealed for another room")
+	ErrCookieExpired   = errors.New("cookie: expired")
+)
+
+// Codec seals and opens visitor cookies with the gates' shared keys
+// (keyring.GateCookie): every gate of every data center must hold the same
+// keys, so a visitor stays admitted whichever gate answers.
+type Codec struct{ Keys *keyring.Keyring }
+
+// cookieAD binds a sealed cookie to its room: a cookie of one room never
+// opens for another, whatever its name.
+func cookieAD(room string) []byte { return []byte("edgeflow/gate-cookie/v1\x00" + room) }
+
+// Seal writes a cookie value.
+func (c Codec) Seal(ck *Cookie) (string, error) {
+	plain, err := json.Marshal(ck)
+	if err != nil {
+		return "", err
+	}
+	return c.Keys.SealText(plain, cookieAD(ck.Room))
+}
+
+// Open opens a cookie value for room at now, and says whether it was sealed
+// with the primary key (false: a key being rotated out; reseal it).
+func (c Codec) Open(value, room string, now time.Time) (*Cookie, bool, error) {
+	if value == "" || len(value) > MaxCookieBytes {
+		return nil, false, ErrCookieMalformed
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(value)
+	if err != nil {
+		return nil, false, ErrCookieMalformed
+	}
+	plain, err := c.Keys.Open(raw, cookieAD(room))
+	if err != nil {
+		return nil, false, c.classify(raw)
+	}
+	var ck Cookie
+	if err := json.Unmarshal(plain, &ck); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", ErrCookieMalformed, err)
+	}
+	switch {
+	case ck.Room != room:
+		// Only a gate holding the keys can seal, so this would be a gate
+		// bug; a cookie of another room is still never admitted here.
+		return nil, false, ErrCookieOtherRoom
+	case ck.VisitorID == "":
+		return nil, false, ErrCookieMalformed
+	case now.UnixMilli() >= ck.Expires:
+		return nil, false, ErrCookieExpired
+	}
+	id, _ := keyring.KeyID(raw)
+	return &ck, id == c.Keys.Primary(), nil
+}
+
+// classify says why a sealed value did not open, without exposing anything
+// of the keys: malformed, sealed with an unknown key, or altered (which,
+// with the room bound in as associated data, includes a cookie of another
+// room and a truncated one).
+func (c Codec) classify(raw []byte) error {
+	id, err := keyring.KeyID(raw)
+	if err != nil {
+		return ErrCookieMalformed
+	}
+	if slices.Contains(c.Keys.IDs(), id) {
+		return ErrCookieTampered
+	}
+	return ErrCookieUnknown
+}
+
+// cookieAttributes are the Set-Cookie attributes of a room's cookie for one
+// request.
+type cookieAttributes struct {
+	name, path string
+	secure     bool
+	sameSite   http.SameSite
+}
+
+// attributesFor applies the room's cookie_attributes: samesite auto is None
+// (with Secure) over HTTPS and Lax over HTTP; secure auto follows the
+// request's scheme. SameSite=None always goes with Secure, which browsers
+// require (settings refuse none with secure never).
+func attributesFor(s admit.Settings, name, path string, https bool) cookieAttributes {
+	a := cookieAttributes{name: name, path: path}
+	switch s.CookieAttributes.Secure {
+	case "always":
+		a.secure = true
+	case "never":
+		a.secure = false
+	default:
+		a.secure = https
+	}
+	switch s.CookieAttributes.SameSite {
+	case "lax":
+		a.sameSite = http.SameSiteLaxMode
+	case "strict":
+		a.sameSite = http.SameSiteStrictMode
+	case "none":
+		a.sameSite, a.secure = http.SameSiteNoneMode, true
+	default:
+		if https && s.CookieAttributes.Secure != "never" {
+			a.sameSite, a.secure = http.SameSiteNoneMode, true
+		} else {
+			a.sameSite = http.SameSiteLaxMode
+		}
+	}
+	return a
+}
+
+// header is the Set-Cookie value carrying value until expires (a zero
+// expires deletes the cookie).
+func (a cookieAttributes) header(value string, now time.Time, expires time.Time) string {
+	ck := http.Cookie{Name: a.name, Value: value, Path: a.path, Secure: a.secure, HttpOnly: true, SameSite: a.sameSite}
+	if expires.IsZero() {
+		ck.MaxAge = -1
+	} else {
+		ck.MaxAge = max(int(expires.Sub(now)/time.Second), 1)
+	}
+	return ck.String()
+}
+
+// cookiePath is the Path attribute of a room's cookie: the longest
+// directory every route of the room shares, so the cookie reaches every
+// route and no other room's cookie of the same name overwrites it where the
+// paths differ.
+func cookiePath(s admit.Settings) string {
+	routes := s.Routes()
+	common := routes[0].Path
+	for _, r := range routes[1:] {
+		for !strings.HasPrefix(r.Path, common) {
+			common = common[:len(common)-1]
+		}
+	}
+	if i := strings.LastIndexByte(common, '/'); i >= 0 {
+		return common[:i+1]
+	}
+	return "/"
+}

@@ -1,0 +1,327 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+)
+
+// Counters is how a gate counts: the strategy handing out slots, and the
+// store of per-visitor marks (tries at a slot, revoked sessions).
+type Counters struct {
+	Strategy admit.Strategy
+	Marks    *Marks
+	// Failover is set when the counters are on Redis: its Run probes a
+	// failed store until it answers again.
+	Failover *Failover
+}
+
+// MemoryCounters counts in this process, for one gate per data center: the
+// engine's even split on in-process counters. With one gate in its data
+// center, the data center's whole share is this gate's; the Anywhere pool
+// is divided by every gate the room has, so gates in several data centers
+// without a shared Anywhere store never overshoot (they may queue a little
+// early; give them a Redis for Anywhere to stop that).
+func MemoryCounters() Counters {
+	mem := admit.NewMemoryCounter(nil)
+	return Counters{Strategy: admit.EvenSplit{Store: mem}, Marks: &Marks{Store: mem, Local: mem}}
+}
+
+// NewCounters counts on Redis where one is given and in this process
+// otherwise: the data center's Redis for its scopes (shared by the data
+// center's gates; nil: this gate is its data center's only one), the
+// Anywhere Redis for the Anywhere pool and the visitors' marks (shared by
+// every gate of the room). With neither it is MemoryCounters. While a Redis
+// fails, the gate falls back to the even split on in-process counters (see
+// Failover).
+func NewCounters(dataCenter, anywhere *RedisCounter, logger *slog.Logger) Counters {
+	if dataCenter == nil && anywhere == nil {
+		return MemoryCounters()
+	}
+	mem := admit.NewMemoryCounter(nil)
+	var dcStore, anyStore admit.Counter = mem, mem
+	var pings []func(context.Context) error
+	if dataCenter != nil {
+		dcStore = *dataCenter
+		pings = append(pings, dataCenter.Ping)
+	}
+	if anywhere != nil {
+		anyStore = *anywhere
+		pings = append(pings, anywhere.Ping)
+	}
+	f := &Failover{
+		Shared: admit.SharedCounters{Store: admit.ScopeStores{DataCenter: dcStore, Anywhere: anyStore}},
+		Even:   admit.EvenSplit{Store: mem},
+		Probe: func(ctx context.Context) error {
+			var errs []error
+			for _, p := range pings {
+				errs = append(errs, p(ctx))
+			}
+			return errors.Join(errs...)
+		},
+		Logger: logger,
+	}
+	return Counters{Strategy: f, Marks: &Marks{Store: anyStore, Local: mem, Logger: logger}, Failover: f}
+}
+
+// ErrCountersDown is the error of a decision the shared counters could not
+// make: the visitor is queued (the engine's counter_error) rather than
+// admitted on a guess.
+var ErrCountersDown = errors.New("shared counters unreachable")
+
+// Failover uses the shared counters while their store answers and the even
+// split on this gate's own counters while it does not, switching only at
+// minute boundaries so the two never spend the same minute's slots twice:
+//
+//   - the minute the store fails in, the gate admits no one new (the store
+//     may have handed out the whole minute before it failed);
+//   - from the next minute, the even split, which never overshoots;
+//   - once the store answers again, the even split until the end of the
+//     minute after next, so that the other gates, which notice the
+//     recovery at about the same time, switch back in the same minute.
+//
+// If only some gates of a data center lose their Redis (a partial network
+// partition), the others keep counting on it, and the room may take at most
+// the lost gates' even shares beyond its limits for those minutes.
+type Failover struct {
+	Shared, Even admit.Strategy
+	Probe        func(context.Context) error
+	Logger       *slog.Logger
+	Now          func() time.Time // nil: time.Now
+
+	mu          sync.Mutex
+	failedAt    time.Time // the store's last failure; zero while healthy
+	recoveredAt time.Time // when it first answered again since
+}
+
+type failoverMode int
+
+const (
+	useShared failoverMode = iota
+	useNone
+	useEven
+)
+
+// Name implements admit.Strategy.
+func (f *Failover) Name() string { return f.Shared.Name() + "|" + f.Even.Name() }
+
+// TakeSlot implements admit.Strategy.
+func (f *Failover) TakeSlot(ctx context.Context, req admit.SlotRequest) (string, bool, error) {
+	switch f.mode(req.Now, req.Snapshot.MinuteLength()) {
+	case useShared:
+		scope, ok, err := f.Shared.TakeSlot(ctx, req)
+		if err == nil {
+			return scope, ok, nil
+		}
+		f.fail(req.Now, err)
+		return "", false, errors.Join(ErrCountersDown, err)
+	case useNone:
+		return "", false, ErrCountersDown
+	default:
+		return f.Even.TakeSlot(ctx, req)
+	}
+}
+
+// The failover's states, for status pages and tests.
+const (
+	StateShared     = "shared"     // counting on the shared store
+	StateDown       = "down"       // the store failed: the even split (nothing in the minute it failed)
+	StateRecovering = "recovering" // the store answers again: back at the start of the minute after next
+)
+
+// State says which counters are in use.
+func (f *Failover) State() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.failedAt.IsZero():
+		return StateShared
+	case f.recoveredAt.IsZero():
+		return StateDown
+	default:
+		return StateRecovering
+	}
+}
+
+func (f *Failover) mode(now time.Time, length time.Duration) failoverMode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	minute := admit.MinuteOf(now, length)
+	switch {
+	case f.failedAt.IsZero():
+		return useShared
+	case !minute.After(admit.MinuteOf(f.failedAt, length)):
+		return useNone
+	case !f.recoveredAt.IsZero() && !minute.Before(admit.MinuteOf(f.recoveredAt, length).Add(2*length)):
+		f.failedAt, f.recoveredAt = time.Time{}, time.Time{}
+		if f.Logger != nil {
+			f.Logger.Info("shared counters back in use", "strategy", f.Shared.Name())
+		}
+		return useShared
+	default:
+		return useEven
+	}
+}
+
+func (f *Failover) fail(now time.Time, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	first := f.failedAt.IsZero()
+	if now.After(f.failedAt) {
+		f.failedAt = now
+	}
+	f.recoveredAt = time.Time{}
+	if first && f.Logger != nil {
+		f.Logger.Warn("shared counters unreachable: no new visitor admitted for the rest of this minute, then the even split until they answer again",
+			"err", err)
+	}
+}
+
+func (f *Failover) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+// Run probes a failed store every interval until ctx ends, noting when it
+// answers again.
+func (f *Failover) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f.mu.Lock()
+		failed := !f.failedAt.IsZero()
+		f.mu.Unlock()
+		if !failed || f.Probe == nil {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, interval)
+		err := f.Probe(pctx)
+		cancel()
+		f.mu.Lock()
+		switch {
+		case f.failedAt.IsZero():
+		case err != nil:
+			f.recoveredAt = time.Time{}
+		case f.recoveredAt.IsZero():
+			f.recoveredAt = f.now()
+			if f.Logger != nil {
+				f.Logger.Info("shared counters answer again: switching back at the start of the minute after next")
+			}
+		}
+		f.mu.Unlock()
+	}
+}
+
+// Marks keeps per-visitor marks on the store every gate of the room shares
+// (the Anywhere store), falling back to this gate's memory while it fails:
+//
+//   - tries: how many times a queued visitor has tried for a slot. A try is
+//     allowed only to a cookie recording every earlier try, so a visitor
+//     replaying an older cookie (or several copies of one) tries no more
+//     often than one who keeps the newest.
+//   - revoked: the origin ended the visitor's session; replaying the cookie
+//     it had before does not bring the session back.
+type Marks struct {
+	Store  admit.Counter
+	Local  *admit.MemoryCounter
+	Logger *slog.Logger
+}
+
+func triesKey(room, visitor string) string { return "admit/" + room + "/visitor/" + visitor + "/tries" }
+func revokedKey(room, visitor string) string {
+	return "admit/" + room + "/visitor/" + visitor + "/revoked"
+}
+
+// claimTry records a try by a cookie that recorded n tries. It is allowed
+// if no other try was made since (the store holds at most n); count is the
+// number of tries recorded now, which the visitor's next cookie records.
+func (m *Marks) claimTry(ctx context.Context, room, visitor string, n int64, expire time.Time) (allowed bool, count int64) {
+	key := triesKey(room, visitor)
+	ok, err := m.Store.TakeBelow(ctx, key, n+1, expire)
+	if err != nil {
+		m.warn(err)
+		ok, _ = m.Local.TakeBelow(ctx, key, n+1, expire)
+		if ok {
+			return true, n + 1
+		}
+		c, _ := m.Local.Load(ctx, key)
+		return false, max(c, n)
+	}
+	if ok {
+		return true, n + 1
+	}
+	c, err := m.Store.Load(ctx, key)
+	if err != nil {
+		m.warn(err)
+	}
+	return false, max(c, n)
+}
+
+// revoke marks a visitor's session revoked until it would have ended.
+func (m *Marks) revoke(ctx context.Context, room, visitor string, until time.Time) {
+	key := revokedKey(room, visitor)
+	_, _ = m.Local.TakeBelow(ctx, key, 1, until)
+	if m.Store != admit.Counter(m.Local) {
+		if _, err := m.Store.TakeBelow(ctx, key, 1, until); err != nil {
+			m.warn(err)
+		}
+	}
+}
+
+// revoked reports whether a visitor's session was revoked.
+func (m *Marks) revoked(ctx context.Context, room, visitor string) bool {
+	key := revokedKey(room, visitor)
+	if n, _ := m.Local.Load(ctx, key); n > 0 {
+		return true
+	}
+	if m.Store == admit.Counter(m.Local) {
+		return false
+	}
+	n, err := m.Store.Load(ctx, key)
+	if err != nil {
+		m.warn(err)
+	}
+	return n > 0
+}
+
+func (m *Marks) warn(err error) {
+	if m.Logger != nil {
+		m.Logger.Debug("visitor marks: shared store failed, using this gate's memory", "err", err)
+	}
+}
+
+// attemptGuard wraps the strategy for one queued visitor's request: its
+// first call for a slot claims the visitor's try (Marks.claimTry); a cookie
+// that is not the newest gets no slot.
+type attemptGuard struct {
+	admit.Strategy
+	marks         *Marks
+	room, visitor string
+	tries         int64
+	expire        time.Time
+
+	claimed, allowed bool
+	count            int64
+}
+
+func (g *attemptGuard) TakeSlot(ctx context.Context, req admit.SlotRequest) (string, bool, error) {
+	if !g.claimed {
+		g.claimed = true
+		g.allowed, g.count = g.marks.claimTry(ctx, g.room, g.visitor, g.tries, g.expire)
+	}
+	if !g.allowed {
+		return "", false, nil
+	}
+	return g.Strategy.TakeSlot(ctx, req)
+}

@@ -1,0 +1,524 @@
+package gate
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/keyring"
+)
+
+// harness runs a gate on a controlled clock in front of a real origin, with
+// the room played by the engine's own Room: the gate's reports go in, and
+// the room's snapshots come back, as the room workflow would do.
+type harness struct {
+	t        *testing.T
+	mu       sync.Mutex
+	now      time.Time
+	room     *admit.Room
+	reg      *Registry
+	g        *Gate
+	keys     *keyring.Keyring
+	origin   *httptest.Server
+	hits     atomic.Int64 // requests the origin saw
+	counters Counters
+}
+
+func newHarness(t *testing.T, s admit.Settings, configure ...func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, now: t0.Add(5 * time.Second)}
+	h.origin = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.hits.Add(1)
+		switch r.URL.Path {
+		case "/logout":
+			w.Header().Set(RevokeHeader, "revoke")
+		case "/broken":
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "origin is overloaded\n")
+			return
+		case "/slow":
+			time.Sleep(300 * time.Millisecond)
+		case "/upload":
+			n, err := io.Copy(io.Discard, r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			_, _ = io.WriteString(w, "got "+itoa(n)+"\n")
+			return
+		}
+		w.Header().Set("Set-Cookie", "origin_session=abc; Path=/")
+		_, _ = io.WriteString(w, "origin:"+r.URL.Path+" host:"+r.Host+"\n")
+	}))
+	t.Cleanup(h.origin.Close)
+	if s.TotalActiveUsers == 0 {
+		s.TotalActiveUsers, s.NewUsersPerMinute = 2, 2
+	}
+	var err error
+	if h.room, err = admit.NewRoom(s, 60, t0); err != nil {
+		t.Fatal(err)
+	}
+	gateID := admit.Gate{DataCenter: "ams", ID: "ams-1"}
+	h.reg = NewRegistry(gateID)
+	page := h.room.Settings.CustomPageHTML
+	if err := h.reg.Update(h.room.Snapshot, &page, h.now); err != nil {
+		t.Fatal(err)
+	}
+	h.keys = testRing(t, testKey(t, "k1"))
+	h.counters = MemoryCounters()
+	originURL, _ := url.Parse(h.origin.URL)
+	cfg := Config{Origin: originURL, Gate: gateID, Keys: h.keys, Counters: h.counters, Registry: h.reg,
+		Now: h.clock, Logger: quietLogger(), Transport: NewTransport(OriginTimeouts{Dial: time.Second, ResponseHeader: 200 * time.Millisecond, Idle: time.Second})}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	if h.g, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func base64URL(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(s) }
+
+func (h *harness) clock() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.now
+}
+
+// advance moves the clock, hands the room the gate's reports and lets it
+// publish, and gives the gate the room's latest snapshot.
+func (h *harness) advance(d time.Duration) {
+	h.t.Helper()
+	h.mu.Lock()
+	h.now = h.now.Add(d)
+	now := h.now
+	h.mu.Unlock()
+	r := h.reg.Room(h.room.Settings.Name)
+	for _, rep := range r.tally.Pending() {
+		if err := h.room.AddReport(rep, now); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	h.room.Advance(now)
+	if err := h.reg.Update(h.room.Snapshot, nil, now); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// visitor is a browser's cookie jar for the gate's cookies.
+type visitor struct {
+	cookies map[string]string
+}
+
+func newVisitor() *visitor { return &visitor{cookies: map[string]string{}} }
+
+func (v *visitor) clone() *visitor {
+	c := newVisitor()
+	for k, val := range v.cookies {
+		c.cookies[k] = val
+	}
+	return c
+}
+
+type result struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (r result) fromOrigin() bool { return strings.HasPrefix(r.body, "origin:") }
+
+func (h *harness) get(v *visitor, target string, headers ...string) result {
+	h.t.Helper()
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return h.do(v, req)
+}
+
+func (h *harness) do(v *visitor, req *http.Request) result {
+	h.t.Helper()
+	if v != nil {
+		for name, val := range v.cookies {
+			req.AddCookie(&http.Cookie{Name: name, Value: val})
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.g.ServeHTTP(rec, req)
+	res := rec.Result()
+	body, _ := io.ReadAll(res.Body)
+	if v != nil {
+		for _, c := range res.Cookies() {
+			if !strings.HasPrefix(c.Name, CookieName) {
+				continue
+			}
+			if c.MaxAge < 0 {
+				delete(v.cookies, c.Name)
+			} else {
+				v.cookies[c.Name] = c.Value
+			}
+		}
+	}
+	return result{status: res.StatusCode, header: res.Header, body: string(body)}
+}
+
+func mustOrigin(t *testing.T, r result, what string) {
+	t.Helper()
+	if r.status != http.StatusOK || !r.fromOrigin() {
+		t.Fatalf("%s: want the origin's page, got %d %q", what, r.status, r.body)
+	}
+}
+
+func mustQueue(t *testing.T, r result, status int, what string) {
+	t.Helper()
+	if r.status != status || r.fromOrigin() || !strings.Contains(r.body, "You are in line") {
+		t.Fatalf("%s: want the queue page with status %d, got %d %q", what, status, r.status, r.body)
+	}
+}
+
+func TestAdmitsUpToTheLimitThenQueuesWithTheRoomsStatus(t *testing.T) {
+	for _, status := range []int{200, 202, 429} {
+		h := newHarness(t, admit.Settings{Name: "shop", QueueingStatusCode: status})
+		a, b, c := newVisitor(), newVisitor(), newVisitor()
+		mustOrigin(t, h.get(a, "/"), "first visitor")
+		mustOrigin(t, h.get(b, "/cart"), "second visitor")
+		hits := h.hits.Load()
+		res := h.get(c, "/")
+		mustQueue(t, res, status, "third visitor, the room full")
+		if h.hits.Load() != hits {
+			t.Fatal("a queued visitor's request reached the origin")
+		}
+		if res.header.Get("Refresh") == "" || res.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("queue page headers %v: want Refresh and Cache-Control: no-store", res.header)
+		}
+		if !strings.Contains(res.body, `http-equiv="refresh"`) || !strings.Contains(res.body, `role="status"`) || !strings.Contains(res.body, `lang="en"`) {
+			t.Errorf("the default page must refresh itself and announce its status accessibly:\n%s", res.body)
+		}
+		// Admitted visitors keep passing, without touching a counter.
+		for range 3 {
+			mustOrigin(t, h.get(a, "/page"), "admitted visitor, again")
+		}
+		if len(a.cookies) != 1 || len(c.cookies) != 1 {
+			t.Errorf("cookies: admitted %v, queued %v", a.cookies, c.cookies)
+		}
+	}
+}
+
+func TestJSONResponse(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "app", TotalActiveUsers: 1, NewUsersPerMinute: 1, JSONResponseEnabled: true,
+		QueueingMethod: admit.Random, QueueingStatusCode: 202})
+	mustOrigin(t, h.get(newVisitor(), "/"), "first visitor")
+	res := h.get(newVisitor(), "/api/items", "Accept", "text/html;q=0.5, application/json")
+	if res.status != 202 || res.header.Get("Content-Type") != "application/json" || res.header.Get("Refresh") == "" {
+		t.Fatalf("JSON queue answer: %d %v %s", res.status, res.header, res.body)
+	}
+	var doc map[string]map[string]any
+	if err := json.Unmarshal([]byte(res.body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	room := doc["cfWaitingRoom"]
+	for _, field := range []string{"inWaitingRoom", "waitTimeKnown", "waitTime", "waitTime25Percentile", "waitTime50Percentile",
+		"waitTime75Percentile", "waitTimeFormatted", "queueIsFull", "queueAll", "lastUpdated", "refreshIntervalSeconds",
+		"queueingMethod", "isFIFOQueue", "isRandomQueue"} {
+		if _, ok := room[field]; !ok {
+			t.Errorf("cfWaitingRoom lacks %s: %s", field, res.body)
+		}
+	}
+	if room["inWaitingRoom"] != true || room["queueingMethod"] != "random" || room["isRandomQueue"] != true || room["isFIFOQueue"] != false {
+		t.Errorf("cfWaitingRoom: %v", room)
+	}
+	if refresh := room["refreshIntervalSeconds"].(float64); res.header.Get("Refresh") != itoa(int64(refresh)) {
+		t.Errorf("Refresh header %q, refreshIntervalSeconds %v: want the same", res.header.Get("Refresh"), refresh)
+	}
+	if _, err := time.Parse("2006-01-02T15:04:05.000Z", room["lastUpdated"].(string)); err != nil {
+		t.Errorf("lastUpdated %v: %v", room["lastUpdated"], err)
+	}
+	// Without Accept: application/json, the page.
+	if res := h.get(newVisitor(), "/"); !strings.Contains(res.body, "<html") {
+		t.Errorf("without Accept: application/json: %s", res.body)
+	}
+	// A room without JSON enabled answers HTML even to JSON clients.
+	h2 := newHarness(t, admit.Settings{Name: "site", TotalActiveUsers: 1, NewUsersPerMinute: 1})
+	h2.get(newVisitor(), "/")
+	if res := h2.get(newVisitor(), "/", "Accept", "application/json"); res.header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Errorf("json_response_enabled off: %v", res.header)
+	}
+}
+
+func TestCustomPage(t *testing.T) {
+	page := `<p>{{#isFIFOQueue}}fifo{{/isFIFOQueue}} wait={{waitTimeFormatted}} known={{waitTimeKnown}} every={{refreshIntervalSeconds}} ` +
+		`p50={{waitTime50Percentile}} all={{queueAll}} full={{queueIsFull}} m={{queueingMethod}} at={{lastUpdated}} x=<{{waitTime}}></p>`
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1, CustomPageHTML: page})
+	h.get(newVisitor(), "/")
+	res := h.get(newVisitor(), "/")
+	if !strings.HasPrefix(res.body, "<p>fifo wait=") || !strings.Contains(res.body, " m=fifo at=20") || !strings.Contains(res.body, " every=") {
+		t.Fatalf("custom page: %s", res.body)
+	}
+}
+
+// Cookies that do not open — altered, truncated, another room's, sealed
+// with an unknown key, expired — make their bearer a new visitor: with the
+// room full, queued, never admitted.
+func TestBadCookiesAreNewVisitors(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1, QueueingStatusCode: 429})
+	a := newVisitor()
+	mustOrigin(t, h.get(a, "/"), "admitted")
+	good := a.cookies[CookieName]
+	strangers := Codec{Keys: testRing(t, testKey(t, "stolen"))}
+	forged, _ := strangers.Seal(admittedCookie("shop", h.clock()))
+	blog := admittedCookie("blog", h.clock())
+	blogValue, _ := Codec{Keys: h.keys}.Seal(blog)
+	expired := admittedCookie("shop", h.clock().Add(-time.Hour))
+	expiredValue, _ := Codec{Keys: h.keys}.Seal(expired)
+	raw := []byte(good)
+	raw[len(raw)/2] ^= 0x02
+	for name, value := range map[string]string{
+		"tampered":              string(raw),
+		"truncated":             good[:len(good)-3],
+		"another room's cookie": blogValue,
+		"unknown key":           forged,
+		"expired":               expiredValue,
+	} {
+		v := &visitor{cookies: map[string]string{CookieName: value}}
+		mustQueue(t, h.get(v, "/"), 429, name)
+	}
+	mustOrigin(t, h.get(a, "/"), "the genuine cookie still")
+}
+
+// Keeping an old cookie and replaying it buys nothing: a queued visitor
+// tries for a slot once per refresh interval whatever copies it holds.
+func TestReplayedCookieBuysNoExtraTry(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1, QueueingMethod: admit.Random,
+		SessionDuration: 1, RefreshIntervalSeconds: 10})
+	holder := newVisitor()
+	mustOrigin(t, h.get(holder, "/"), "the slot's holder")
+	q := newVisitor()
+	mustQueue(t, h.get(q, "/"), 200, "the queued visitor")
+	first := q.clone() // the cookie of its first check-in
+
+	h.advance(15 * time.Second) // past its refresh interval
+	mustQueue(t, h.get(q, "/"), 200, "second check-in, still full")
+	second := q.clone()
+	if first.cookies[CookieName] == second.cookies[CookieName] {
+		t.Fatal("a check-in did not renew the cookie")
+	}
+
+	// The holder's session ends and a new minute brings a free slot.
+	h.advance(60 * time.Second)
+	h.advance(50 * time.Second)
+	if s := h.reg.Room("shop").Snapshot(); s.SlotsAvailable != 1 {
+		t.Fatalf("the next minute should have one slot: %s", s.String())
+	}
+	// The old cookie, due long ago, is refused its try: the visitor has
+	// tried since. It gets a fresh cookie telling it when to come back.
+	res := h.get(first, "/")
+	mustQueue(t, res, 200, "replaying the first cookie")
+	// The newest cookie tries and takes the slot.
+	mustOrigin(t, h.get(q, "/"), "the newest cookie, with a free slot")
+
+	// Copies of one cookie: the first use tries, the others do not.
+	h2 := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1, QueueingMethod: admit.Random,
+		SessionDuration: 1, RefreshIntervalSeconds: 10})
+	mustOrigin(t, h2.get(newVisitor(), "/"), "holder")
+	v := newVisitor()
+	h2.get(v, "/")
+	copies := []*visitor{v.clone(), v.clone(), v.clone()}
+	h2.advance(60 * time.Second)
+	h2.advance(60 * time.Second) // a free slot, everyone due
+	admitted := 0
+	for _, c := range copies[:2] {
+		if h2.get(c, "/").fromOrigin() {
+			admitted++
+		}
+	}
+	if admitted != 1 {
+		t.Fatalf("two copies of a cookie got %d slots; want the first copy's try only", admitted)
+	}
+}
+
+// A queued visitor refreshing before its interval changes nothing: same
+// cookie, no try.
+func TestEarlyRefreshChangesNothing(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1})
+	h.get(newVisitor(), "/")
+	q := newVisitor()
+	h.get(q, "/")
+	before := q.cookies[CookieName]
+	res := h.get(q, "/")
+	if res.header.Get("Set-Cookie") != "" || q.cookies[CookieName] != before {
+		t.Errorf("an early refresh rewrote the cookie: %v", res.header)
+	}
+	if r := h.reg.Room("shop").Tally().Pending(); len(r) == 0 || r[len(r)-1].EarlyRefreshes != 1 {
+		t.Errorf("the early refresh is not counted: %+v", r)
+	}
+}
+
+func TestOriginRevokesSession(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 5, EnabledOriginCommands: []string{"revoke"}})
+	a := newVisitor()
+	mustOrigin(t, h.get(a, "/"), "admitted")
+	kept := a.clone()
+	res := h.get(a, "/logout")
+	mustOrigin(t, res, "the origin's logout page")
+	if res.header.Get(RevokeHeader) != "" {
+		t.Error("the origin's command reached the visitor")
+	}
+	if len(a.cookies) != 0 {
+		t.Errorf("the session cookie was not deleted: %v (Set-Cookie %v)", a.cookies, res.header.Values("Set-Cookie"))
+	}
+	if !strings.Contains(strings.Join(res.header.Values("Set-Cookie"), "\n"), "origin_session=abc") {
+		t.Error("the origin's own cookies must still reach the visitor")
+	}
+	reports := h.reg.Room("shop").Tally().Pending()
+	if len(reports) == 0 || len(reports[len(reports)-1].Revoked) != 1 {
+		t.Fatalf("the revocation is not reported: %+v", reports)
+	}
+	// Replaying the cookie held before the revocation does not bring the
+	// session back: it is a new visitor, and this minute's one slot is spent.
+	mustQueue(t, h.get(kept, "/"), 200, "the revoked session's old cookie")
+
+	// Without the room's permission the command is dropped and the session stays.
+	h2 := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 5})
+	b := newVisitor()
+	h2.get(b, "/")
+	res = h2.get(b, "/logout")
+	if res.header.Get(RevokeHeader) != "" || len(b.cookies) != 1 {
+		t.Errorf("revoke not enabled: header %q, cookies %v", res.header.Get(RevokeHeader), b.cookies)
+	}
+}
+
+func TestOriginErrorsPassedOnHonestly(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10})
+	v := newVisitor()
+	res := h.get(v, "/broken")
+	if res.status != 503 || res.body != "origin is overloaded\n" || res.header.Get("Retry-After") != "7" {
+		t.Errorf("the origin's own error: %d %v %q", res.status, res.header, res.body)
+	}
+	if len(v.cookies) != 1 {
+		t.Error("an admitted visitor must get its cookie even when the origin fails")
+	}
+	res = h.get(v, "/slow")
+	if res.status != http.StatusGatewayTimeout || strings.Contains(res.body, "127.0.0.1") {
+		t.Errorf("a slow origin: %d %q", res.status, res.body)
+	}
+	h.origin.Close()
+	res = h.get(v, "/")
+	if res.status != http.StatusBadGateway || strings.Contains(res.body, "127.0.0.1") || strings.Contains(res.body, "dial") {
+		t.Errorf("an unreachable origin: %d %q (no internals)", res.status, res.body)
+	}
+}
+
+func TestRequestSizeLimit(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, func(c *Config) { c.MaxBodyBytes = 1000 })
+	v := newVisitor()
+	small := httptest.NewRequest(http.MethodPost, "/upload", strings.NewReader(strings.Repeat("x", 1000)))
+	if res := h.do(v, small); res.status != 200 || res.body != "got 1000\n" {
+		t.Errorf("a body at the limit: %d %q", res.status, res.body)
+	}
+	big := httptest.NewRequest(http.MethodPost, "/upload", strings.NewReader(strings.Repeat("x", 1001)))
+	if res := h.do(v, big); res.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over the limit (length known): %d %q", res.status, res.body)
+	}
+	streamed := httptest.NewRequest(http.MethodPost, "/upload", io.MultiReader(strings.NewReader(strings.Repeat("x", 5000))))
+	streamed.ContentLength = -1
+	if res := h.do(v, streamed); res.status == 200 {
+		t.Errorf("a streamed body over the limit reached the origin whole: %d %q", res.status, res.body)
+	}
+}
+
+func TestCookieFollowsRoomAttributes(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", Path: "/shop/", CookieSuffix: "s1"}, func(c *Config) { c.TrustForwardedProto = true })
+	res := h.get(newVisitor(), "/shop/item", "X-Forwarded-Proto", "https")
+	sc := res.header.Get("Set-Cookie")
+	for _, want := range []string{"__edgeflow_waitingroom_s1=", "Path=/shop/", "Secure", "SameSite=None", "HttpOnly", "Max-Age="} {
+		if !strings.Contains(sc, want) {
+			t.Errorf("Set-Cookie %q lacks %q", sc, want)
+		}
+	}
+	res = h.get(newVisitor(), "/shop/item")
+	if sc := res.header.Get("Set-Cookie"); !strings.Contains(sc, "SameSite=Lax") || strings.Contains(sc, "Secure") {
+		t.Errorf("over HTTP, auto: %q", sc)
+	}
+	// Paths no room covers go straight to the origin, untouched.
+	res = h.get(newVisitor(), "/about")
+	mustOrigin(t, res, "a path outside every room")
+	if strings.Contains(res.header.Get("Set-Cookie"), CookieName) {
+		t.Error("a request outside every room got a waiting room cookie")
+	}
+}
+
+// Keys rotate without logging anyone out: a cookie of the old key passes
+// and comes back sealed with the new one.
+func TestKeyRotationKeepsSessions(t *testing.T) {
+	old, next := testKey(t, "k-old"), testKey(t, "k-new")
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1}, func(c *Config) { c.Keys = testRing(t, old) })
+	a := newVisitor()
+	mustOrigin(t, h.get(a, "/"), "admitted under the old key")
+	h.g.codec = Codec{Keys: testRing(t, next, old)} // a restart with the new key listed first
+	res := h.get(a, "/")
+	mustOrigin(t, res, "the old key's cookie after the rotation")
+	raw, _ := base64URL(a.cookies[CookieName])
+	if keyIDOf(raw) != "k-new" {
+		t.Errorf("the cookie was not resealed with the new key (Set-Cookie %q)", res.header.Get("Set-Cookie"))
+	}
+	h.g.codec = Codec{Keys: testRing(t, next)} // the old key dropped
+	mustOrigin(t, h.get(a, "/"), "after the old key is dropped, the resealed cookie")
+}
+
+// An old snapshot admits nobody new, while sessions keep passing.
+func TestStaleSnapshotQueuesNewVisitorsOnly(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10, SessionDuration: 10, SnapshotMaxAgeSeconds: 120})
+	a := newVisitor()
+	mustOrigin(t, h.get(a, "/"), "admitted")
+	h.mu.Lock()
+	h.now = h.now.Add(3 * time.Minute) // the room is unreachable: no new snapshot
+	h.mu.Unlock()
+	mustOrigin(t, h.get(a, "/"), "a session, on a stale snapshot")
+	mustQueue(t, h.get(newVisitor(), "/"), 200, "a new visitor, on a stale snapshot")
+}
+
+func TestSuspendedRoomPassesUntouched(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1, Suspended: true})
+	for range 3 {
+		res := h.get(newVisitor(), "/")
+		mustOrigin(t, res, "a suspended room")
+		if strings.Contains(res.header.Get("Set-Cookie"), CookieName) {
+			t.Fatal("a suspended room set its cookie")
+		}
+	}
+}
+
+func TestClosedRoom(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", QueueingMethod: admit.Reject, QueueingStatusCode: 202})
+	res := h.get(newVisitor(), "/")
+	if res.status != 202 || !strings.Contains(res.body, "closed for now") {
+		t.Errorf("reject: %d %s", res.status, res.body)
+	}
+}
+
+func TestHeadOfQueuePageHasNoBody(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1})
+	h.get(newVisitor(), "/")
+	req := httptest.NewRequest(http.MethodHead, "/", nil)
+	if res := h.do(newVisitor(), req); res.body != "" || res.status != 200 {
+		t.Errorf("HEAD: %d %q", res.status, res.body)
+	}
+}

@@ -1,0 +1,140 @@
+package gate
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+)
+
+// ReportSink delivers a gate's report to its room (the room workflow's
+// report signal).
+type ReportSink func(ctx context.Context, r admit.Report) error
+
+// Reporter sends each room the gate's counts: every Every while the minute
+// runs (more often for rooms with a short minute, so the room has them
+// before its grace after the minute ends), at once when a minute ends, and
+// at least once a minute even when idle, so the room counts this gate.
+// Reports are cumulative per minute; one that fails is sent again until a
+// newer one of its minute replaces it.
+type Reporter struct {
+	Registry *Registry
+	Sink     ReportSink
+	Every    time.Duration // default 2s
+	Timeout  time.Duration // per report, default 3s
+	Logger   *slog.Logger
+	Now      func() time.Time
+
+	failing bool
+}
+
+// tick is how often the reporter looks at its rooms.
+const reportTick = 50 * time.Millisecond
+
+// Run reports until ctx ends, then sends what is pending once more.
+func (p *Reporter) Run(ctx context.Context) {
+	p.defaults()
+	t := time.NewTicker(reportTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.Background(), p.Timeout)
+			p.Flush(final)
+			cancel()
+			return
+		case <-t.C:
+			p.Tick(ctx)
+		}
+	}
+}
+
+func (p *Reporter) defaults() {
+	if p.Every <= 0 {
+		p.Every = 2 * time.Second
+	}
+	if p.Timeout <= 0 {
+		p.Timeout = 3 * time.Second
+	}
+	if p.Logger == nil {
+		p.Logger = slog.Default()
+	}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+}
+
+// Tick sends the reports of every room that is due.
+func (p *Reporter) Tick(ctx context.Context) {
+	p.defaults()
+	now := p.Now()
+	for _, r := range p.Registry.Rooms() {
+		snap := r.Snapshot()
+		if snap == nil || snap.Status == admit.StatusDeleted {
+			continue
+		}
+		length := snap.MinuteLength()
+		minute := admit.MinuteOf(now, length)
+		newMinute := minute.After(r.lastMinute)
+		if !newMinute && now.Before(r.nextReport) {
+			continue
+		}
+		r.tally.Heartbeat(minute)
+		r.lastMinute = minute
+		r.nextReport = now.Add(min(p.Every, length/24))
+		p.send(ctx, r)
+		r.tally.Forget(minute.Add(-3 * length))
+	}
+}
+
+// Flush sends every room's pending reports now.
+func (p *Reporter) Flush(ctx context.Context) {
+	p.defaults()
+	for _, r := range p.Registry.Rooms() {
+		p.send(ctx, r)
+	}
+}
+
+func (p *Reporter) send(ctx context.Context, r *Room) {
+	for _, rep := range r.tally.Pending() {
+		r.unsent = replaceReport(r.unsent, rep)
+	}
+	var failed []admit.Report
+	for _, rep := range r.unsent {
+		sctx, cancel := context.WithTimeout(ctx, p.Timeout)
+		err := p.Sink(sctx, rep)
+		cancel()
+		if err != nil {
+			failed = append(failed, rep)
+			if !p.failing && ctx.Err() == nil {
+				p.Logger.Warn("cannot report to the room; keeping the counts to send again", "room", r.name, "err", err)
+				p.failing = true
+			}
+			continue
+		}
+		if p.failing {
+			p.Logger.Info("reporting again", "room", r.name)
+			p.failing = false
+		}
+	}
+	// Keep only recent minutes: a room closes a minute soon after it ends.
+	r.unsent = failed[:0:0]
+	for _, rep := range failed {
+		if snap := r.Snapshot(); snap == nil || !rep.Minute.Before(admit.MinuteOf(p.Now(), snap.MinuteLength()).Add(-2*snap.MinuteLength())) {
+			r.unsent = append(r.unsent, rep)
+		}
+	}
+}
+
+// replaceReport adds rep to the unsent reports, replacing an older one of
+// its minute (reports are cumulative).
+func replaceReport(unsent []admit.Report, rep admit.Report) []admit.Report {
+	for i, u := range unsent {
+		if u.Minute.Equal(rep.Minute) {
+			unsent[i] = rep
+			return unsent
+		}
+	}
+	return append(unsent, rep)
+}

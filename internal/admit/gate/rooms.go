@@ -1,0 +1,159 @@
+package gate
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cbroglie/mustache"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+)
+
+// Room is what a gate holds of one room: the snapshot it decides on (with
+// what follows from it) and the tally of its decisions it reports.
+type Room struct {
+	name  string
+	state atomic.Pointer[roomState]
+	tally *admit.Tally
+
+	// reporting, owned by the Reporter
+	nextReport time.Time
+	lastMinute time.Time
+	unsent     []admit.Report
+}
+
+// roomState is one snapshot and everything derived from it, immutable:
+// requests read it with one atomic load.
+type roomState struct {
+	snap       *admit.Snapshot
+	routed     bool   // the room takes traffic (not deleted)
+	cookieName string // with the room's cookie_suffix
+	cookiePath string
+	page       *mustache.Template // custom_page_html, nil: the default page
+	fetchedAt  time.Time          // when the gate read the snapshot
+}
+
+// Name is the room's name.
+func (r *Room) Name() string { return r.name }
+
+// Snapshot is the snapshot the gate decides on (nil before the first).
+func (r *Room) Snapshot() *admit.Snapshot {
+	if st := r.state.Load(); st != nil {
+		return st.snap
+	}
+	return nil
+}
+
+// Tally is the room's tally of this gate's decisions.
+func (r *Room) Tally() *admit.Tally { return r.tally }
+
+// Registry holds the rooms a gate knows and the route table built from
+// them. Requests only read it (one atomic load each); the watcher writes.
+type Registry struct {
+	gate   admit.Gate
+	mu     sync.Mutex // writers
+	rooms  map[string]*Room
+	routes atomic.Pointer[routeTable]
+}
+
+// NewRegistry starts an empty registry for a gate.
+func NewRegistry(g admit.Gate) *Registry {
+	r := &Registry{gate: g, rooms: map[string]*Room{}}
+	r.routes.Store(buildRoutes(nil))
+	return r
+}
+
+// Update stores a room's new snapshot; page is its custom_page_html (nil
+// when unchanged since the last call, "" for the default page). The route
+// table is rebuilt when the room's routes, or whether it takes traffic,
+// changed.
+func (g *Registry) Update(snap *admit.Snapshot, page *string, fetchedAt time.Time) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.rooms[snap.Room]
+	if r == nil {
+		r = &Room{name: snap.Room, tally: admit.NewTally(snap.Room, g.gate)}
+		g.rooms[snap.Room] = r
+	}
+	old := r.state.Load()
+	st := &roomState{
+		snap:       snap,
+		routed:     snap.Status != admit.StatusDeleted,
+		cookieName: CookieNameFor(snap.Settings.CookieSuffix),
+		cookiePath: cookiePath(snap.Settings),
+		fetchedAt:  fetchedAt,
+	}
+	var err error
+	switch {
+	case page != nil && *page != "":
+		// The room validated the template; should it still not parse, the
+		// room keeps working on the default page.
+		st.page, err = mustache.ParseString(*page)
+	case page == nil && old != nil:
+		st.page = old.page
+	}
+	r.state.Store(st)
+	g.rebuildIfRoutesChanged(old, st)
+	return err
+}
+
+func (g *Registry) rebuildIfRoutesChanged(old, st *roomState) {
+	if old != nil && old.routed == st.routed && slices.Equal(old.snap.Settings.Routes(), st.snap.Settings.Routes()) {
+		return
+	}
+	g.rebuild()
+}
+
+// Remove forgets a room.
+func (g *Registry) Remove(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.rooms[name]; ok {
+		delete(g.rooms, name)
+		g.rebuild()
+	}
+}
+
+func (g *Registry) rebuild() {
+	all := make([]*Room, 0, len(g.rooms))
+	for _, r := range g.rooms {
+		all = append(all, r)
+	}
+	g.routes.Store(buildRoutes(all))
+}
+
+// Match finds the room covering a request's host and path (nil: none).
+func (g *Registry) Match(host, path string) *Room { return g.routes.Load().match(host, path) }
+
+// Room returns a room by name.
+func (g *Registry) Room(name string) *Room {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.rooms[name]
+}
+
+// Rooms lists the rooms, by name.
+func (g *Registry) Rooms() []*Room {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*Room, 0, len(g.rooms))
+	for _, r := range g.rooms {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *Room) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// settingsVersion is the settings version of the room's snapshot, -1 if it
+// has none.
+func (g *Registry) settingsVersion(name string) int64 {
+	if r := g.Room(name); r != nil {
+		if s := r.Snapshot(); s != nil {
+			return s.SettingsVersion
+		}
+	}
+	return -1
+}

@@ -1,0 +1,125 @@
+package gate
+
+import (
+	"cmp"
+	"net"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+)
+
+// route is one host and path a room covers.
+type route struct {
+	host, path string // host "" matches every host
+	room       *Room
+}
+
+// routeTable finds the room of a request. It is immutable: the registry
+// builds a new one whenever a room's routes change and swaps it in.
+type routeTable struct {
+	byHost  map[string][]route // rooms with a host, longest path first
+	anyHost []route            // rooms without one, longest path first
+}
+
+// buildRoutes indexes the routes of live rooms. Two rooms claiming the same
+// host and path are a conflict the settings cannot see (they are per room):
+// the room whose name sorts first wins, the same on every gate.
+func buildRoutes(rooms []*Room) *routeTable {
+	t := &routeTable{byHost: map[string][]route{}}
+	seen := map[admit.Route]bool{}
+	slices.SortFunc(rooms, func(a, b *Room) int { return strings.Compare(a.name, b.name) })
+	for _, r := range rooms {
+		st := r.state.Load()
+		if st == nil || !st.routed {
+			continue
+		}
+		for _, rt := range st.snap.Settings.Routes() {
+			key := admit.Route{Host: strings.ToLower(rt.Host), Path: rt.Path}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			e := route{host: key.Host, path: key.Path, room: r}
+			if key.Host == "" {
+				t.anyHost = append(t.anyHost, e)
+			} else {
+				t.byHost[key.Host] = append(t.byHost[key.Host], e)
+			}
+		}
+	}
+	longestFirst := func(a, b route) int { return cmp.Compare(len(b.path), len(a.path)) }
+	slices.SortStableFunc(t.anyHost, longestFirst)
+	for h := range t.byHost {
+		slices.SortStableFunc(t.byHost[h], longestFirst)
+	}
+	return t
+}
+
+// match finds the room covering host and path: the longest matching path
+// wins; at equal length a room naming the host beats one without a host.
+// The path is cleaned first, so /public/../shop/ is judged as /shop/, the
+// way the origin will read it.
+func (t *routeTable) match(host, p string) *Room {
+	if t == nil {
+		return nil
+	}
+	p = cleanPath(p)
+	best, bestLen := (*Room)(nil), -1
+	for _, r := range t.byHost[normalizeHost(host)] {
+		if pathCovers(r.path, p) {
+			best, bestLen = r.room, len(r.path)
+			break
+		}
+	}
+	for _, r := range t.anyHost {
+		if len(r.path) <= bestLen {
+			break
+		}
+		if pathCovers(r.path, p) {
+			return r.room
+		}
+	}
+	return best
+}
+
+// pathCovers reports whether a room path covers a request path: the same
+// path, or one below it. "/shop/" covers "/shop/" and "/shop/cart"; "/shop"
+// covers "/shop" and "/shop/cart" but not "/shopping".
+func pathCovers(roomPath, p string) bool {
+	if !strings.HasPrefix(p, roomPath) {
+		return false
+	}
+	return len(p) == len(roomPath) || strings.HasSuffix(roomPath, "/") || p[len(roomPath)] == '/'
+}
+
+// cleanPath resolves dot segments and doubled slashes, keeping a trailing
+// slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+		return p // the common case, without allocating
+	}
+	c := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+// normalizeHost lowercases the request's host and drops its port.
+func normalizeHost(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	h = strings.TrimSuffix(h, ".")
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(h)
+		}
+	}
+	return h
+}

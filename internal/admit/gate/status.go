@@ -1,0 +1,74 @@
+package gate
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+)
+
+// RoomStatus is what a gate tells about one room on its status endpoint.
+type RoomStatus struct {
+	Room           string        `json:"room"`
+	Routes         []admit.Route `json:"routes"`
+	Status         admit.Status  `json:"status"`
+	Seq            int64         `json:"seq"`
+	Minute         time.Time     `json:"minute"`
+	PublishedAt    time.Time     `json:"publishedAt"`
+	FetchedAt      time.Time     `json:"fetchedAt"`
+	Stale          bool          `json:"stale"` // older than its maximum age: new visitors are queued
+	CustomPage     bool          `json:"customPage"`
+	CookieName     string        `json:"cookieName"`
+	SlotsAvailable int           `json:"slotsAvailable"`
+}
+
+// GateStatus is the gate's status document.
+type GateStatus struct {
+	Gate     admit.Gate `json:"gate"`
+	Counters string     `json:"counters"`      // the strategy
+	State    string     `json:"countersState"` // shared, down or recovering (Redis); shared in process
+
+	Rooms []RoomStatus `json:"rooms"`
+}
+
+// Status describes the gate and the rooms it decides for.
+func (g *Gate) Status() GateStatus {
+	now := g.now()
+	out := GateStatus{Gate: g.cfg.Gate, Counters: g.counters.Strategy.Name(), State: StateShared, Rooms: []RoomStatus{}}
+	if f := g.counters.Failover; f != nil {
+		out.State = f.State()
+	}
+	for _, r := range g.rooms.Rooms() {
+		st := r.state.Load()
+		if st == nil {
+			continue
+		}
+		s := st.snap
+		out.Rooms = append(out.Rooms, RoomStatus{Room: r.name, Routes: s.Settings.Routes(), Status: s.Status, Seq: s.Seq,
+			Minute: s.Minute, PublishedAt: s.PublishedAt, FetchedAt: st.fetchedAt, Stale: s.Stale(now),
+			CustomPage: st.page != nil, CookieName: st.cookieName, SlotsAvailable: s.SlotsAvailable})
+	}
+	return out
+}
+
+// StatusHandler serves /healthz (liveness: the gate keeps deciding on its
+// last snapshots while Temporal or Redis are down) and /status (GateStatus
+// as JSON), on the gate's separate health address.
+func (g *Gate) StatusHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(g.Status())
+	})
+	return mux
+}

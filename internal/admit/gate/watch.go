@@ -1,0 +1,262 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	"github.com/edgeflow/edgeflow/workflows/admit/contract"
+)
+
+// RoomSource is where a gate learns about rooms: which exist, their
+// snapshots and their custom pages.
+type RoomSource interface {
+	// List names the rooms that run (deleted ones may be among them).
+	List(ctx context.Context) ([]string, error)
+	Snapshot(ctx context.Context, room string) (admit.Snapshot, error)
+	// Page returns the room's custom_page_html ("" for the default page).
+	Page(ctx context.Context, room string) (string, error)
+}
+
+// ErrNoRoom is what a RoomSource answers for a room that does not exist.
+var ErrNoRoom = roomclient.ErrNotFound
+
+// TemporalRooms finds rooms through Temporal: the running Room workflows by
+// visibility, their snapshots and settings by query.
+type TemporalRooms struct{ Client roomclient.Client }
+
+// roomsQuery lists every running room workflow (a deleted room keeps
+// running as a tombstone; its snapshot says so).
+var roomsQuery = fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", contract.WorkflowType)
+
+// List implements RoomSource.
+func (t TemporalRooms) List(ctx context.Context) ([]string, error) {
+	var names []string
+	var token []byte
+	for {
+		resp, err := t.Client.C.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: roomsQuery, PageSize: 1000, NextPageToken: token,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range resp.Executions {
+			if name, ok := strings.CutPrefix(e.GetExecution().GetWorkflowId(), contract.RoomID("")); ok && admit.ValidName(name) {
+				names = append(names, name)
+			}
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			return names, nil
+		}
+	}
+}
+
+// Snapshot implements RoomSource.
+func (t TemporalRooms) Snapshot(ctx context.Context, room string) (admit.Snapshot, error) {
+	return t.Client.Snapshot(ctx, room)
+}
+
+// Page implements RoomSource.
+func (t TemporalRooms) Page(ctx context.Context, room string) (string, error) {
+	d, err := t.Client.Describe(ctx, room)
+	return d.Settings.CustomPageHTML, err
+}
+
+// Watcher keeps a gate's registry current: it discovers rooms every
+// DiscoverEvery (a room created anywhere takes effect within seconds, no
+// restart) and reads each room's snapshot every SnapshotEvery (more often
+// for rooms with a short minute, and while a new minute's snapshot is due).
+// When the source cannot be reached the gate keeps deciding on the last
+// snapshot; the engine's maximum-age rule then queues new visitors.
+type Watcher struct {
+	Source        RoomSource
+	Registry      *Registry
+	SnapshotEvery time.Duration // default 2s
+	DiscoverEvery time.Duration // default 3s
+	Timeout       time.Duration // per call, default 5s
+	Logger        *slog.Logger
+	Now           func() time.Time
+
+	mu      sync.Mutex
+	watched map[string]*watchedRoom
+}
+
+type watchedRoom struct {
+	cancel context.CancelFunc
+	misses int // listings in a row that did not name it
+}
+
+func (w *Watcher) defaults() {
+	if w.SnapshotEvery <= 0 {
+		w.SnapshotEvery = 2 * time.Second
+	}
+	if w.DiscoverEvery <= 0 {
+		w.DiscoverEvery = 3 * time.Second
+	}
+	if w.Timeout <= 0 {
+		w.Timeout = 5 * time.Second
+	}
+	if w.Logger == nil {
+		w.Logger = slog.Default()
+	}
+	if w.Now == nil {
+		w.Now = time.Now
+	}
+}
+
+// Discover lists the rooms once, starting to watch new ones and dropping
+// those gone for two listings in a row.
+func (w *Watcher) Discover(ctx context.Context) error {
+	w.defaults()
+	lctx, cancel := context.WithTimeout(ctx, w.Timeout)
+	names, err := w.Source.List(lctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	listed := map[string]bool{}
+	for _, n := range names {
+		listed[n] = true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watched == nil {
+		w.watched = map[string]*watchedRoom{}
+	}
+	for n := range listed {
+		if wr := w.watched[n]; wr != nil {
+			wr.misses = 0
+			continue
+		}
+		rctx, rcancel := context.WithCancel(ctx)
+		w.watched[n] = &watchedRoom{cancel: rcancel}
+		go w.watch(rctx, n)
+	}
+	for n, wr := range w.watched {
+		if listed[n] {
+			continue
+		}
+		// Visibility is eventually consistent: one listing without a room
+		// is not yet proof it is gone.
+		if wr.misses++; wr.misses >= 2 {
+			wr.cancel()
+			delete(w.watched, n)
+			w.Registry.Remove(n)
+		}
+	}
+	return nil
+}
+
+// Sync lists the rooms and reads every snapshot once, before a gate takes
+// traffic: a gate that knew no rooms would pass everyone to the origin.
+func (w *Watcher) Sync(ctx context.Context) error {
+	w.defaults()
+	lctx, cancel := context.WithTimeout(ctx, w.Timeout)
+	names, err := w.Source.List(lctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if w.Refresh(ctx, n) < 0 {
+			return fmt.Errorf("room %s: its snapshot cannot be read", n)
+		}
+	}
+	return nil
+}
+
+// Run discovers and watches rooms until ctx ends.
+func (w *Watcher) Run(ctx context.Context) {
+	w.defaults()
+	failing := false
+	for {
+		err := w.Discover(ctx)
+		switch {
+		case err != nil && !failing && ctx.Err() == nil:
+			w.Logger.Warn("cannot list rooms; deciding on the snapshots already read", "err", err)
+			failing = true
+		case err == nil && failing:
+			w.Logger.Info("listing rooms again")
+			failing = false
+		}
+		select {
+		case <-ctx.Done():
+			w.mu.Lock()
+			for _, wr := range w.watched {
+				wr.cancel()
+			}
+			w.mu.Unlock()
+			return
+		case <-time.After(w.DiscoverEvery):
+		}
+	}
+}
+
+// watch reads one room's snapshot until ctx ends.
+func (w *Watcher) watch(ctx context.Context, name string) {
+	for {
+		wait := w.Refresh(ctx, name)
+		if wait < 0 {
+			wait = w.SnapshotEvery
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Refresh reads a room's snapshot (and its page when its settings changed)
+// into the registry, and says when to read it again (negative: it failed).
+func (w *Watcher) Refresh(ctx context.Context, name string) time.Duration {
+	w.defaults()
+	qctx, cancel := context.WithTimeout(ctx, w.Timeout)
+	defer cancel()
+	snap, err := w.Source.Snapshot(qctx, name)
+	if errors.Is(err, ErrNoRoom) {
+		w.Registry.Remove(name)
+		return w.DiscoverEvery
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			w.Logger.Debug("room snapshot", "room", name, "err", err)
+		}
+		return -1
+	}
+	var page *string
+	if snap.SettingsVersion != w.Registry.settingsVersion(name) && snap.Status != admit.StatusDeleted {
+		p, err := w.Source.Page(qctx, name)
+		if err != nil {
+			return -1 // read both again, so the page is never older than the settings
+		}
+		page = &p
+	}
+	if err := w.Registry.Update(&snap, page, w.Now()); err != nil {
+		w.Logger.Warn("custom page does not parse; using the default page", "room", name, "err", err)
+	}
+	return w.nextRead(&snap)
+}
+
+// nextRead is how long to wait before reading a snapshot again: at most
+// SnapshotEvery and a twelfth of the room's minute; four times as often
+// once the room's next minute has begun and its snapshot is due; rarely
+// for a deleted room.
+func (w *Watcher) nextRead(snap *admit.Snapshot) time.Duration {
+	if snap.Status == admit.StatusDeleted {
+		return 5 * w.DiscoverEvery
+	}
+	every := min(w.SnapshotEvery, snap.MinuteLength()/12)
+	if !w.Now().Before(snap.Minute.Add(snap.MinuteLength())) {
+		every /= 4
+	}
+	return max(every, 50*time.Millisecond)
+}
