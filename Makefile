@@ -7,19 +7,19 @@ TOOLS := $(CURDIR)/.tools/bin
 TEMPORAL_CLI_MODULE  := github.com/temporalio/cli/cmd/temporal@v1.5.1
 MINIO_MODULE         := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
 
-.PHONY: run test test-short bench fuzz simulate build tools browser clean
+.PHONY: run test test-short bench fuzz simulate build tools browser redis clean
 
-run: tools build ## the whole system in the foreground (Ctrl-C stops it)
+run: tools redis build ## the whole system in the foreground (Ctrl-C stops it)
 	./bin/devstack
 
-test: tools browser ## unit, workflow and integration tests (real Temporal dev server, MinIO, Chromium)
+test: tools browser redis ## unit, workflow and integration tests (real Temporal dev server, MinIO, Redis, Chromium)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 40m -p 2 ./...
 
 test-short: ## skips the tests that need the Temporal dev server
 	$(GO) test -short -count=1 ./...
 
-bench: tools ## every benchmark, with a summary table
+bench: tools redis ## every benchmark, with a summary table
 	$(GO) run ./cmd/benchtable
 
 SIMULATE_OUT ?= docs/simulate
@@ -50,6 +50,15 @@ browser:
 		echo ">> installing Debian's chromium for the edge's browser test"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	}
+
+# The gates' shared counters run on Debian's redis-server (`make run` and the
+# tests start their own); install it when missing.
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo ">> installing Debian's redis-server for the gates' shared counters"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
 	}
 
 # go_install builds a pinned module into .tools/bin, showing each package as it

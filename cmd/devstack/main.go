@@ -1,19 +1,23 @@
 // Command devstack is what `make run` runs: the whole system on one machine,
 // in the foreground. It starts the Temporal dev server (Web UI, SQLite file so
-// runs survive a restart, search attributes registered) and MinIO, creates the
-// buckets, starts every worker pool and the edge as child processes with
-// prefixed logs, creates (or updates) the package-update Schedule and triggers
-// it once. Ctrl-C stops the children in order: the edge and workers first (they
-// drain), then MinIO and Temporal.
+// runs survive a restart, search attributes registered), MinIO and Redis,
+// creates the buckets and the development key files, starts every worker pool,
+// the edge and the gate (in front of a small demo origin) as child processes
+// with prefixed logs, creates (or updates) the package-update Schedule and
+// triggers it once, and creates the demo waiting room. Ctrl-C stops the
+// children in order: the edge, gate and workers first (they drain), then
+// Redis, MinIO and Temporal.
 package main
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -25,6 +29,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/keyring"
@@ -80,13 +85,16 @@ func run() error {
 	minioPort := config.EnvInt("MINIO_PORT", 9000)
 	consolePort := config.EnvInt("MINIO_CONSOLE_PORT", 9001)
 	edgeAddr := config.Env("EDGE_ADDR", net.JoinHostPort(ip, "8080"))
+	gateAddr := config.Env("GATE_ADDR", net.JoinHostPort(ip, "8088"))
+	gateHealthAddr := config.Env("GATE_HEALTH_ADDR", net.JoinHostPort(ip, "8098"))
+	redisPort := config.EnvInt("REDIS_PORT", 6379)
 	accessKey := config.Env("S3_ACCESS_KEY", "edgeflow")
 	secretKey := config.Env("S3_SECRET_KEY", "edgeflow-dev-secret")
 	every, err := time.ParseDuration(config.Env("UPDATE_EVERY", "10m"))
 	if err != nil {
 		return fmt.Errorf("UPDATE_EVERY: %w", err)
 	}
-	for _, d := range []string{dataDir, filepath.Join(dataDir, "minio")} {
+	for _, d := range []string{dataDir, filepath.Join(dataDir, "minio"), filepath.Join(dataDir, "redis")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -94,7 +102,7 @@ func run() error {
 	for _, p := range []struct {
 		name string
 		port int
-	}{{"Temporal", temporalPort}, {"Temporal Web UI", uiPort}, {"MinIO", minioPort}, {"MinIO console", consolePort}} {
+	}{{"Temporal", temporalPort}, {"Temporal Web UI", uiPort}, {"MinIO", minioPort}, {"MinIO console", consolePort}, {"Redis", redisPort}} {
 		if l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p.port))); err != nil {
 			return fmt.Errorf("%s port %d is taken (is another stack running?): set its env var to another port; see README", p.name, p.port)
 		} else {
@@ -122,6 +130,20 @@ func run() error {
 		return err
 	}
 	defer minio.Stop(30 * time.Second)
+	say("starting Redis (the gates' shared counters)")
+	redis, err := devstack.StartRedis(ctx, devstack.RedisOptions{IP: ip, Port: redisPort, Dir: filepath.Join(dataDir, "redis"), Logs: prefixWriter("redis", "91")})
+	if err != nil {
+		return err
+	}
+	defer redis.Stop(30 * time.Second)
+	// The site behind the demo gate.
+	originLn, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return err
+	}
+	origin := &http.Server{Handler: devstack.DemoOrigin(), ReadHeaderTimeout: 10 * time.Second}
+	go origin.Serve(originLn)
+	defer origin.Close()
 
 	store, err := s3.New(s3.Config{Endpoint: minio.Endpoint, AccessKey: accessKey, SecretKey: secretKey})
 	if err != nil {
@@ -149,12 +171,14 @@ func run() error {
 		"S3_ACCESS_KEY="+accessKey, "S3_SECRET_KEY="+secretKey,
 		"CATALOG_DIR="+config.Env("CATALOG_DIR", filepath.Join(root, "catalog")),
 		"EDGE_ADDR="+edgeAddr,
+		"GATE_ADDR="+gateAddr, "GATE_HEALTH_ADDR="+gateHealthAddr, "GATE_ORIGIN=http://"+originLn.Addr().String(),
+		"GATE_DATA_CENTER="+config.Env("GATE_DATA_CENTER", "dev"), "GATE_REDIS_URL="+redis.URL,
 	)
 	// One worker pool per task queue of every product (bin/<queue>, built
 	// from workers/<queue>), then the HTTP processes.
 	var children []struct{ name, color string }
 	colors := []string{"32", "33", "34", "31", "92", "93", "94", "95"}
-	for i, name := range append(devstack.TaskQueues(), "edge") {
+	for i, name := range append(devstack.TaskQueues(), "edge", "gate") {
 		children = append(children, struct{ name, color string }{name, colors[i%len(colors)]})
 	}
 	var procs []*exec.Cmd
@@ -163,7 +187,7 @@ func run() error {
 	// Registered before the first start, so a child that fails to start
 	// never leaves the ones before it running.
 	defer func() {
-		say("stopping: edge and workers drain in-flight work first")
+		say("stopping: edge, gate and workers drain in-flight work first")
 		for _, p := range procs {
 			_ = syscall.Kill(-p.Process.Pid, syscall.SIGINT) // an exited group is simply not found
 		}
@@ -211,15 +235,27 @@ func run() error {
 		verb = "created"
 	}
 	say("schedule %q %s (every %s) and triggered: the sample catalog publishes within a minute or two", contract.UpdatesScheduleID, verb, every)
+	demo := devstack.DemoRoom()
+	switch _, err := (roomclient.Client{C: c}).Create(ctx, demo, roomclient.CreateOptions{}); {
+	case err == nil:
+		say("waiting room %q created on every path of the gate (%d active users, %d new a minute)", demo.Name, demo.TotalActiveUsers, demo.NewUsersPerMinute)
+	case errors.Is(err, roomclient.ErrExists):
+		say("waiting room %q kept as it is (go run ./starters/room get %s)", demo.Name, demo.Name)
+	default:
+		return fmt.Errorf("demo room: %w", err)
+	}
 	say("")
 	say("  Temporal Web UI  %s  (filter: Package = \"mitt\")", temporal.UIURL)
 	say("  Edge (CDN + API) http://%s", edgeAddr)
+	say("  Gate (demo room) http://%s  (status http://%s/status)", gateAddr, gateHealthAddr)
 	say("  MinIO console    %s  (user %s, password from S3_SECRET_KEY)", minio.ConsoleURL, accessKey)
 	say("")
 	say("try: curl http://%s/libraries/mitt   |  open http://%s/", edgeAddr, edgeAddr)
 	say("     go run ./starters/publish --package nprogress --version 0.2.0 --follow")
 	say("     go run ./starters/schedule describe")
 	say("     go run ./starters/migrate list     (bucket-to-bucket copies: README, Migrate)")
+	say("     for i in 1 2 3 4 5 6 7; do curl -s -o /dev/null -w '%%{http_code} ' http://%s/; done   # the 6th is queued", gateAddr)
+	say("     go run ./starters/room status demo --follow")
 	say("Ctrl-C stops everything; the next `make run` reuses the data in %s", dataDir)
 
 	select {

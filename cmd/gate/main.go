@@ -339,6 +339,7 @@ func serveHealth(addr string, g *gate.Gate, ready <-chan struct{}, log *slog.Log
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
 		IdleTimeout: time.Minute, MaxHeaderBytes: 8 << 10,
 	}
+	log.Info("health listening", "health", ln.Addr().String())
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("health server", "err", err)

@@ -1,5 +1,5 @@
 // Package devstack starts the local parts the system runs on — the Temporal
-// dev server and MinIO — as child processes, for `make run` and for
+// dev server, MinIO and Redis — as child processes, for `make run` and for
 // integration tests (which use free ports so they never collide with a
 // running stack). The binaries are the pinned ones `make tools` builds into
 // .tools/bin, or ones already on PATH.
@@ -33,9 +33,9 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// FindTool locates a dev tool: $EDGEFLOW_<NAME>_BIN (EDGEFLOW_REDIS_SERVER_BIN
-// for redis-server), then the repo's
-// .tools/bin, then PATH.
+// FindTool locates a dev tool: $EDGEFLOW_<NAME>_BIN (dashes as
+// underscores: EDGEFLOW_REDIS_SERVER_BIN), then the repo's .tools/bin, then
+// PATH.
 func FindTool(name string) (string, error) {
 	envName := "EDGEFLOW_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_BIN"
 	if p := os.Getenv(envName); p != "" {

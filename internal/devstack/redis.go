@@ -31,8 +31,8 @@ type Redis struct {
 }
 
 // StartRedis starts redis-server without persistence (the gates' counters
-// live a few minutes) and waits until it answers PING. On a free port it
-// retries on a new one if another process took the port meanwhile.
+// live a few minutes) and waits until it answers PING. A port it chooses
+// itself is chosen again if the server cannot bind it.
 func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	var err error
 	if o.Bin == "" {
@@ -46,28 +46,19 @@ func StartRedis(ctx context.Context, o RedisOptions) (*Redis, error) {
 	if o.Dir == "" {
 		o.Dir = os.TempDir()
 	}
-	attempts := 1
-	if o.Port == 0 {
-		attempts = 5
-	}
-	for attempt := 1; ; attempt++ {
-		port, err := freePortOr(o.Port)
-		if err != nil {
-			return nil, err
-		}
-		r, err := startRedis(ctx, o, port)
-		if err == nil || attempt >= attempts || ctx.Err() != nil {
-			return r, err
-		}
-	}
+	return startServer(ctx, "redis-server", o.Port == 0, func() (*Redis, error) { return startRedisOnce(ctx, o) })
 }
 
-func startRedis(ctx context.Context, o RedisOptions, port int) (*Redis, error) {
+func startRedisOnce(ctx context.Context, o RedisOptions) (*Redis, error) {
+	port, err := freePortOr(o.Port)
+	if err != nil {
+		return nil, err
+	}
 	addr := net.JoinHostPort(o.IP, strconv.Itoa(port))
 	cmd := exec.Command(o.Bin,
 		"--bind", o.IP, "--port", strconv.Itoa(port),
 		"--save", "", "--appendonly", "no", "--dir", o.Dir,
-		"--daemonize", "no", "--loglevel", "warning", "--databases", "16")
+		"--daemonize", "no", "--loglevel", "warning")
 	p, err := start("redis", cmd, o.Logs)
 	if err != nil {
 		return nil, err
@@ -76,14 +67,17 @@ func startRedis(ctx context.Context, o RedisOptions, port int) (*Redis, error) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if exited, err := p.Exited(); exited {
-			return nil, fmt.Errorf("redis-server on %s exited during start (port taken?): %v", addr, err)
+			return nil, p.failed("redis-server on %s exited during start: %v", addr, err)
 		}
 		if err := pingRedis(addr); err == nil {
+			if !listensOn(p.cmd.Process.Pid, port) {
+				return nil, p.failed("another process answers on %s, the port redis-server was to bind", addr)
+			}
 			return r, nil
 		}
 		if time.Now().After(deadline) {
 			_ = p.Stop(5 * time.Second)
-			return nil, fmt.Errorf("redis-server on %s not ready after 20s", addr)
+			return nil, fmt.Errorf("redis-server on %s not ready after 20s\n--- its last log lines ---\n%s", addr, p.log.String())
 		}
 		select {
 		case <-ctx.Done():

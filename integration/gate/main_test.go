@@ -1,0 +1,262 @@
+// Package gate runs gate processes (cmd/gate, built here) in front of a
+// test origin, on a real Temporal dev server with the admit worker in this
+// process, and real Redis servers for their counters.
+package gate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/worker"
+
+	engine "github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/admit/gate"
+	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	"github.com/edgeflow/edgeflow/internal/devstack"
+	"github.com/edgeflow/edgeflow/internal/keyring"
+	"github.com/edgeflow/edgeflow/internal/testenv"
+	roomwf "github.com/edgeflow/edgeflow/workflows/admit"
+	"github.com/edgeflow/edgeflow/workflows/admit/contract"
+)
+
+var (
+	env        *testenv.Env
+	gateBin    string
+	cookieKeys string // every gate's GATE_COOKIE_KEYS
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	e, err := testenv.Start(testenv.Options{Temporal: true, Redis: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		return 1
+	}
+	env = e
+	defer e.Stop()
+	dir, err := os.MkdirTemp("", "gate-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	root, err := devstack.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	gateBin = filepath.Join(dir, "gate")
+	build := exec.Command("go", "build", "-o", gateBin, "./cmd/gate")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the gate: %v\n%s", err, out)
+		return 1
+	}
+	key, err := keyring.Generate("it")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cookieKeys = key.Encode()
+	w := worker.New(env.Client, contract.TaskQueue, worker.Options{})
+	roomwf.Register(w)
+	if err := w.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer w.Stop()
+	return m.Run()
+}
+
+// syncBuffer collects a process's output.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// gateProcess is a running cmd/gate.
+type gateProcess struct {
+	id, dc string
+	URL    string // http://host:port
+	health string // host:port of /status
+	cmd    *exec.Cmd
+	logs   *syncBuffer
+}
+
+var (
+	listening       = regexp.MustCompile(`msg="gate listening".* addr=(127\.0\.0\.1:\d+)`)
+	healthListening = regexp.MustCompile(`msg="health listening".* health=(127\.0\.0\.1:\d+)`)
+)
+
+// startGate runs a gate process in front of origin until the test ends.
+// Its ports are port 0: it binds free ones itself and logs them, so no
+// other process can take them between choosing and binding.
+func startGate(t *testing.T, dc, id, origin string, args ...string) *gateProcess {
+	t.Helper()
+	logs := &syncBuffer{}
+	cmd := exec.Command(gateBin, append([]string{"--addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0",
+		"--origin", origin, "--data-center", dc, "--gate-id", id,
+		"--snapshot-every", "200ms", "--report-every", "200ms", "--discover-every", "300ms"}, args...)...)
+	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+env.Temporal.HostPort, "GATE_COOKIE_KEYS="+cookieKeys, "LOG_FORMAT=")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g := &gateProcess{id: id, dc: dc, cmd: cmd, logs: logs}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			t.Logf("gate %s log:\n%s", id, logs.String())
+		}
+	})
+	eventually(t, time.Minute, "gate "+id+" listens", func() (bool, string) {
+		select {
+		case <-exited:
+			t.Fatalf("gate %s exited:\n%s", id, logs.String())
+		default:
+		}
+		m, h := listening.FindStringSubmatch(logs.String()), healthListening.FindStringSubmatch(logs.String())
+		if m == nil || h == nil {
+			return false, logs.String()
+		}
+		g.URL, g.health = "http://"+m[1], h[1]
+		return true, ""
+	})
+	return g
+}
+
+// status reads the gate's status document.
+func (g *gateProcess) status(t *testing.T) gate.GateStatus {
+	t.Helper()
+	var st gate.GateStatus
+	resp, err := http.Get("http://" + g.health + "/status")
+	if err != nil {
+		return st
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	return st
+}
+
+// roomMinute is the minute of the room's snapshot the gate holds (zero if
+// it holds none).
+func (g *gateProcess) roomMinute(t *testing.T, room string) time.Time {
+	for _, r := range g.status(t).Rooms {
+		if r.Room == room {
+			return r.Minute
+		}
+	}
+	return time.Time{}
+}
+
+// eventually polls cond until it holds, failing with its last word at the
+// deadline.
+func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	last := ""
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		last = why
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s\n%s", what, within, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// origin is the site behind the gates: it answers 200 on every path and
+// counts what reaches it.
+type origin struct {
+	URL string
+	mu  sync.Mutex
+	got int
+}
+
+func newOrigin(t *testing.T, handler http.Handler) *origin {
+	t.Helper()
+	o := &origin{}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.mu.Lock()
+		o.got++
+		o.mu.Unlock()
+		if handler != nil {
+			handler.ServeHTTP(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, "origin:"+r.URL.Path)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	ln, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	o.URL = "http://" + ln.Addr().String()
+	return o
+}
+
+func createRoom(t *testing.T, s engine.Settings, minuteSeconds int) roomclient.Client {
+	t.Helper()
+	rc := roomclient.Client{C: env.Client}
+	if _, err := rc.Create(context.Background(), s, roomclient.CreateOptions{MinuteSeconds: minuteSeconds}); err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
