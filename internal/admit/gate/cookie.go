@@ -2,9 +2,8 @@ package gate
 
 import (
 	"encoding/base64"
-	"encoding/json"
+	"encoding/binary"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -27,8 +26,9 @@ func CookieNameFor(suffix string) string {
 }
 
 // Cookie is what the visitor cookie holds, sealed: the engine's ticket (the
-// room, bucketId, acceptedAt, lastCheckInTime, refreshIntervalSeconds, under
-// the source's names) and what the gate adds to it.
+// room, bucketId, acceptedAt, lastCheckInTime, refreshIntervalSeconds; the
+// JSON names are the source's, for logs and tests — sealed, it is a compact
+// binary layout, see encode) and what the gate adds to it.
 type Cookie struct {
 	admit.Ticket
 	// VisitorID names the visitor for as long as it queues or its session
@@ -74,11 +74,64 @@ func cookieAD(room string) []byte { return []byte("edgeflow/gate-cookie/v1\x00" 
 
 // Seal writes a cookie value.
 func (c Codec) Seal(ck *Cookie) (string, error) {
-	plain, err := json.Marshal(ck)
-	if err != nil {
-		return "", err
+	return c.Keys.SealText(ck.encode(), cookieAD(ck.Room))
+}
+
+// cookieV1 is the first byte of a sealed cookie's plaintext.
+const cookieV1 = 1
+
+// encode lays the cookie out compactly (every request of an admitted
+// visitor opens it, so it is small and quick to read): the format byte,
+// then the room and visitor id length-prefixed, the numbers as varints.
+func (ck *Cookie) encode() []byte {
+	b := make([]byte, 0, 16+len(ck.Room)+len(ck.VisitorID)+6*binary.MaxVarintLen64)
+	b = append(b, cookieV1)
+	b = binary.AppendUvarint(b, uint64(len(ck.Room)))
+	b = append(b, ck.Room...)
+	b = binary.AppendUvarint(b, uint64(len(ck.VisitorID)))
+	b = append(b, ck.VisitorID...)
+	for _, n := range []int64{ck.BucketID, ck.AcceptedAt, ck.LastCheckInTime, int64(ck.RefreshIntervalSeconds), ck.Attempts, ck.Expires} {
+		b = binary.AppendVarint(b, n)
 	}
-	return c.Keys.SealText(plain, cookieAD(ck.Room))
+	return b
+}
+
+// decodeCookie reads what encode wrote.
+func decodeCookie(b []byte) (*Cookie, error) {
+	if len(b) == 0 || b[0] != cookieV1 {
+		return nil, ErrCookieMalformed
+	}
+	b = b[1:]
+	str := func() (string, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return "", false
+		}
+		v := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return v, true
+	}
+	var ck Cookie
+	var ok bool
+	if ck.Room, ok = str(); !ok {
+		return nil, ErrCookieMalformed
+	}
+	if ck.VisitorID, ok = str(); !ok {
+		return nil, ErrCookieMalformed
+	}
+	var refresh int64
+	for _, p := range []*int64{&ck.BucketID, &ck.AcceptedAt, &ck.LastCheckInTime, &refresh, &ck.Attempts, &ck.Expires} {
+		n, k := binary.Varint(b)
+		if k <= 0 {
+			return nil, ErrCookieMalformed
+		}
+		*p, b = n, b[k:]
+	}
+	if len(b) != 0 || refresh != int64(int(refresh)) {
+		return nil, ErrCookieMalformed
+	}
+	ck.RefreshIntervalSeconds = int(refresh)
+	return &ck, nil
 }
 
 // Open opens a cookie value for room at now, and says whether it was sealed
@@ -95,9 +148,9 @@ func (c Codec) Open(value, room string, now time.Time) (*Cookie, bool, error) {
 	if err != nil {
 		return nil, false, c.classify(raw)
 	}
-	var ck Cookie
-	if err := json.Unmarshal(plain, &ck); err != nil {
-		return nil, false, fmt.Errorf("%w: %v", ErrCookieMalformed, err)
+	ck, err := decodeCookie(plain)
+	if err != nil {
+		return nil, false, err
 	}
 	switch {
 	case ck.Room != room:
@@ -110,7 +163,7 @@ func (c Codec) Open(value, room string, now time.Time) (*Cookie, bool, error) {
 		return nil, false, ErrCookieExpired
 	}
 	id, _ := keyring.KeyID(raw)
-	return &ck, id == c.Keys.Primary(), nil
+	return ck, id == c.Keys.Primary(), nil
 }
 
 // classify says why a sealed value did not open, without exposing anything

@@ -31,6 +31,9 @@ func testRing(t testing.TB, keys ...keyring.Key) *keyring.Keyring {
 	return r
 }
 
+// errTruncated stands for either error a truncated cookie may give.
+var errTruncated = errors.New("truncated: malformed or tampered")
+
 func admittedCookie(room string, now time.Time) *Cookie {
 	ms := now.UnixMilli()
 	return &Cookie{
@@ -100,8 +103,9 @@ func TestCookieThatDoesNotOpen(t *testing.T) {
 		{"a flipped bit in the tag", flip(len(raw) - 1), "shop", t0, ErrCookieTampered},
 		{"a flipped bit in the nonce", flip(2 + len("k-new") + 3), "shop", t0, ErrCookieTampered},
 		{"the key id renamed to another key of the gate", renamed, "shop", t0, ErrCookieTampered},
-		{"truncated by one character", valid[:len(valid)-1], "shop", t0, ErrCookieTampered},
-		{"truncated to half", valid[:len(valid)/2], "shop", t0, ErrCookieTampered},
+		{"truncated by one character", valid[:len(valid)-1], "shop", t0, errTruncated},
+		{"truncated by two characters", valid[:len(valid)-2], "shop", t0, errTruncated},
+		{"truncated to half", valid[:len(valid)/2], "shop", t0, errTruncated},
 		{"truncated into its header", valid[:3], "shop", t0, ErrCookieMalformed},
 		{"empty", "", "shop", t0, ErrCookieMalformed},
 		{"not base64", "!!!" + valid, "shop", t0, ErrCookieMalformed},
@@ -113,6 +117,9 @@ func TestCookieThatDoesNotOpen(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ck, _, err := gate.Open(c.value, c.room, c.now)
+			if c.want == errTruncated && (errors.Is(err, ErrCookieTampered) || errors.Is(err, ErrCookieMalformed)) {
+				return // cut inside a base64 quantum it is malformed, else it fails authentication
+			}
 			if ck != nil || !errors.Is(err, c.want) {
 				t.Fatalf("Open = %+v, %v; want no cookie and %v", ck, err, c.want)
 			}

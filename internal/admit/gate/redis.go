@@ -62,6 +62,16 @@ const (
 	redisIOTimeout   = 250 * time.Millisecond
 )
 
+func init() {
+	// go-redis logs failed dials itself; the gate logs what it does about
+	// them (Failover), once, instead of once per request.
+	redis.SetLogger(quietRedisLog{})
+}
+
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
+
 // NewRedisClient connects to a Redis URL (redis://[user:password@]host:port[/db],
 // or rediss:// for TLS) with the gate's timeouts. Errors never show the
 // password.
