@@ -5,7 +5,7 @@
 #
 #   docker build --target compress -t edgeflow-compress .
 #
-# Targets: publish, compress, migrate, admit (worker pools), edge (HTTP), starters (CLIs).
+# Targets: publish, compress, migrate, admit (worker pools), edge and gate (HTTP), starters (CLIs).
 
 # ---- build -----------------------------------------------------------------
 FROM golang:1.26-bookworm AS build
@@ -26,7 +26,7 @@ COPY . .
 # rebuilds after an edit stay incremental) compiles shared packages once.
 RUN --mount=type=cache,target=/root/.cache/go-build \
     go build -ldflags="-s -w" -o /out/workers/ ./workers/publish ./workers/compress ./workers/migrate ./workers/admit \
- && go build -ldflags="-s -w" -o /out/cmd/ ./cmd/edge \
+ && go build -ldflags="-s -w" -o /out/cmd/ ./cmd/edge ./cmd/gate \
  && go build -ldflags="-s -w" -o /out/starters/ ./starters/publish ./starters/schedule ./starters/catalog ./starters/room ./starters/migrate
 
 # ---- runtime base ----------------------------------------------------------
@@ -88,6 +88,18 @@ COPY --from=build /out/cmd/edge /usr/local/bin/edge
 ENV EDGE_ADDR=0.0.0.0:8080
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/edge"]
+
+# ---- gate ------------------------------------------------------------------
+# The waiting room's reverse proxy. /keys holds the cookie key file every
+# gate shares (a volume; `gate keygen --file` creates it once).
+FROM runtime AS gate
+USER root
+RUN install -d -o 65532 -g 65532 -m 0700 /keys
+USER 65532:65532
+COPY --from=build /out/cmd/gate /usr/local/bin/gate
+ENV GATE_ADDR=0.0.0.0:8088 GATE_HEALTH_ADDR=0.0.0.0:8098
+EXPOSE 8088 8098
+ENTRYPOINT ["/usr/local/bin/gate"]
 
 # ---- starters --------------------------------------------------------------
 # The CLIs in one image, so there is no single ENTRYPOINT: the command names

@@ -63,6 +63,10 @@ func main() {
 // shutdownGrace is how long in-flight requests may finish after a signal.
 const shutdownGrace = 15 * time.Second
 
+// startupWait is how long a gate waits for a room whose snapshot cannot be
+// read before it takes traffic without it.
+const startupWait = 30 * time.Second
+
 type settings struct {
 	addr, healthAddr, origin, dataCenter, gateID string
 	redisURL, anywhereRedisURL                   string
@@ -71,8 +75,9 @@ type settings struct {
 	originTimeout                                time.Duration
 	maxBody                                      int64
 	maxHeaderKiB                                 int
-	rewriteHost, trustForwardedProto             bool
+	rewriteHost, trustForwarded                  bool
 	logLevel                                     string
+	tlsCert, tlsKey                              string
 	temporal                                     config.Temporal
 }
 
@@ -98,7 +103,9 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 	fs.Int64Var(&s.maxBody, "max-body-bytes", int64(config.EnvInt("GATE_MAX_BODY_BYTES", gate.DefaultMaxBodyBytes)), "largest request body (env GATE_MAX_BODY_BYTES)")
 	fs.IntVar(&s.maxHeaderKiB, "max-header-kib", config.EnvInt("GATE_MAX_HEADER_KIB", 32), "largest request header block, KiB (env GATE_MAX_HEADER_KIB)")
 	fs.BoolVar(&s.rewriteHost, "rewrite-host", config.EnvBool("GATE_REWRITE_HOST", false), "send the origin its own host name instead of the visitor's (env GATE_REWRITE_HOST)")
-	fs.BoolVar(&s.trustForwardedProto, "trust-forwarded-proto", config.EnvBool("GATE_TRUST_FORWARDED_PROTO", false), "believe X-Forwarded-Proto from the TLS terminator in front (env GATE_TRUST_FORWARDED_PROTO)")
+	fs.BoolVar(&s.trustForwarded, "trust-forwarded", config.EnvBool("GATE_TRUST_FORWARDED", false), "believe X-Forwarded-For and X-Forwarded-Proto from the load balancer or TLS terminator in front (env GATE_TRUST_FORWARDED)")
+	fs.StringVar(&s.tlsCert, "tls-cert", config.Env("GATE_TLS_CERT", ""), "serve HTTPS with this certificate file (PEM; with --tls-key) (env GATE_TLS_CERT)")
+	fs.StringVar(&s.tlsKey, "tls-key", config.Env("GATE_TLS_KEY", ""), "the certificate's private key file (env GATE_TLS_KEY)")
 	fs.StringVar(&s.logLevel, "log-level", config.Env("GATE_LOG_LEVEL", "info"), "debug, info, warn or error (env GATE_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -115,6 +122,8 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 		return nil, fmt.Errorf("--gate-id %q: 1-64 letters, digits, '.', '_' or '-'", s.gateID)
 	case s.maxBody <= 0 || s.maxHeaderKiB <= 0:
 		return nil, errors.New("--max-body-bytes and --max-header-kib must be positive")
+	case (s.tlsCert == "") != (s.tlsKey == ""):
+		return nil, errors.New("--tls-cert and --tls-key go together")
 	case s.snapshotEvery <= 0 || s.discoverEvery <= 0 || s.reportEvery <= 0:
 		return nil, errors.New("--snapshot-every, --discover-every and --report-every must be positive")
 	}
@@ -164,10 +173,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	registry := gate.NewRegistry(id)
 	g, err := gate.New(gate.Config{
 		Origin: origin, Gate: id, Keys: keys, Counters: counters, Registry: registry, Logger: log,
-		Transport:           gate.NewTransport(gate.OriginTimeouts{Dial: gate.DefaultOriginTimeouts.Dial, ResponseHeader: s.originTimeout, Idle: gate.DefaultOriginTimeouts.Idle}),
-		RewriteHost:         s.rewriteHost,
-		MaxBodyBytes:        s.maxBody,
-		TrustForwardedProto: s.trustForwardedProto,
+		Transport:      gate.NewTransport(gate.OriginTimeouts{Dial: gate.DefaultOriginTimeouts.Dial, ResponseHeader: s.originTimeout, Idle: gate.DefaultOriginTimeouts.Idle}),
+		RewriteHost:    s.rewriteHost,
+		MaxBodyBytes:   s.maxBody,
+		TrustForwarded: s.trustForwarded,
 	})
 	if err != nil {
 		return err
@@ -192,10 +201,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	watcher := &gate.Watcher{Source: gate.TemporalRooms{Client: rc}, Registry: registry,
 		SnapshotEvery: s.snapshotEvery, DiscoverEvery: s.discoverEvery, Logger: log}
 	// No traffic before the gate knows the rooms: unknown rooms would let
-	// everyone through.
+	// everyone through. A room whose snapshot stays unreadable does not keep
+	// the gate (and every other room) down for long: after startupWait the
+	// gate starts without it, and reads it as soon as it answers.
+	started := time.Now()
 	for attempt := 0; ; attempt++ {
 		err := watcher.Sync(ctx)
 		if err == nil {
+			break
+		}
+		var unread *gate.UnreadRoomsError
+		if errors.As(err, &unread) && time.Since(started) > startupWait {
+			log.Error("starting without some rooms: their snapshots cannot be read; their traffic passes until they answer", "rooms", strings.Join(unread.Rooms, ","))
 			break
 		}
 		if attempt == 0 {
@@ -229,7 +246,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		ErrorLog:          slog.NewLogLogger(handler, slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- server.Serve(ln) }()
+	go func() {
+		if s.tlsCert != "" {
+			served <- server.ServeTLS(ln, s.tlsCert, s.tlsKey)
+			return
+		}
+		served <- server.Serve(ln)
+	}()
 	close(ready503)
 	rooms := []string{}
 	for _, r := range registry.Rooms() {

@@ -188,8 +188,11 @@ func (f *Failover) now() time.Time {
 	return time.Now()
 }
 
+// probeTimeout bounds one probe of a failed store.
+const probeTimeout = time.Second
+
 // Run probes a failed store every interval until ctx ends, noting when it
-// answers again.
+// answers again (a probe that fails after that starts the wait again).
 func (f *Failover) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -205,7 +208,7 @@ func (f *Failover) Run(ctx context.Context, interval time.Duration) {
 		if !failed || f.Probe == nil {
 			continue
 		}
-		pctx, cancel := context.WithTimeout(ctx, interval)
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		err := f.Probe(pctx)
 		cancel()
 		f.mu.Lock()

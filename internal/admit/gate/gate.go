@@ -33,9 +33,11 @@ type Config struct {
 	RewriteHost bool
 	// MaxBodyBytes bounds request bodies (0: DefaultMaxBodyBytes).
 	MaxBodyBytes int64
-	// TrustForwardedProto takes X-Forwarded-Proto from the proxy in front
-	// (a TLS terminator) to tell HTTPS visitors apart.
-	TrustForwardedProto bool
+	// TrustForwarded believes the X-Forwarded-For and X-Forwarded-Proto
+	// headers of the proxy in front (a load balancer or TLS terminator):
+	// the origin gets the visitor's address chain, and HTTPS visitors are
+	// told apart for the cookie's attributes. Off, they are replaced.
+	TrustForwarded bool
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -86,7 +88,7 @@ func New(cfg Config) (*Gate, error) {
 	if transport == nil {
 		transport = NewTransport(DefaultOriginTimeouts)
 	}
-	g.proxy = g.newProxy(cfg.Origin, transport, cfg.RewriteHost)
+	g.proxy = g.newProxy(cfg.Origin, transport, cfg.RewriteHost, cfg.TrustForwarded)
 	return g, nil
 }
 
@@ -217,7 +219,7 @@ func (g *Gate) isHTTPS(r *http.Request) bool {
 	if r.TLS != nil {
 		return true
 	}
-	return g.cfg.TrustForwardedProto && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+	return g.cfg.TrustForwarded && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // countsNothing reports whether an effect has nothing for the report (most

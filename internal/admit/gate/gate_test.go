@@ -60,6 +60,8 @@ func newHarness(t *testing.T, s admit.Settings, configure ...func(*Config)) *har
 			return
 		}
 		w.Header().Set("Set-Cookie", "origin_session=abc; Path=/")
+		w.Header().Set("X-Saw-Forwarded-For", r.Header.Get("X-Forwarded-For"))
+		w.Header().Set("X-Saw-Forwarded-Proto", r.Header.Get("X-Forwarded-Proto"))
 		_, _ = io.WriteString(w, "origin:"+r.URL.Path+" host:"+r.Host+"\n")
 	}))
 	t.Cleanup(h.origin.Close)
@@ -445,7 +447,7 @@ func TestRequestSizeLimit(t *testing.T) {
 }
 
 func TestCookieFollowsRoomAttributes(t *testing.T) {
-	h := newHarness(t, admit.Settings{Name: "shop", Path: "/shop/", CookieSuffix: "s1"}, func(c *Config) { c.TrustForwardedProto = true })
+	h := newHarness(t, admit.Settings{Name: "shop", Path: "/shop/", CookieSuffix: "s1"}, func(c *Config) { c.TrustForwarded = true })
 	res := h.get(newVisitor(), "/shop/item", "X-Forwarded-Proto", "https")
 	sc := res.header.Get("Set-Cookie")
 	for _, want := range []string{"__edgeflow_waitingroom_s1=", "Path=/shop/", "Secure", "SameSite=None", "HttpOnly", "Max-Age="} {
@@ -520,5 +522,25 @@ func TestHeadOfQueuePageHasNoBody(t *testing.T) {
 	req := httptest.NewRequest(http.MethodHead, "/", nil)
 	if res := h.do(newVisitor(), req); res.body != "" || res.status != 200 {
 		t.Errorf("HEAD: %d %q", res.status, res.body)
+	}
+}
+
+// The origin learns the visitor's address and scheme; headers a visitor
+// forges are believed only from a trusted proxy in front.
+func TestForwardedHeaders(t *testing.T) {
+	for _, trust := range []bool{false, true} {
+		h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, func(c *Config) { c.TrustForwarded = trust })
+		res := h.get(newVisitor(), "/", "X-Forwarded-For", "203.0.113.9", "X-Forwarded-Proto", "https")
+		xff, proto := res.header.Get("X-Saw-Forwarded-For"), res.header.Get("X-Saw-Forwarded-Proto")
+		wantXFF, wantProto := "192.0.2.1", "http"
+		if trust {
+			wantXFF, wantProto = "203.0.113.9, 192.0.2.1", "https"
+		}
+		if xff != wantXFF || proto != wantProto {
+			t.Errorf("trust %v: the origin saw X-Forwarded-For %q and -Proto %q; want %q and %q", trust, xff, proto, wantXFF, wantProto)
+		}
+		if sc := res.header.Get("Set-Cookie"); strings.Contains(sc, "Secure") != trust {
+			t.Errorf("trust %v: cookie %q", trust, sc)
+		}
 	}
 }

@@ -48,11 +48,21 @@ const RevokeHeader = "Cf-Waiting-Room-Command"
 
 // newProxy is the reverse proxy to the origin. The visitor's Host header is
 // kept (rooms route by it, and so may the origin) unless rewriteHost.
-func (g *Gate) newProxy(origin *url.URL, transport http.RoundTripper, rewriteHost bool) *httputil.ReverseProxy {
+func (g *Gate) newProxy(origin *url.URL, transport http.RoundTripper, rewriteHost, trustForwarded bool) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(origin)
+			if trustForwarded {
+				// Rewrite drops the inbound X-Forwarded-*; keep the chain and
+				// the scheme the proxy in front saw.
+				pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+			}
 			pr.SetXForwarded()
+			if trustForwarded {
+				if proto := pr.In.Header.Get("X-Forwarded-Proto"); proto != "" {
+					pr.Out.Header.Set("X-Forwarded-Proto", proto)
+				}
+			}
 			if !rewriteHost {
 				pr.Out.Host = pr.In.Host
 			}

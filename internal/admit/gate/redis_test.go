@@ -185,10 +185,11 @@ func TestFailoverToEvenSplitAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop(5 * time.Second) })
-	clock.Store(&now)
+	recovery := now // the probe's clock stays in minute 1
+	clock.Store(&recovery)
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	defer stopProbe()
-	go f.Run(probeCtx, 20*time.Millisecond)
+	go f.Run(probeCtx, 50*time.Millisecond)
 	deadline := time.Now().Add(10 * time.Second)
 	for f.State() != StateRecovering {
 		if time.Now().After(deadline) {

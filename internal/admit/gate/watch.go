@@ -156,7 +156,9 @@ func (w *Watcher) Discover(ctx context.Context) error {
 }
 
 // Sync lists the rooms and reads every snapshot once, before a gate takes
-// traffic: a gate that knew no rooms would pass everyone to the origin.
+// traffic: a gate that knew no rooms would pass everyone to the origin. The
+// rooms whose snapshot could not be read are named in an
+// *UnreadRoomsError.
 func (w *Watcher) Sync(ctx context.Context) error {
 	w.defaults()
 	lctx, cancel := context.WithTimeout(ctx, w.Timeout)
@@ -165,12 +167,23 @@ func (w *Watcher) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var unread []string
 	for _, n := range names {
 		if w.Refresh(ctx, n) < 0 {
-			return fmt.Errorf("room %s: its snapshot cannot be read", n)
+			unread = append(unread, n)
 		}
 	}
+	if len(unread) > 0 {
+		return &UnreadRoomsError{Rooms: unread}
+	}
 	return nil
+}
+
+// UnreadRoomsError names the rooms whose snapshots could not be read.
+type UnreadRoomsError struct{ Rooms []string }
+
+func (e *UnreadRoomsError) Error() string {
+	return "the snapshots of these rooms cannot be read: " + strings.Join(e.Rooms, ", ")
 }
 
 // Run discovers and watches rooms until ctx ends.
