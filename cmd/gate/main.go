@@ -104,8 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 	fs.IntVar(&s.maxHeaderKiB, "max-header-kib", config.EnvInt("GATE_MAX_HEADER_KIB", 32), "largest request header block, KiB (env GATE_MAX_HEADER_KIB)")
 	fs.BoolVar(&s.rewriteHost, "rewrite-host", config.EnvBool("GATE_REWRITE_HOST", false), "send the origin its own host name instead of the visitor's (env GATE_REWRITE_HOST)")
 	fs.BoolVar(&s.trustForwarded, "trust-forwarded", config.EnvBool("GATE_TRUST_FORWARDED", false), "believe X-Forwarded-For and X-Forwarded-Proto from the load balancer or TLS terminator in front (env GATE_TRUST_FORWARDED)")
-	fs.StringVar(&s.tlsCert, "tls-cert", config.Env("GATE_TLS_CERT", ""), "serve HTTPS with this certificate file (PEM; with --tls-key) (env GATE_TLS_CERT)")
-	fs.StringVar(&s.tlsKey, "tls-key", config.Env("GATE_TLS_KEY", ""), "the certificate's private key file (env GATE_TLS_KEY)")
+	fs.StringVar(&s.tlsCert, "https-cert", config.Env("GATE_TLS_CERT", ""), "serve HTTPS with this certificate file (PEM; with --https-key) (env GATE_TLS_CERT)")
+	fs.StringVar(&s.tlsKey, "https-key", config.Env("GATE_TLS_KEY", ""), "the certificate's private key file (env GATE_TLS_KEY)")
 	fs.StringVar(&s.logLevel, "log-level", config.Env("GATE_LOG_LEVEL", "info"), "debug, info, warn or error (env GATE_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -123,7 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 	case s.maxBody <= 0 || s.maxHeaderKiB <= 0:
 		return nil, errors.New("--max-body-bytes and --max-header-kib must be positive")
 	case (s.tlsCert == "") != (s.tlsKey == ""):
-		return nil, errors.New("--tls-cert and --tls-key go together")
+		return nil, errors.New("--https-cert and --https-key go together")
 	case s.snapshotEvery <= 0 || s.discoverEvery <= 0 || s.reportEvery <= 0:
 		return nil, errors.New("--snapshot-every, --discover-every and --report-every must be positive")
 	}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edgeflow/edgeflow/internal/keyring"
+)
+
+func TestFlagsAreCheckedWithClearMessages(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--origin (env GATE_ORIGIN) is required"},
+		{[]string{"--origin", "http://o", "--data-center", "a b"}, `--data-center "a b"`},
+		{[]string{"--origin", "http://o", "--gate-id", "x/y"}, `--gate-id "x/y"`},
+		{[]string{"--origin", "http://o", "--https-cert", "c.pem"}, "--https-cert and --https-key go together"},
+		{[]string{"--origin", "http://o", "--max-body-bytes", "0"}, "must be positive"},
+		{[]string{"--origin", "http://o", "extra"}, "unexpected arguments"},
+	} {
+		_, err := parseFlags(c.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.want)
+		}
+	}
+	s, err := parseFlags([]string{"--origin", "http://o", "--data-center", "ams", "--redis-url", "redis://r:6379/0"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.anywhereRedisURL != s.redisURL {
+		t.Errorf("the Anywhere Redis defaults to the data center's: %q", s.anywhereRedisURL)
+	}
+	if !strings.HasPrefix(s.gateID, "ams-") || len(s.gateID) > 64 {
+		t.Errorf("default gate id %q: want the data center first, at most 64 characters", s.gateID)
+	}
+	if other, _ := parseFlags([]string{"--origin", "http://o", "--data-center", "ams"}, io.Discard); other.gateID == s.gateID {
+		t.Error("two processes got the same gate id: the room keeps one report per gate")
+	}
+}
+
+func TestRedisURLErrorsHideThePassword(t *testing.T) {
+	_, _, err := openCounters("redis://user:s3cret@host:notaport/0", "", quietLog())
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("error %v: must fail without showing the password", err)
+	}
+}
+
+func TestKeygen(t *testing.T) {
+	var out bytes.Buffer
+	if err := keygen([]string{"--id", "gate-a"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keyring.Parse(out.String()); err != nil || !strings.HasPrefix(out.String(), "gate-a:") {
+		t.Fatalf("keygen printed %q: %v", out.String(), err)
+	}
+	path := filepath.Join(t.TempDir(), "keys", "gate-cookie.keys")
+	out.Reset()
+	if err := keygen([]string{"--file", path}, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "created") {
+		t.Fatalf("keygen --file: %q %v", out.String(), err)
+	}
+	first, _ := os.ReadFile(path)
+	out.Reset()
+	if err := keygen([]string{"--file", path}, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "kept") {
+		t.Fatalf("keygen --file again: %q %v", out.String(), err)
+	}
+	if again, _ := os.ReadFile(path); !bytes.Equal(first, again) {
+		t.Error("a second keygen --file replaced the key: every visitor would be logged out")
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode: %v %v", st.Mode(), err)
+	}
+	if _, err := keyring.LoadFile(path); err != nil {
+		t.Error(err)
+	}
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
