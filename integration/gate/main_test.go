@@ -241,12 +241,15 @@ func newOrigin(t *testing.T, handler http.Handler) *origin {
 	return o
 }
 
+// createRoom creates a room for one test; it is deleted when the test
+// ends, so the next test's gates do not route to it.
 func createRoom(t *testing.T, s engine.Settings, minuteSeconds int) roomclient.Client {
 	t.Helper()
 	rc := roomclient.Client{C: env.Client}
 	if _, err := rc.Create(context.Background(), s, roomclient.CreateOptions{MinuteSeconds: minuteSeconds}); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _, _ = rc.Delete(context.Background(), s.Name) })
 	return rc
 }
 

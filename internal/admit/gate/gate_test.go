@@ -544,3 +544,25 @@ func TestForwardedHeaders(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusEndpoint(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", Path: "/shop/", CookieSuffix: "s"})
+	srv := httptest.NewServer(h.g.StatusHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st GateStatus
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Gate.ID != "ams-1" || st.State != StateShared || len(st.Rooms) != 1 || st.Rooms[0].Room != "shop" ||
+		st.Rooms[0].CookieName != CookieName+"_s" || st.Rooms[0].Routes[0].Path != "/shop/" || st.Rooms[0].Stale {
+		t.Errorf("status %+v", st)
+	}
+	if resp, err := http.Get(srv.URL + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("healthz: %v %v", resp, err)
+	}
+}

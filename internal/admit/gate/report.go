@@ -80,7 +80,10 @@ func (p *Reporter) Tick(ctx context.Context) {
 		if !newMinute && now.Before(r.nextReport) {
 			continue
 		}
-		r.tally.Heartbeat(minute)
+		if newMinute {
+			// Idle gates still report once a minute, so the room counts them.
+			r.tally.Heartbeat(minute)
+		}
 		r.lastMinute = minute
 		r.nextReport = now.Add(min(p.Every, length/24))
 		p.send(ctx, r)

@@ -1,0 +1,77 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+)
+
+// The reporter sends a room what changed every few seconds, a heartbeat
+// once a minute when idle, and keeps a report the room did not get until a
+// newer one of its minute replaces it.
+func TestReporter(t *testing.T) {
+	reg := registryWith(t, admit.Settings{Name: "shop"})
+	room := reg.Room("shop")
+	now := t0.Add(10 * time.Second)
+	var got []admit.Report
+	failing := false
+	p := &Reporter{Registry: reg, Every: 2 * time.Second, Logger: quietLogger(), Now: func() time.Time { return now },
+		Sink: func(_ context.Context, r admit.Report) error {
+			if failing {
+				return errors.New("temporal unreachable")
+			}
+			got = append(got, r)
+			return nil
+		}}
+	ctx := context.Background()
+
+	p.Tick(ctx) // the first tick of a minute: a heartbeat
+	if len(got) != 1 || got[0].Minute != t0 || got[0].Gate != "ams-1" || got[0].NewVisitors != 0 {
+		t.Fatalf("first tick: %+v", got)
+	}
+	for range 10 { // idle: nothing more within the minute
+		now = now.Add(2 * time.Second)
+		p.Tick(ctx)
+	}
+	if len(got) != 1 {
+		t.Fatalf("an idle gate reported %d times in a minute, want once", len(got))
+	}
+
+	room.tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true})
+	p.Tick(ctx) // within Every of the last look: not yet
+	if len(got) != 1 {
+		t.Fatalf("reported before Every passed: %+v", got)
+	}
+	now = now.Add(2 * time.Second)
+	p.Tick(ctx)
+	if len(got) != 2 || got[1].Admitted != 1 {
+		t.Fatalf("after an admission: %+v", got)
+	}
+
+	failing = true
+	room.tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true})
+	now = now.Add(2 * time.Second)
+	p.Tick(ctx)
+	room.tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true})
+	now = now.Add(2 * time.Second)
+	p.Tick(ctx)
+	if len(got) != 2 || len(room.unsent) != 1 || room.unsent[0].Admitted != 3 {
+		t.Fatalf("while failing: sent %d, kept %+v; want one report kept, the newest", len(got), room.unsent)
+	}
+	failing = false
+	now = now.Add(2 * time.Second)
+	p.Tick(ctx)
+	if len(got) != 3 || got[2].Admitted != 3 || len(room.unsent) != 0 {
+		t.Fatalf("after recovery: %+v, kept %+v", got, room.unsent)
+	}
+
+	// The next minute: its heartbeat at once.
+	now = t0.Add(time.Minute + 100*time.Millisecond)
+	p.Tick(ctx)
+	if last := got[len(got)-1]; !last.Minute.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("new minute: last report of %s", last.Minute)
+	}
+}
