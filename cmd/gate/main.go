@@ -70,6 +70,7 @@ const startupWait = 30 * time.Second
 type settings struct {
 	addr, healthAddr, origin, dataCenter, gateID string
 	redisURL, anywhereRedisURL                   string
+	strategy                                     string
 	snapshotEvery, discoverEvery, reportEvery    time.Duration
 	readTimeout, writeTimeout, idleTimeout       time.Duration
 	originTimeout                                time.Duration
@@ -93,6 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 	fs.StringVar(&s.gateID, "gate-id", config.Env("GATE_ID", ""), "this process's id in reports; empty: data center, host, pid and a random suffix (env GATE_ID)")
 	fs.StringVar(&s.redisURL, "redis-url", config.Env("GATE_REDIS_URL", ""), "the data center's Redis, shared by its gates (redis://host:port/db); empty: counters in this process, for a data center's only gate (env GATE_REDIS_URL)")
 	fs.StringVar(&s.anywhereRedisURL, "anywhere-redis-url", config.Env("GATE_ANYWHERE_REDIS_URL", ""), "the Redis every gate of every data center shares, for the Anywhere pool; empty: --redis-url (env GATE_ANYWHERE_REDIS_URL)")
+	fs.StringVar(&s.strategy, "strategy", config.Env("GATE_STRATEGY", gate.StrategyCounters), "how gates on Redis hand out slots: "+gate.StrategyCounters+" (a data center's own share, then Anywhere) or "+gate.StrategyBorrow+" (also other data centers' unused shares, at the pace of the minute; needs one Redis for every data center) (env GATE_STRATEGY)")
 	fs.DurationVar(&s.snapshotEvery, "snapshot-every", config.EnvDuration("GATE_SNAPSHOT_EVERY", 2*time.Second), "how often each room's snapshot is read (env GATE_SNAPSHOT_EVERY)")
 	fs.DurationVar(&s.discoverEvery, "discover-every", config.EnvDuration("GATE_DISCOVER_EVERY", 3*time.Second), "how often the rooms are listed (env GATE_DISCOVER_EVERY)")
 	fs.DurationVar(&s.reportEvery, "report-every", config.EnvDuration("GATE_REPORT_EVERY", 2*time.Second), "how often counts are reported to each room (env GATE_REPORT_EVERY)")
@@ -133,6 +135,15 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 	if s.anywhereRedisURL == "" {
 		s.anywhereRedisURL = s.redisURL
 	}
+	switch s.strategy {
+	case gate.StrategyCounters:
+	case gate.StrategyBorrow:
+		if s.redisURL == "" || s.anywhereRedisURL != s.redisURL {
+			return nil, fmt.Errorf("--strategy %s takes other data centers' unused slots on their own counters: it needs --redis-url, one Redis shared by the gates of every data center, and no other --anywhere-redis-url", s.strategy)
+		}
+	default:
+		return nil, fmt.Errorf("--strategy %q (env GATE_STRATEGY): must be one of %s", s.strategy, strings.Join(gate.Strategies, ", "))
+	}
 	return s, nil
 }
 
@@ -161,7 +172,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	if err != nil {
 		return err
 	}
-	counters, counterDesc, err := openCounters(s.redisURL, s.anywhereRedisURL, log)
+	counters, counterDesc, err := openCounters(s.redisURL, s.anywhereRedisURL, s.strategy, log)
 	if err != nil {
 		return err
 	}
@@ -283,7 +294,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 
 // openCounters connects the Redis servers, if any, and says what the gate
 // counts on.
-func openCounters(dcURL, anywhereURL string, log *slog.Logger) (gate.Counters, string, error) {
+func openCounters(dcURL, anywhereURL, strategy string, log *slog.Logger) (gate.Counters, string, error) {
 	connect := func(flagName, raw string) (*gate.RedisCounter, error) {
 		if raw == "" {
 			return nil, nil
@@ -313,7 +324,14 @@ func openCounters(dcURL, anywhereURL string, log *slog.Logger) (gate.Counters, s
 	case anywhere != nil:
 		desc = "in process (data center), redis " + redactedHost(anywhereURL) + " (Anywhere)"
 	}
-	return gate.NewCounters(dc, anywhere, log), desc, nil
+	counters, err := gate.NewCounters(dc, anywhere, strategy, log)
+	if err != nil {
+		return gate.Counters{}, "", fmt.Errorf("--strategy (env GATE_STRATEGY): %w", err)
+	}
+	if dc != nil || anywhere != nil {
+		desc += ", strategy " + counters.Strategy.Name()
+	}
+	return counters, desc, nil
 }
 
 func redactedHost(raw string) string {

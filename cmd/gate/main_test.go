@@ -23,6 +23,10 @@ func TestFlagsAreCheckedWithClearMessages(t *testing.T) {
 		{[]string{"--origin", "http://o", "--https-cert", "c.pem"}, "--https-cert and --https-key go together"},
 		{[]string{"--origin", "http://o", "--max-body-bytes", "0"}, "must be positive"},
 		{[]string{"--origin", "http://o", "extra"}, "unexpected arguments"},
+		{[]string{"--origin", "http://o", "--strategy", "even"}, `--strategy "even" (env GATE_STRATEGY): must be one of counters, counters+borrow`},
+		{[]string{"--origin", "http://o", "--strategy", "counters+borrow"}, "needs --redis-url"},
+		{[]string{"--origin", "http://o", "--strategy", "counters+borrow", "--redis-url", "redis://a:6379/0", "--anywhere-redis-url", "redis://b:6379/0"},
+			"no other --anywhere-redis-url"},
 	} {
 		_, err := parseFlags(c.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -44,8 +48,27 @@ func TestFlagsAreCheckedWithClearMessages(t *testing.T) {
 	}
 }
 
+// The settings the issue names come from the environment as well as flags.
+func TestSettingsFromTheEnvironment(t *testing.T) {
+	t.Setenv("GATE_ORIGIN", "http://origin:3000")
+	t.Setenv("GATE_DATA_CENTER", "fra")
+	t.Setenv("GATE_REDIS_URL", "redis://r:6379/0")
+	t.Setenv("GATE_STRATEGY", "counters+borrow")
+	s, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.origin != "http://origin:3000" || s.dataCenter != "fra" || s.strategy != "counters+borrow" || s.addr != "127.0.0.1:8088" {
+		t.Errorf("from the environment: %+v", s)
+	}
+	// A flag wins over its variable.
+	if s, err := parseFlags([]string{"--data-center", "ams", "--strategy", "counters"}, io.Discard); err != nil || s.dataCenter != "ams" || s.strategy != "counters" {
+		t.Errorf("flags over the environment: %+v, %v", s, err)
+	}
+}
+
 func TestRedisURLErrorsHideThePassword(t *testing.T) {
-	_, _, err := openCounters("redis://user:s3cret@host:notaport/0", "", quietLog())
+	_, _, err := openCounters("redis://user:s3cret@host:notaport/0", "", "counters", quietLog())
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("error %v: must fail without showing the password", err)
 	}

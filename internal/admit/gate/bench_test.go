@@ -268,7 +268,7 @@ func BenchmarkGateNewVisitorsRedisVsProxy(b *testing.B) {
 	b.Cleanup(func() { _ = c.Close() })
 	rc := RedisCounter{Client: c}
 	origin := benchOrigin(b)
-	compare(b, benchGate(b, origin, NewCounters(&rc, &rc, quietLogger())), benchProxy(b, origin), false)
+	compare(b, benchGate(b, origin, mustCounters(b, &rc, &rc, StrategyCounters)), benchProxy(b, origin), false)
 }
 
 // BenchmarkOpenCookie is the admitted visitor's cost of the cookie alone.

@@ -3,7 +3,9 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,16 +33,45 @@ func MemoryCounters() Counters {
 	return Counters{Strategy: admit.EvenSplit{Store: mem}, Marks: &Marks{Store: mem, Local: mem}}
 }
 
+// The strategies a gate with shared counters hands out slots with
+// (--strategy, GATE_STRATEGY); the names are the engine's and the
+// simulator's.
+const (
+	// StrategyCounters is admit.SharedCounters, the source's design: a
+	// data center's visitors take its own scope, then Anywhere.
+	StrategyCounters = "counters"
+	// StrategyBorrow is admit.BorrowingCounters: SharedCounters that also
+	// take other data centers' unused slots at the pace of the minute.
+	// It counts on the other data centers' scope counters, so every gate of
+	// the room must count every data center on one Redis.
+	StrategyBorrow = "counters+borrow"
+)
+
+// Strategies lists the shared-counter strategies by name.
+var Strategies = []string{StrategyCounters, StrategyBorrow}
+
 // NewCounters counts on Redis where one is given and in this process
 // otherwise: the data center's Redis for its scopes (shared by the data
 // center's gates; nil: this gate is its data center's only one), the
 // Anywhere Redis for the Anywhere pool and the visitors' marks (shared by
-// every gate of the room). With neither it is MemoryCounters. While a Redis
-// fails, the gate falls back to the even split on in-process counters (see
-// Failover).
-func NewCounters(dataCenter, anywhere *RedisCounter, logger *slog.Logger) Counters {
+// every gate of the room). With neither it is MemoryCounters. strategy is
+// one of Strategies ("" is StrategyCounters). While a Redis fails, the gate
+// falls back to the even split on in-process counters (see Failover).
+func NewCounters(dataCenter, anywhere *RedisCounter, strategy string, logger *slog.Logger) (Counters, error) {
+	switch strategy {
+	case "", StrategyCounters:
+	case StrategyBorrow:
+		// Borrowing counts on other data centers' scope counters: they
+		// must be where this gate counts its own, on the Redis every gate
+		// reaches.
+		if dataCenter == nil || dataCenter != anywhere {
+			return Counters{}, fmt.Errorf("strategy %s counts on every data center's counters, so it needs one Redis that all gates of every data center share: give --redis-url and no other --anywhere-redis-url", StrategyBorrow)
+		}
+	default:
+		return Counters{}, fmt.Errorf("strategy %q: must be one of %s", strategy, strings.Join(Strategies, ", "))
+	}
 	if dataCenter == nil && anywhere == nil {
-		return MemoryCounters()
+		return MemoryCounters(), nil
 	}
 	mem := admit.NewMemoryCounter(nil)
 	var dcStore, anyStore admit.Counter = mem, mem
@@ -53,8 +84,13 @@ func NewCounters(dataCenter, anywhere *RedisCounter, logger *slog.Logger) Counte
 		anyStore = *anywhere
 		pings = append(pings, anywhere.Ping)
 	}
+	stores := admit.ScopeStores{DataCenter: dcStore, Anywhere: anyStore}
+	var shared admit.Strategy = admit.SharedCounters{Store: stores}
+	if strategy == StrategyBorrow {
+		shared = admit.BorrowingCounters{Store: stores}
+	}
 	f := &Failover{
-		Shared: admit.SharedCounters{Store: admit.ScopeStores{DataCenter: dcStore, Anywhere: anyStore}},
+		Shared: shared,
 		Even:   admit.EvenSplit{Store: mem},
 		Probe: func(ctx context.Context) error {
 			var errs []error
@@ -65,7 +101,7 @@ func NewCounters(dataCenter, anywhere *RedisCounter, logger *slog.Logger) Counte
 		},
 		Logger: logger,
 	}
-	return Counters{Strategy: f, Marks: &Marks{Store: anyStore, Local: mem, Logger: logger}, Failover: f}
+	return Counters{Strategy: f, Marks: &Marks{Store: anyStore, Local: mem, Logger: logger}, Failover: f}, nil
 }
 
 // ErrCountersDown is the error of a decision the shared counters could not

@@ -92,8 +92,8 @@ func TestGatesShareRedisCounters(t *testing.T) {
 	}
 	snap := room.Snapshot
 	rc := redisCounter(t, env.Redis.URL)
-	g1 := NewCounters(&rc, &rc, quietLogger())
-	g2 := NewCounters(&rc, &rc, quietLogger())
+	g1 := mustCounters(t, &rc, &rc, StrategyCounters)
+	g2 := mustCounters(t, &rc, &rc, StrategyCounters)
 	now := snap.Minute.Add(time.Second)
 	a1, _ := newVisitorsAt(t, g1.Strategy, snap, now, admit.Gate{DataCenter: "ams", ID: "ams-1"}, 7)
 	a2, _ := newVisitorsAt(t, g2.Strategy, snap, now, admit.Gate{DataCenter: "ams", ID: "ams-2"}, 3)
@@ -139,7 +139,7 @@ func TestFailoverToEvenSplitAndBack(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = srv.Stop(5 * time.Second) })
 	rc := redisCounter(t, srv.URL)
-	c := NewCounters(&rc, &rc, quietLogger())
+	c := mustCounters(t, &rc, &rc, StrategyCounters)
 	f := c.Failover
 	var clock atomic.Pointer[time.Time]
 	f.Now = func() time.Time { return *clock.Load() }
@@ -216,7 +216,7 @@ func TestRedisUnreachableFromTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := redisCounter(t, "redis://127.0.0.1:"+strconv.Itoa(port)+"/0")
-	c := NewCounters(&rc, &rc, quietLogger())
+	c := mustCounters(t, &rc, &rc, StrategyCounters)
 	r, _ := admit.NewRoom(admit.Settings{Name: "nowhere", TotalActiveUsers: 100, NewUsersPerMinute: 5}, 60, t0)
 	g := admit.Gate{DataCenter: "ams", ID: "ams-1"}
 	if a, _ := newVisitorsAt(t, c.Strategy, r.Snapshot, t0.Add(time.Second), g, 3); a != 0 {
