@@ -37,6 +37,7 @@ import (
 var (
 	env        *testenv.Env
 	gateBin    string
+	roomBin    string // starters/room
 	cookieKeys string // every gate's GATE_COOKIE_KEYS
 )
 
@@ -67,12 +68,14 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	gateBin = filepath.Join(dir, "gate")
-	build := exec.Command("go", "build", "-o", gateBin, "./cmd/gate")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the gate: %v\n%s", err, out)
-		return 1
+	gateBin, roomBin = filepath.Join(dir, "gate"), filepath.Join(dir, "room")
+	for bin, pkg := range map[string]string{gateBin: "./cmd/gate", roomBin: "./starters/room"} {
+		build := exec.Command("go", "build", "-o", bin, pkg)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			return 1
+		}
 	}
 	key, err := keyring.Generate("it")
 	if err != nil {
@@ -115,6 +118,19 @@ type gateProcess struct {
 	health string // host:port of /status
 	cmd    *exec.Cmd
 	logs   *syncBuffer
+	exited chan struct{}
+}
+
+// stop stops the gate as a supervisor does (SIGINT, then SIGKILL after a
+// grace period) and waits until it has exited.
+func (g *gateProcess) stop() {
+	_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case <-g.exited:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
+		<-g.exited
+	}
 }
 
 var (
@@ -137,16 +153,11 @@ func startGate(t *testing.T, dc, id, origin string, args ...string) *gateProcess
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	g := &gateProcess{id: id, dc: dc, cmd: cmd, logs: logs}
 	exited := make(chan struct{})
+	g := &gateProcess{id: id, dc: dc, cmd: cmd, logs: logs, exited: exited}
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
+		g.stop()
 		if t.Failed() {
 			t.Logf("gate %s log:\n%s", id, logs.String())
 		}
