@@ -19,16 +19,18 @@ import (
 )
 
 // The gate against a plain httputil.ReverseProxy to the same origin, under
-// the same load generator, in alternating runs (gate, proxy, gate, …) so
-// that drift on a shared machine hits both alike. Each run has a loaded
-// phase (closed loop, 4 clients per CPU: requests/s and latency under load)
-// and a sequential phase (one client: the latency a request pays on an
-// idle gate). Reported are the medians over the runs of the per-pair
-// ratios and differences.
+// the same load generator, in alternating runs. Each run interleaves short
+// slices (gate, proxy, gate, proxy, …) so that the load other processes put
+// on a shared machine hits both alike, and pools each side's slices: a
+// loaded phase (closed loop, 4 clients per CPU: requests/s and latency
+// under load) and a sequential phase (one client: the latency a request
+// pays on an idle gate). Reported are the medians over the runs of the
+// per-run ratios and differences.
 const (
 	benchRuns          = 5
-	benchLoadedReqs    = 6000
-	benchSequentialReq = 1500
+	benchSlices        = 10  // alternations per run and phase
+	benchLoadedReqs    = 600 // per slice
+	benchSequentialReq = 150 // per slice
 	benchClientsPerCPU = 4
 )
 
@@ -95,17 +97,30 @@ func benchClient(clients int) *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConns: clients * 2, MaxIdleConnsPerHost: clients * 2, DisableCompression: true}}
 }
 
-// loadRun is one phase of one run.
+// loadRun is one side of one phase of one run.
 type loadRun struct {
 	perSecond float64
 	p50, p99  time.Duration
 }
 
+// samples pools the slices of one side of a phase.
+type samples struct {
+	lat     []time.Duration
+	elapsed time.Duration
+}
+
+func (s samples) summary() loadRun {
+	all := slices.Clone(s.lat)
+	slices.Sort(all)
+	return loadRun{perSecond: float64(len(all)) / s.elapsed.Seconds(), p50: all[len(all)/2], p99: all[len(all)*99/100]}
+}
+
 // load sends total requests from clients concurrent clients (closed loop)
-// and measures each to its last byte. cookie, if set, gives each client's
-// cookie header (an admitted visitor's, renewed as the gate renews it);
-// otherwise every request is a new visitor.
-func load(b *testing.B, c *http.Client, base string, total, clients int, cookie func(client int) string) loadRun {
+// and measures each to its last byte, adding them to into. jar, if set,
+// holds each client's cookie header (an admitted visitor's), kept renewed
+// as the gate renews it, as a browser does; otherwise every request is a
+// new visitor.
+func load(b *testing.B, c *http.Client, base string, total, clients int, jar []string, into *samples) {
 	var next atomic.Int64
 	lat := make([][]time.Duration, clients)
 	var wg sync.WaitGroup
@@ -115,8 +130,9 @@ func load(b *testing.B, c *http.Client, base string, total, clients int, cookie 
 		wg.Go(func() {
 			own := make([]time.Duration, 0, total/clients+1)
 			hdr := ""
-			if cookie != nil {
-				hdr = cookie(w)
+			if jar != nil {
+				hdr = jar[w]
+				defer func() { jar[w] = hdr }()
 			}
 			for next.Add(1) <= int64(total) {
 				req, _ := http.NewRequest(http.MethodGet, base+"/page", nil)
@@ -133,7 +149,6 @@ func load(b *testing.B, c *http.Client, base string, total, clients int, cookie 
 				resp.Body.Close()
 				own = append(own, time.Since(t0))
 				if hdr != "" {
-					// A browser keeps the renewed cookie.
 					for _, sc := range resp.Header["Set-Cookie"] {
 						if v, _, _ := strings.Cut(sc, ";"); strings.HasPrefix(v, CookieName+"=") {
 							hdr = v
@@ -149,13 +164,11 @@ func load(b *testing.B, c *http.Client, base string, total, clients int, cookie 
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	into.elapsed += time.Since(start)
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	return loadRun{perSecond: float64(len(all)) / elapsed.Seconds(), p50: all[len(all)/2], p99: all[len(all)*99/100]}
+	into.lat = append(into.lat, slices.Concat(lat...)...)
 }
 
 // admittedCookies makes each client an admitted visitor of the gate.
@@ -184,19 +197,15 @@ func admittedCookies(b *testing.B, c *http.Client, base string, clients int) []s
 func compare(b *testing.B, gate, proxy *httptest.Server, admitted bool) {
 	clients := benchClientsPerCPU * runtime.GOMAXPROCS(0)
 	gc, pc := benchClient(clients), benchClient(clients)
-	var cookies []string
-	var cookieOf func(int) string
+	var jar, seqJar []string
 	if admitted {
-		cookies = admittedCookies(b, gc, gate.URL, clients+1)
-		cookieOf = func(i int) string { return cookies[i] }
-	}
-	seqCookie := func(int) string { return cookies[clients] }
-	if !admitted {
-		seqCookie = nil
+		jar = admittedCookies(b, gc, gate.URL, clients)
+		seqJar = admittedCookies(b, gc, gate.URL, 1)
 	}
 	// Warm both: connections, caches, the counters' first keys.
-	load(b, gc, gate.URL, 500, clients, cookieOf)
-	load(b, pc, proxy.URL, 500, clients, cookieOf)
+	var warm samples
+	load(b, gc, gate.URL, 500, clients, jar, &warm)
+	load(b, pc, proxy.URL, 500, clients, jar, &warm)
 
 	var ratio, addedP50, addedP99, addedSeqP50, addedSeqP99 []float64
 	var gateRPS, proxyRPS, gateP50, gateP99, proxyP50, proxyP99, gateSeqP99, proxySeqP99 []float64
@@ -204,10 +213,16 @@ func compare(b *testing.B, gate, proxy *httptest.Server, admitted bool) {
 	b.ResetTimer()
 	for range b.N {
 		for range benchRuns {
-			g := load(b, gc, gate.URL, benchLoadedReqs, clients, cookieOf)
-			p := load(b, pc, proxy.URL, benchLoadedReqs, clients, cookieOf)
-			gs := load(b, gc, gate.URL, benchSequentialReq, 1, seqCookie)
-			ps := load(b, pc, proxy.URL, benchSequentialReq, 1, seqCookie)
+			var gl, pl, gsl, psl samples
+			for range benchSlices {
+				load(b, gc, gate.URL, benchLoadedReqs, clients, jar, &gl)
+				load(b, pc, proxy.URL, benchLoadedReqs, clients, jar, &pl)
+			}
+			for range benchSlices {
+				load(b, gc, gate.URL, benchSequentialReq, 1, seqJar, &gsl)
+				load(b, pc, proxy.URL, benchSequentialReq, 1, seqJar, &psl)
+			}
+			g, p, gs, ps := gl.summary(), pl.summary(), gsl.summary(), psl.summary()
 			ratio = append(ratio, g.perSecond/p.perSecond)
 			addedP50 = append(addedP50, ms(g.p50-p.p50))
 			addedP99 = append(addedP99, ms(g.p99-p.p99))
@@ -236,8 +251,8 @@ func compare(b *testing.B, gate, proxy *httptest.Server, admitted bool) {
 	b.ReportMetric(med(addedP99), "added_p99_ms")
 	b.ReportMetric(med(addedSeqP50), "added_seq_p50_ms")
 	b.ReportMetric(med(addedSeqP99), "added_seq_p99_ms")
-	b.Logf("%d runs of %d requests from %d clients, then %d from one: gate %.0f req/s vs proxy %.0f (ratio %.3f); under load added p50 %.3f ms, p99 %.3f ms; one client added p50 %.3f ms, p99 %.3f ms (gate p99 %.3f, proxy %.3f)",
-		len(ratio), benchLoadedReqs, clients, benchSequentialReq, med(gateRPS), med(proxyRPS), med(ratio),
+	b.Logf("%d runs of %d×%d requests from %d clients, then %d×%d from one, gate and proxy alternating: gate %.0f req/s vs proxy %.0f (ratio %.3f); under load added p50 %.3f ms, p99 %.3f ms; one client added p50 %.3f ms, p99 %.3f ms (gate p99 %.3f, proxy %.3f)",
+		len(ratio), benchSlices, benchLoadedReqs, clients, benchSlices, benchSequentialReq, med(gateRPS), med(proxyRPS), med(ratio),
 		med(addedP50), med(addedP99), med(addedSeqP50), med(addedSeqP99), med(gateSeqP99), med(proxySeqP99))
 }
 
