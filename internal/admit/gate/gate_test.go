@@ -224,58 +224,6 @@ func TestAdmitsUpToTheLimitThenQueuesWithTheRoomsStatus(t *testing.T) {
 	}
 }
 
-func TestJSONResponse(t *testing.T) {
-	h := newHarness(t, admit.Settings{Name: "app", TotalActiveUsers: 1, NewUsersPerMinute: 1, JSONResponseEnabled: true,
-		QueueingMethod: admit.Random, QueueingStatusCode: 202})
-	mustOrigin(t, h.get(newVisitor(), "/"), "first visitor")
-	res := h.get(newVisitor(), "/api/items", "Accept", "text/html;q=0.5, application/json")
-	if res.status != 202 || res.header.Get("Content-Type") != "application/json" || res.header.Get("Refresh") == "" {
-		t.Fatalf("JSON queue answer: %d %v %s", res.status, res.header, res.body)
-	}
-	var doc map[string]map[string]any
-	if err := json.Unmarshal([]byte(res.body), &doc); err != nil {
-		t.Fatal(err)
-	}
-	room := doc["cfWaitingRoom"]
-	for _, field := range []string{"inWaitingRoom", "waitTimeKnown", "waitTime", "waitTime25Percentile", "waitTime50Percentile",
-		"waitTime75Percentile", "waitTimeFormatted", "queueIsFull", "queueAll", "lastUpdated", "refreshIntervalSeconds",
-		"queueingMethod", "isFIFOQueue", "isRandomQueue"} {
-		if _, ok := room[field]; !ok {
-			t.Errorf("cfWaitingRoom lacks %s: %s", field, res.body)
-		}
-	}
-	if room["inWaitingRoom"] != true || room["queueingMethod"] != "random" || room["isRandomQueue"] != true || room["isFIFOQueue"] != false {
-		t.Errorf("cfWaitingRoom: %v", room)
-	}
-	if refresh := room["refreshIntervalSeconds"].(float64); res.header.Get("Refresh") != itoa(int64(refresh)) {
-		t.Errorf("Refresh header %q, refreshIntervalSeconds %v: want the same", res.header.Get("Refresh"), refresh)
-	}
-	if _, err := time.Parse("2006-01-02T15:04:05.000Z", room["lastUpdated"].(string)); err != nil {
-		t.Errorf("lastUpdated %v: %v", room["lastUpdated"], err)
-	}
-	// Without Accept: application/json, the page.
-	if res := h.get(newVisitor(), "/"); !strings.Contains(res.body, "<html") {
-		t.Errorf("without Accept: application/json: %s", res.body)
-	}
-	// A room without JSON enabled answers HTML even to JSON clients.
-	h2 := newHarness(t, admit.Settings{Name: "site", TotalActiveUsers: 1, NewUsersPerMinute: 1})
-	h2.get(newVisitor(), "/")
-	if res := h2.get(newVisitor(), "/", "Accept", "application/json"); res.header.Get("Content-Type") != "text/html; charset=utf-8" {
-		t.Errorf("json_response_enabled off: %v", res.header)
-	}
-}
-
-func TestCustomPage(t *testing.T) {
-	page := `<p>{{#isFIFOQueue}}fifo{{/isFIFOQueue}} wait={{waitTimeFormatted}} known={{waitTimeKnown}} every={{refreshIntervalSeconds}} ` +
-		`p50={{waitTime50Percentile}} all={{queueAll}} full={{queueIsFull}} m={{queueingMethod}} at={{lastUpdated}} x=<{{waitTime}}></p>`
-	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1, CustomPageHTML: page})
-	h.get(newVisitor(), "/")
-	res := h.get(newVisitor(), "/")
-	if !strings.HasPrefix(res.body, "<p>fifo wait=") || !strings.Contains(res.body, " m=fifo at=20") || !strings.Contains(res.body, " every=") {
-		t.Fatalf("custom page: %s", res.body)
-	}
-}
-
 // Cookies that do not open — altered, truncated, another room's, sealed
 // with an unknown key, expired — make their bearer a new visitor: with the
 // room full, queued, never admitted.
@@ -373,79 +321,6 @@ func TestEarlyRefreshChangesNothing(t *testing.T) {
 	}
 }
 
-func TestOriginRevokesSession(t *testing.T) {
-	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 5, EnabledOriginCommands: []string{"revoke"}})
-	a := newVisitor()
-	mustOrigin(t, h.get(a, "/"), "admitted")
-	kept := a.clone()
-	res := h.get(a, "/logout")
-	mustOrigin(t, res, "the origin's logout page")
-	if res.header.Get(RevokeHeader) != "" {
-		t.Error("the origin's command reached the visitor")
-	}
-	if len(a.cookies) != 0 {
-		t.Errorf("the session cookie was not deleted: %v (Set-Cookie %v)", a.cookies, res.header.Values("Set-Cookie"))
-	}
-	if !strings.Contains(strings.Join(res.header.Values("Set-Cookie"), "\n"), "origin_session=abc") {
-		t.Error("the origin's own cookies must still reach the visitor")
-	}
-	reports := h.reg.Room("shop").Tally().Pending()
-	if len(reports) == 0 || len(reports[len(reports)-1].Revoked) != 1 {
-		t.Fatalf("the revocation is not reported: %+v", reports)
-	}
-	// Replaying the cookie held before the revocation does not bring the
-	// session back: it is a new visitor, and this minute's one slot is spent.
-	mustQueue(t, h.get(kept, "/"), 200, "the revoked session's old cookie")
-
-	// Without the room's permission the command is dropped and the session stays.
-	h2 := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 5})
-	b := newVisitor()
-	h2.get(b, "/")
-	res = h2.get(b, "/logout")
-	if res.header.Get(RevokeHeader) != "" || len(b.cookies) != 1 {
-		t.Errorf("revoke not enabled: header %q, cookies %v", res.header.Get(RevokeHeader), b.cookies)
-	}
-}
-
-func TestOriginErrorsPassedOnHonestly(t *testing.T) {
-	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10})
-	v := newVisitor()
-	res := h.get(v, "/broken")
-	if res.status != 503 || res.body != "origin is overloaded\n" || res.header.Get("Retry-After") != "7" {
-		t.Errorf("the origin's own error: %d %v %q", res.status, res.header, res.body)
-	}
-	if len(v.cookies) != 1 {
-		t.Error("an admitted visitor must get its cookie even when the origin fails")
-	}
-	res = h.get(v, "/slow")
-	if res.status != http.StatusGatewayTimeout || strings.Contains(res.body, "127.0.0.1") {
-		t.Errorf("a slow origin: %d %q", res.status, res.body)
-	}
-	h.origin.Close()
-	res = h.get(v, "/")
-	if res.status != http.StatusBadGateway || strings.Contains(res.body, "127.0.0.1") || strings.Contains(res.body, "dial") {
-		t.Errorf("an unreachable origin: %d %q (no internals)", res.status, res.body)
-	}
-}
-
-func TestRequestSizeLimit(t *testing.T) {
-	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, func(c *Config) { c.MaxBodyBytes = 1000 })
-	v := newVisitor()
-	small := httptest.NewRequest(http.MethodPost, "/upload", strings.NewReader(strings.Repeat("x", 1000)))
-	if res := h.do(v, small); res.status != 200 || res.body != "got 1000\n" {
-		t.Errorf("a body at the limit: %d %q", res.status, res.body)
-	}
-	big := httptest.NewRequest(http.MethodPost, "/upload", strings.NewReader(strings.Repeat("x", 1001)))
-	if res := h.do(v, big); res.status != http.StatusRequestEntityTooLarge {
-		t.Errorf("a body over the limit (length known): %d %q", res.status, res.body)
-	}
-	streamed := httptest.NewRequest(http.MethodPost, "/upload", io.MultiReader(strings.NewReader(strings.Repeat("x", 5000))))
-	streamed.ContentLength = -1
-	if res := h.do(v, streamed); res.status == 200 {
-		t.Errorf("a streamed body over the limit reached the origin whole: %d %q", res.status, res.body)
-	}
-}
-
 func TestCookieFollowsRoomAttributes(t *testing.T) {
 	h := newHarness(t, admit.Settings{Name: "shop", Path: "/shop/", CookieSuffix: "s1"}, func(c *Config) { c.TrustForwarded = true })
 	res := h.get(newVisitor(), "/shop/item", "X-Forwarded-Proto", "https")
@@ -504,43 +379,6 @@ func TestSuspendedRoomPassesUntouched(t *testing.T) {
 		mustOrigin(t, res, "a suspended room")
 		if strings.Contains(res.header.Get("Set-Cookie"), CookieName) {
 			t.Fatal("a suspended room set its cookie")
-		}
-	}
-}
-
-func TestClosedRoom(t *testing.T) {
-	h := newHarness(t, admit.Settings{Name: "shop", QueueingMethod: admit.Reject, QueueingStatusCode: 202})
-	res := h.get(newVisitor(), "/")
-	if res.status != 202 || !strings.Contains(res.body, "closed for now") {
-		t.Errorf("reject: %d %s", res.status, res.body)
-	}
-}
-
-func TestHeadOfQueuePageHasNoBody(t *testing.T) {
-	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1})
-	h.get(newVisitor(), "/")
-	req := httptest.NewRequest(http.MethodHead, "/", nil)
-	if res := h.do(newVisitor(), req); res.body != "" || res.status != 200 {
-		t.Errorf("HEAD: %d %q", res.status, res.body)
-	}
-}
-
-// The origin learns the visitor's address and scheme; headers a visitor
-// forges are believed only from a trusted proxy in front.
-func TestForwardedHeaders(t *testing.T) {
-	for _, trust := range []bool{false, true} {
-		h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, func(c *Config) { c.TrustForwarded = trust })
-		res := h.get(newVisitor(), "/", "X-Forwarded-For", "203.0.113.9", "X-Forwarded-Proto", "https")
-		xff, proto := res.header.Get("X-Saw-Forwarded-For"), res.header.Get("X-Saw-Forwarded-Proto")
-		wantXFF, wantProto := "192.0.2.1", "http"
-		if trust {
-			wantXFF, wantProto = "203.0.113.9, 192.0.2.1", "https"
-		}
-		if xff != wantXFF || proto != wantProto {
-			t.Errorf("trust %v: the origin saw X-Forwarded-For %q and -Proto %q; want %q and %q", trust, xff, proto, wantXFF, wantProto)
-		}
-		if sc := res.header.Get("Set-Cookie"); strings.Contains(sc, "Secure") != trust {
-			t.Errorf("trust %v: cookie %q", trust, sc)
 		}
 	}
 }
