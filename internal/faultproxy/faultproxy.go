@@ -1,0 +1,216 @@
+// Package faultproxy is an S3 reverse proxy that injects the faults a real
+// store under pressure shows — 503 SlowDown, connections reset, latency
+// spikes — and counts every object write that reached the store, so a test
+// can prove its client retried through the faults and wrote nothing twice.
+//
+// Faults are decided before a request is forwarded: a failed request never
+// reached the store, so a write the proxy counts twice was sent twice by the
+// client under test, never by the proxy.
+package faultproxy
+
+import (
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Faults are the fractions of requests (0..1) that see each fault.
+type Faults struct {
+	SlowDown   float64       // answered 503 SlowDown, as S3 does under load
+	Reset      float64       // connection reset (TCP RST) before any answer
+	Spike      float64       // forwarded after SpikeDelay
+	SpikeDelay time.Duration // the latency of a spike
+}
+
+// Counts are what the proxy saw and did.
+type Counts struct {
+	Requests  int64 // every request received
+	Forwarded int64 // reached the store
+	SlowDowns int64
+	Resets    int64
+	Spikes    int64
+}
+
+// Faults is the number of requests that saw a fault (a spike is one).
+func (c Counts) Faults() int64 { return c.SlowDowns + c.Resets + c.Spikes }
+
+// Proxy forwards S3 requests to one store, keeping the Host header (which
+// the request signature covers).
+type Proxy struct {
+	// Endpoint is the proxy's host:port: give it to the client under test.
+	Endpoint string
+	srv      *httptest.Server
+
+	mu     sync.Mutex
+	faults Faults
+	rng    *rand.Rand
+	writes map[string]int // bucket/key → writes the store accepted
+
+	requests, forwarded, slowDowns, resets, spikes atomic.Int64
+}
+
+// New starts a proxy in front of the store at endpoint (host:port), with
+// the faults f drawn from a generator seeded with seed (same seed, same
+// sequence of decisions for the same sequence of requests).
+func New(endpoint string, f Faults, seed uint64) *Proxy {
+	target := &url.URL{Scheme: "http", Host: endpoint}
+	forward := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host
+		},
+		ErrorLog: nil,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			// The store itself is unreachable: what a client sees then.
+			w.WriteHeader(http.StatusBadGateway)
+			io.WriteString(w, err.Error())
+		},
+	}
+	p := &Proxy{faults: f, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), writes: map[string]int{}}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.requests.Add(1)
+		switch fault, delay := p.decide(); fault {
+		case faultSlowDown:
+			p.slowDowns.Add(1)
+			slowDown(w)
+			return
+		case faultReset:
+			p.resets.Add(1)
+			reset(w)
+			return
+		case faultSpike:
+			p.spikes.Add(1)
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		p.forwarded.Add(1)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		forward.ServeHTTP(rec, r)
+		if rec.status == http.StatusOK && IsObjectWrite(r) {
+			key, _ := url.PathUnescape(strings.TrimPrefix(r.URL.EscapedPath(), "/"))
+			p.mu.Lock()
+			p.writes[key]++
+			p.mu.Unlock()
+		}
+	}))
+	p.Endpoint = strings.TrimPrefix(p.srv.URL, "http://")
+	return p
+}
+
+type fault int
+
+const (
+	faultNone fault = iota
+	faultSlowDown
+	faultReset
+	faultSpike
+)
+
+func (p *Proxy) decide() (fault, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := p.faults
+	x := p.rng.Float64()
+	switch {
+	case x < f.SlowDown:
+		return faultSlowDown, 0
+	case x < f.SlowDown+f.Reset:
+		return faultReset, 0
+	case x < f.SlowDown+f.Reset+f.Spike:
+		return faultSpike, f.SpikeDelay
+	}
+	return faultNone, 0
+}
+
+func slowDown(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
+}
+
+// reset closes the client's connection with a TCP RST (linger 0), as a
+// load balancer dropping it would.
+func reset(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic("faultproxy: the server cannot hijack connections")
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// IsObjectWrite recognises the requests that create an object: a PUT that
+// is not a part upload (a plain put or a server-side copy), and the POST
+// that completes a multipart upload.
+func IsObjectWrite(r *http.Request) bool {
+	q := r.URL.Query()
+	switch r.Method {
+	case http.MethodPut:
+		return !q.Has("partNumber") && !q.Has("uploadId") && strings.Count(strings.TrimPrefix(r.URL.Path, "/"), "/") >= 1
+	case http.MethodPost:
+		return q.Has("uploadId")
+	}
+	return false
+}
+
+// SetFaults changes the faults from the next request on (zero Faults: a
+// plain proxy, e.g. while a test verifies what was written).
+func (p *Proxy) SetFaults(f Faults) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = f
+}
+
+// Counts returns what the proxy saw so far.
+func (p *Proxy) Counts() Counts {
+	return Counts{Requests: p.requests.Load(), Forwarded: p.forwarded.Load(),
+		SlowDowns: p.slowDowns.Load(), Resets: p.resets.Load(), Spikes: p.spikes.Load()}
+}
+
+// Writes returns how often the store accepted a write of each bucket/key.
+func (p *Proxy) Writes() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.writes)
+}
+
+// Close stops the proxy, closing its client connections.
+func (p *Proxy) Close() {
+	p.srv.CloseClientConnections()
+	p.srv.Close()
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
