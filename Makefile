@@ -36,6 +36,16 @@ fuzz: ## every fuzz test of the project, FUZZTIME each (default 30s)
 		done; \
 	done
 
+# The fault suites (integration/chaos, build tag chaos, so `make test` skips
+# them): their own stack on free ports, the real binaries killed and
+# restarted, S3 faults; figures printed and written to docs/chaos/report.md.
+.PHONY: chaos
+SOAK ?= 0
+chaos: tools ## fault suites on the real stack, with a report (SOAK=1: a longer soak)
+	@mkdir -p bin
+	$(GO) test -c -tags chaos -o bin/chaos.test ./integration/chaos
+	cd integration/chaos && CHAOS_SOAK=$(SOAK) nice ../../bin/chaos.test -test.v -test.count=1 -test.timeout 60m
+
 # Every worker pool (workers/<queue>) and every other binary (cmd/<name>),
 # named after its folder: `make run` starts bin/<queue> for each task queue.
 build: ## every worker pool and binary into ./bin
