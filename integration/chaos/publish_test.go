@@ -108,6 +108,7 @@ func TestPublishUnderFaults(t *testing.T) {
 		contract.PackageUpdatesWorkflow, contract.UpdatesInput{Only: names, Wait: true}); err != nil {
 		t.Fatal(err)
 	}
+	killCap := kills
 	stopKilling := make(chan struct{})
 	killed := killer(pools, 4*time.Second, 7, stopKilling)
 
@@ -156,7 +157,7 @@ func TestPublishUnderFaults(t *testing.T) {
 	mirrored := mirrorProxy.Counts()
 
 	f.faults = int64(kills+restarts) + proxied.Faults() + mirrored.Faults()
-	f.note("%d worker processes killed with SIGKILL (2 publish, 2 compress, one every 2–6 s); the Temporal dev server restarted %d time(s) mid-run", kills, restarts)
+	f.note("%d worker processes killed with SIGKILL (2 publish, 2 compress, one every 2–6 s until %d kills or the end); the Temporal dev server restarted %d time(s) mid-run", kills, killCap, restarts)
 	f.note("S3 proxies: primary %d requests, %d SlowDown, %d reset, %d latency spikes; mirror %d requests, %d SlowDown, %d reset, %d spikes",
 		proxied.Requests, proxied.SlowDowns, proxied.Resets, proxied.Spikes, mirrored.Requests, mirrored.SlowDowns, mirrored.Resets, mirrored.Spikes)
 	f.operations = int64(len(names)) + proxied.Requests + mirrored.Requests + seen.requests

@@ -1,0 +1,324 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/edgeflow/edgeflow/internal/faultproxy"
+	"github.com/edgeflow/edgeflow/internal/keyring"
+	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
+)
+
+// migrateFaults are the issue's: 5% SlowDown, 1% connection resets, and
+// latency spikes, on both the source and the destination.
+var migrateFaults = faultproxy.Faults{SlowDown: 0.05, Reset: 0.01, Spike: 0.02, SpikeDelay: 500 * time.Millisecond}
+
+// TestMigrateUnderFaults copies 20,000 objects (and the odd ones: keys
+// with spaces, '+', '%' and unicode, zero bytes, one over the multipart
+// cutoff) between two MinIO servers through fault proxies while the migrate
+// worker processes are killed; then it compares every byte, the counters,
+// the report and the dead letters, and counts the writes at the proxy.
+func TestMigrateUnderFaults(t *testing.T) {
+	started := time.Now()
+	f := &figures{product: "migrate"}
+	defer func() {
+		f.took = time.Since(started)
+		if t.Failed() {
+			f.note("**the suite failed** before it finished its checks; see the test output")
+			f.lost = max(f.lost, 1)
+		}
+		record(f)
+	}()
+	ctx := context.Background()
+	count, kills := 20_000, 10
+	if *soak {
+		count, kills = 60_000, 30
+	}
+
+	objs := append(generated(count), migratetest.OddObjects(t, 7<<20)...)
+	srcBucket := migratetest.Bucket(t, env.primaryStore, "chaos-src")
+	seed(t, env.primaryStore, srcBucket, objs)
+	dstBucket := migratetest.Bucket(t, env.mirrorStore, "chaos-dst")
+
+	// The job store stays direct: the faults are between the job and the
+	// buckets it copies.
+	key, err := keyring.Generate("chaos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := keyring.New(key)
+	jobs := migrate.JobStore{Store: env.primaryStore, Bucket: "chaos-migrate-jobs"}
+	if err := jobs.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srcProxy := faultproxy.New(env.primary.Endpoint, migrateFaults, 21)
+	defer srcProxy.Close()
+	dstProxy := faultproxy.New(env.mirror.Endpoint, migrateFaults, 22)
+	defer dstProxy.Close()
+
+	workerEnv := []string{"TEMPORAL_ADDRESS=" + env.temporal.HostPort, "CODEC_KEYS=" + key.Encode(), "LOG_FORMAT=json", "HEALTH_ADDR=",
+		"S3_ENDPOINT=" + env.primary.Endpoint, "S3_ACCESS_KEY=" + env.primary.AccessKey, "S3_SECRET_KEY=" + env.primary.SecretKey,
+		"BUCKET_MIGRATE=" + jobs.Bucket, "MAX_ACTIVITIES=16"}
+	var workers []*proc
+	for i := range 2 {
+		workers = append(workers, supervise(t, fmt.Sprintf("migrate-%d", i), env.bins["migrate"], workerEnv))
+	}
+
+	job := fmt.Sprintf("chaos-%d", time.Now().UnixNano())
+	in := migrateInput(t, keys, job, srcProxy.Endpoint, srcBucket, dstProxy.Endpoint, dstBucket)
+	run, err := env.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: contract.JobWorkflowID(job), TaskQueue: contract.TaskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(contract.JobKey.ValueSet(job),
+			contract.SourceBucketKey.ValueSet(srcBucket), contract.DestBucketKey.ValueSet(dstBucket)),
+	}, contract.JobWorkflow, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killCap := kills
+	stopKilling := make(chan struct{})
+	killed := killer(workers, 20*time.Second, 9, stopKilling)
+	var st contract.Status
+	copyStarted := time.Now()
+	eventually(t, 20*time.Minute, "the job ends", func() (bool, string) {
+		total := 0
+		for _, w := range workers {
+			total += w.Kills()
+		}
+		if total >= kills {
+			stopOnce(stopKilling)
+		}
+		desc, err := env.client.DescribeWorkflowExecution(ctx, contract.JobWorkflowID(job), "")
+		if err != nil {
+			return false, err.Error()
+		}
+		if desc.WorkflowExecutionInfo.Status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return false, "running"
+		}
+		if err := run.Get(ctx, &st); err != nil {
+			t.Fatalf("the job failed: %v", err)
+		}
+		return true, ""
+	})
+	copyTook := time.Since(copyStarted)
+	stopOnce(stopKilling)
+	kills = <-killed
+	srcProxy.SetFaults(faultproxy.Faults{})
+	dstProxy.SetFaults(faultproxy.Faults{})
+	src, dst := srcProxy.Counts(), dstProxy.Counts()
+
+	n := int64(len(objs))
+	f.faults = int64(kills) + src.Faults() + dst.Faults()
+	f.operations = src.Requests + dst.Requests
+	f.note("%d objects (%d generated, and the odd ones: zero bytes, keys with spaces, '+', '%%' and unicode, one of 7 MiB over the 6 MiB multipart cutoff), %d bytes, copied in %s",
+		n, count, totalBytes(objs), copyTook.Round(time.Second))
+	f.note("%d migrate worker processes killed with SIGKILL (2 processes, one every 10–30 s until %d kills or the end)", kills, killCap)
+	f.note("S3 proxies: source %d requests, %d SlowDown, %d reset, %d latency spikes; destination %d requests, %d SlowDown, %d reset, %d spikes",
+		src.Requests, src.SlowDowns, src.Resets, src.Spikes, dst.Requests, dst.SlowDowns, dst.Resets, dst.Spikes)
+
+	// The counters are exact.
+	if st.State != contract.StateCompleted || st.Listed != n || st.Copied != n || st.Skipped != 0 || st.Failed != 0 ||
+		st.Bytes != totalBytes(objs) || st.ListedBytes != totalBytes(objs) || st.Verified != n || st.Mismatched != 0 {
+		t.Errorf("status %+v; want %d objects and %d bytes listed, copied and verified, nothing else", st, n, totalBytes(objs))
+		f.lost++
+	} else {
+		f.verified++
+	}
+	f.note("the job's counters: listed %d, copied %d, skipped %d, failed %d, verified %d, mismatched %d, bytes %d (throttled %d, retried %d)",
+		st.Listed, st.Copied, st.Skipped, st.Failed, st.Verified, st.Mismatched, st.Bytes, st.Throttled, st.Retried)
+
+	// Every object at the destination, byte for byte.
+	identical, different := compareAll(t, dstBucket, in.KeyMap(), objs)
+	f.verified += identical
+	f.lost += different
+	f.note("destination read back: %d objects byte-identical to the source, %d missing or different", identical, different)
+
+	// Every object written exactly once, and nothing else written.
+	writes := dstProxy.Writes()
+	var once, twice int64
+	for _, o := range objs {
+		switch w := writes[dstBucket+"/"+in.KeyMap().Dest(o.Key)]; w {
+		case 1:
+			once++
+		default:
+			t.Errorf("%s written %d times at the destination, want once", o.Key, w)
+			twice++
+		}
+	}
+	if len(writes) != len(objs) {
+		t.Errorf("%d keys written at the destination, want %d", len(writes), len(objs))
+		twice++
+	}
+	f.verified += once
+	f.lost += twice
+	f.note("writes counted at the destination proxy: %d objects written exactly once, %d not", once, twice)
+
+	// The report: one line per object, all copied; no dead letter left.
+	results := map[string]int{}
+	if err := jobs.ForEachResult(ctx, job, st.Execution, func(r migrate.ObjectResult) error {
+		if r.Status == migrate.StatusCopied {
+			results[r.Key]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var reported, misreported int64
+	for _, o := range objs {
+		if results[o.Key] == 1 {
+			reported++
+		} else {
+			t.Errorf("%s: %d copied lines in the report, want 1", o.Key, results[o.Key])
+			misreported++
+		}
+	}
+	f.verified += reported
+	f.lost += misreported
+	dead := deadLetters(t, jobs, job, st.Execution)
+	for _, d := range dead {
+		t.Errorf("dead letter for %s, which was copied: %s", d.Key, d.Error)
+	}
+	f.lost += int64(len(dead))
+	f.note("the job's report: %d objects reported copied once, %d not; %d dead letters left for objects that were copied", reported, misreported, len(dead))
+	if f.lost != 0 {
+		t.Errorf("lost %d", f.lost)
+	}
+}
+
+func stopOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
+}
+
+// generated makes n objects of 1 to 4 KiB of pseudo-random bytes (a byte
+// out of place shows), under a few prefixes.
+func generated(n int) []migratetest.Object {
+	out := make([]migratetest.Object, n)
+	for i := range out {
+		r := rand.New(rand.NewPCG(uint64(i), 77))
+		data := make([]byte, 1+r.IntN(4<<10))
+		for j := range data {
+			data[j] = byte(r.Uint32())
+		}
+		out[i] = migratetest.Object{Key: fmt.Sprintf("gen/%02d/%06d.bin", i%50, i), Data: data}
+	}
+	return out
+}
+
+func totalBytes(objs []migratetest.Object) int64 {
+	var n int64
+	for _, o := range objs {
+		n += int64(len(o.Data))
+	}
+	return n
+}
+
+// parallel runs fn for each index on 16 goroutines.
+func parallel(n int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func seed(t *testing.T, s objectstore.Store, bucket string, objs []migratetest.Object) {
+	t.Helper()
+	var failed atomic.Value
+	parallel(len(objs), func(i int) {
+		o := objs[i]
+		if _, err := s.Put(context.Background(), bucket, o.Key, bytes.NewReader(o.Data), int64(len(o.Data)), objectstore.PutOptions{Metadata: o.Meta}); err != nil {
+			failed.Store(err)
+		}
+	})
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatalf("seed the source: %v", err)
+	}
+}
+
+// compareAll reads every copy back from the destination store directly.
+func compareAll(t *testing.T, bucket string, m migrate.KeyMap, objs []migratetest.Object) (identical, different int64) {
+	t.Helper()
+	var same, diff atomic.Int64
+	var mu sync.Mutex
+	parallel(len(objs), func(i int) {
+		o := objs[i]
+		data, _, err := objectstore.ReadAll(context.Background(), env.mirrorStore, bucket, m.Dest(o.Key))
+		if err == nil && bytes.Equal(data, o.Data) {
+			same.Add(1)
+			return
+		}
+		diff.Add(1)
+		mu.Lock()
+		t.Errorf("%s at the destination: %d bytes, %v (source %d bytes)", o.Key, len(data), err, len(o.Data))
+		mu.Unlock()
+	})
+	return same.Load(), diff.Load()
+}
+
+func deadLetters(t *testing.T, jobs migrate.JobStore, job, execution string) []migrate.DeadLetter {
+	t.Helper()
+	var all []migrate.DeadLetter
+	after := -1
+	for {
+		seqs, last, err := jobs.DeadPages(context.Background(), job, execution, after, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seq := range seqs {
+			dead, err := jobs.GetDead(context.Background(), job, execution, seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, dead...)
+			after = seq
+		}
+		if last || len(seqs) == 0 {
+			return all
+		}
+	}
+}
+
+func migrateInput(t *testing.T, keys *keyring.Keyring, job, srcEndpoint, srcBucket, dstEndpoint, dstBucket string) contract.JobInput {
+	t.Helper()
+	seal := func(access, secret, side string) migrate.SealedCredentials {
+		sc, err := migrate.SealCredentials(keys, migrate.Credentials{AccessKey: access, SecretKey: secret}, job, side)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	return contract.JobInput{
+		Job: job, Account: "chaos", Overwrite: migrate.OverwriteIfDifferent, Verify: true,
+		Source: contract.Endpoint{Endpoint: srcEndpoint, Location: migrate.Location{Bucket: srcBucket},
+			Credentials: seal(env.primary.AccessKey, env.primary.SecretKey, migrate.SideSource)},
+		Dest: contract.Endpoint{Endpoint: dstEndpoint, Location: migrate.Location{Bucket: dstBucket, Prefix: "copy/"},
+			Credentials: seal(env.mirror.AccessKey, env.mirror.SecretKey, migrate.SideDest)},
+		Settings: contract.Settings{PageSize: 1000, PagesInFlight: 4, Concurrency: 16,
+			MultipartCutoff: 6 << 20, PartSize: 5 << 20, PartConcurrency: 3, CopyCutoff: 6 << 20,
+			// A transfer on a killed worker is retried within seconds.
+			HeartbeatTimeout: 5 * time.Second, ClockSkew: time.Second, WatchEvery: time.Minute},
+	}
+}
