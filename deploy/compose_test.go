@@ -242,10 +242,14 @@ func TestEnvironmentIsReadByTheCode(t *testing.T) {
 	}
 }
 
-// goFilesOf lists the non-test Go files of this module that pkgs compile.
+// goFilesOf lists the non-test Go files of this module that pkgs compile,
+// and those of the modules that read the environment for it.
 func goFilesOf(t *testing.T, pkgs []string) []string {
 	t.Helper()
-	cmd := exec.Command("go", append([]string{"list", "-deps", "-f", `{{if .Module}}{{if .Module.Main}}{{range .GoFiles}}{{$.Dir}}/{{.}}
+	// Our code, and the modules that read settings on our behalf: the
+	// SDK's environment configuration (TEMPORAL_*) and OpenTelemetry's
+	// SDK and exporters (OTEL_*).
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-f", `{{if .Module}}{{if or .Module.Main (eq .Module.Path "go.temporal.io/sdk/contrib/envconfig" "go.opentelemetry.io/otel/sdk" "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp" "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc")}}{{range .GoFiles}}{{$.Dir}}/{{.}}
 {{end}}{{end}}{{end}}`}, pkgs...)...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var stderr bytes.Buffer

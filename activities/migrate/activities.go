@@ -28,6 +28,8 @@ type Activities struct {
 	Temporal client.Client
 	// JobsPerAccount is the limit a new account workflow starts with.
 	JobsPerAccount int
+	// Metrics counts the pool's work for /metrics (Metrics()); nil counts nothing.
+	Metrics *PoolMetrics
 
 	stores stores
 }
@@ -129,6 +131,7 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 	if err != nil {
 		return contract.PageReport{}, err
 	}
+	a.Metrics.page(out.Counters)
 	rep := contract.PageReport{Execution: in.Execution, Pass: in.Pass, Seq: in.Seq, Item: in.Item, Counters: out.Counters, Redriven: out.Redriven}
 	if out.Stopped {
 		if run.KeepPartial() {

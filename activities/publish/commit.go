@@ -103,6 +103,7 @@ func (a *Publish) Commit(ctx context.Context, in contract.PackageVersion) (*cont
 		// Staging left behind costs space, not correctness: the version is committed.
 		activity.GetLogger(ctx).Warn("staging cleanup failed", "error", err)
 	}
+	a.metrics.commit()
 	return &contract.CommitResult{Files: doc.Stats.Files, Bytes: doc.Stats.Bytes, Latest: pkgDoc.Latest,
 		Reused: reused, SourceFiles: doc.Stats.SourceFiles, ReuseRate: doc.Stats.ReuseRate(), Copies: len(asm.Copies)}, nil
 }
@@ -224,6 +225,7 @@ func (a *Publish) committed(ctx context.Context, in contract.PackageVersion) (*c
 	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(in.Name), &pkg); err != nil {
 		return nil, err
 	}
+	a.metrics.commit()
 	return &contract.CommitResult{Files: doc.Stats.Files, Bytes: doc.Stats.Bytes, Latest: pkg.Latest, Reused: doc.Stats.ReusedFiles,
 		SourceFiles: doc.Stats.SourceFiles, ReuseRate: doc.Stats.ReuseRate(), Copies: len(plan.Materializations(&doc))}, nil
 }

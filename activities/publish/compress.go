@@ -100,6 +100,7 @@ func (c *Compress) CompressBatch(ctx context.Context, in contract.BatchInput) (*
 			}
 			results[i] = r
 			done.Add(1)
+			c.metrics.file(f.Data, outs)
 			mu.Lock()
 			defer mu.Unlock()
 			summary.Files++

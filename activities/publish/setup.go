@@ -58,6 +58,7 @@ type Publish struct {
 	FirstImport  int              // versions imported for a package new to the catalog; 0 means 10
 	Now          func() time.Time // for document timestamps; time.Now when nil
 	TempDir      string           // scratch space for archives; os.TempDir when empty
+	metrics      *publishMetrics  // set by RegisterPublish
 }
 
 // Compress is the compress pool's activity: minify, compress and hash.
@@ -66,12 +67,14 @@ type Compress struct {
 	CPU *transform.Limiter // bounds concurrent compressions in this process
 	// Process replaces transform.File (tests); nil means transform.File.
 	Process func(path string, data []byte, opts transform.Options, shipped func(string) bool) ([]transform.Output, []string, error) `json:"-"`
+	metrics *compressMetrics                                                                                                        // set by RegisterCompress
 }
 
 // RegisterPublish registers the publish pool's activities under the names
 // recorded histories use. (A function, not a method: every exported method
 // of the struct is an activity.)
 func RegisterPublish(r worker.ActivityRegistry, a *Publish) {
+	a.metrics = newPublishMetrics()
 	r.RegisterActivity(a)
 	// Renamed in Go (it does far more than download); histories know it as Download.
 	r.RegisterActivityWithOptions(a.StageVersion, activity.RegisterOptions{Name: contract.StageVersionActivity})
@@ -79,6 +82,7 @@ func RegisterPublish(r worker.ActivityRegistry, a *Publish) {
 
 // RegisterCompress registers the compress pool's activity.
 func RegisterCompress(r worker.ActivityRegistry, c *Compress) {
+	c.metrics = newCompressMetrics()
 	// Renamed in Go (the workflow is ProcessBatch); histories know it as ProcessBatch.
 	r.RegisterActivityWithOptions(c.CompressBatch, activity.RegisterOptions{Name: contract.CompressBatchActivity})
 }

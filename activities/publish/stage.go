@@ -127,6 +127,7 @@ func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (_ *
 		return nil, err
 	}
 	toProcess, reused, same := p.Counts()
+	a.metrics.planned(toProcess, reused)
 	res := &contract.PlanSummary{Batches: p.Batches, SourceFiles: len(files), ToProcess: toProcess, Reused: reused,
 		SameContent: same, Skipped: len(p.Skipped), Options: contract.ProcessingOptions(opts), Fingerprint: fingerprint}
 	for _, f := range files {

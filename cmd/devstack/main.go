@@ -4,9 +4,11 @@
 // creates the buckets and the development key files, starts every worker pool,
 // the edge and the gate (in front of a small demo origin) as child processes
 // with prefixed logs, creates (or updates) the package-update Schedule and
-// triggers it once, and creates the demo waiting room. Ctrl-C stops the
-// children in order: the edge, gate and workers first (they drain), then
-// Redis, MinIO and Temporal.
+// triggers it once, and creates the demo waiting room. It supervises the
+// workers, the edge and the gate: one that dies is restarted (see
+// devstack.Supervisor); Temporal, MinIO or Redis dying, or a crash loop, stops
+// the stack. Ctrl-C stops the children in order: the edge, gate and workers
+// first (they drain), then Redis, MinIO and Temporal.
 package main
 
 import (
@@ -19,10 +21,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -35,6 +38,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
+	"github.com/edgeflow/edgeflow/internal/payloadcodec"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/schedules"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
@@ -88,6 +92,8 @@ func run() error {
 	gateAddr := config.Env("GATE_ADDR", net.JoinHostPort(ip, "8088"))
 	gateHealthAddr := config.Env("GATE_HEALTH_ADDR", net.JoinHostPort(ip, "8098"))
 	redisPort := config.EnvInt("REDIS_PORT", 6379)
+	opsBase := config.EnvInt("OPS_PORT_BASE", devstack.DefaultOpsPortBase)
+	edgeMetricsAddr := config.Env("EDGE_METRICS_ADDR", net.JoinHostPort(ip, strconv.Itoa(opsBase-1)))
 	accessKey := config.Env("S3_ACCESS_KEY", "edgeflow")
 	secretKey := config.Env("S3_SECRET_KEY", "edgeflow-dev-secret")
 	every, err := time.ParseDuration(config.Env("UPDATE_EVERY", "10m"))
@@ -112,10 +118,34 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// The payload codec (PAYLOAD_CODEC=on): every process encrypts what it
+	// sends to Temporal, and the Web UI decodes through the codec server.
+	codecOn, err := payloadcodec.Enabled(os.Getenv)
+	if err != nil {
+		return err
+	}
+	codecAddr := config.Env("CODEC_SERVER_ADDR", net.JoinHostPort(ip, "8234"))
+	var uiCodec string
+	if codecOn {
+		uiCodec = "http://" + codecAddr
+	}
+	// Development keys (Migrate's sealed credentials, the payload codec,
+	// the gate's cookie), created once: every process run from the repo
+	// finds the same ones.
+	for _, src := range keyring.Sources {
+		path, created, err := keyring.EnsureDevFile(src, dataDir)
+		if err != nil {
+			return fmt.Errorf("development keys for %s: %w", src.Env, err)
+		}
+		if created {
+			say("created the development key file %s (%s); production sets %s", path, src.Env, src.Env)
+		}
+	}
+
 	say("starting Temporal dev server (data in %s)", dataDir)
 	temporal, err := devstack.StartTemporal(ctx, devstack.TemporalOptions{
 		DBFile: filepath.Join(dataDir, "temporal.db"), IP: ip, Port: temporalPort, UIPort: uiPort,
-		Logs: prefixWriter("temporal", "36"),
+		UICodecEndpoint: uiCodec, Logs: prefixWriter("temporal", "36"),
 	})
 	if err != nil {
 		return err
@@ -154,18 +184,6 @@ func run() error {
 		return err
 	}
 
-	// Development keys (Migrate's sealed credentials, the gate's cookie),
-	// created once: every process run from the repo finds the same ones.
-	for _, src := range keyring.Sources {
-		path, created, err := keyring.EnsureDevFile(src, dataDir)
-		if err != nil {
-			return fmt.Errorf("development keys for %s: %w", src.Env, err)
-		}
-		if created {
-			say("created the development key file %s (%s); production sets %s", path, src.Env, src.Env)
-		}
-	}
-
 	env := append(os.Environ(), "DATA_DIR="+dataDir,
 		"TEMPORAL_ADDRESS="+temporal.HostPort, "S3_ENDPOINT="+minio.Endpoint,
 		"S3_ACCESS_KEY="+accessKey, "S3_SECRET_KEY="+secretKey,
@@ -174,51 +192,42 @@ func run() error {
 		"GATE_ADDR="+gateAddr, "GATE_HEALTH_ADDR="+gateHealthAddr, "GATE_ORIGIN=http://"+originLn.Addr().String(),
 		"GATE_DATA_CENTER="+config.Env("GATE_DATA_CENTER", "dev"), "GATE_REDIS_URL="+redis.URL,
 	)
-	// One worker pool per task queue of every product (bin/<queue>, built
-	// from workers/<queue>), then the HTTP processes.
-	var children []struct{ name, color string }
-	colors := []string{"32", "33", "34", "31", "92", "93", "94", "95"}
-	for i, name := range append(devstack.TaskQueues(), "edge", "gate") {
-		children = append(children, struct{ name, color string }{name, colors[i%len(colors)]})
+	// Every worker pool (bin/<queue>, built from workers/<queue>), as many
+	// processes as asked, then the HTTP processes; each on its own ops
+	// port (/healthz, /metrics), kept across restarts.
+	sizes, err := devstack.PoolSizes(devstack.TaskQueues(), os.Getenv)
+	if err != nil {
+		return err
 	}
-	var procs []*exec.Cmd
-	exited := make(chan string, len(children))
-	alive := 0
+	extra := []devstack.Planned{{Name: "gate", Bin: filepath.Join(binDir, "gate"), Addr: gateAddr}}
+	if codecOn {
+		extra = append(extra, devstack.Planned{Name: "codec", Bin: filepath.Join(binDir, "codec-server"), Addr: codecAddr,
+			Env: []string{"CODEC_SERVER_ADDR=" + codecAddr, "CODEC_SERVER_UI_ORIGINS=" + temporal.UIURL}})
+	}
+	procs, err := devstack.PlanProcesses(devstack.TaskQueues(), sizes, ip, binDir, opsBase, edgeMetricsAddr, extra...)
+	if err != nil {
+		return err
+	}
+	sup := devstack.NewSupervisor(devstack.SupervisorOptions{Say: say})
 	// Registered before the first start, so a child that fails to start
 	// never leaves the ones before it running.
 	defer func() {
 		say("stopping: edge, gate and workers drain in-flight work first")
-		for _, p := range procs {
-			_ = syscall.Kill(-p.Process.Pid, syscall.SIGINT) // an exited group is simply not found
-		}
 		// Longer than the workers' own stop timeout, so they finish draining.
-		deadline := time.After(2*time.Minute + 30*time.Second)
-		for ; alive > 0; alive-- {
-			select {
-			case <-exited:
-			case <-deadline:
-				for _, p := range procs {
-					_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
-				}
-				return
-			}
-		}
+		sup.Stop(2*time.Minute + 30*time.Second)
 	}()
-	for _, ch := range children {
-		cmd := exec.Command(filepath.Join(binDir, ch.name))
-		cmd.Env = env
-		w := prefixWriter(ch.name, ch.color)
-		cmd.Stdout, cmd.Stderr = w, w
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("start %s (built by `make build`?): %w", ch.name, err)
+	colors := []string{"32", "33", "34", "31", "92", "93", "94", "95"}
+	for i, p := range procs {
+		child := devstack.Child{Name: p.Name, Path: p.Bin, Env: append(slices.Clip(env), p.Env...),
+			Logs: prefixWriter(p.Name, colors[i%len(colors)])}
+		if err := sup.Start(child); err != nil {
+			return fmt.Errorf("%w (built by `make build`?)", err)
 		}
-		procs = append(procs, cmd)
-		alive++
-		go func() { _ = cmd.Wait(); exited <- ch.name }()
 	}
 
-	c, err := client.Dial(client.Options{HostPort: temporal.HostPort, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// The stack's own client shares the workers' settings (the codec).
+	tc := config.Temporal{HostPort: temporal.HostPort, Namespace: temporal.Namespace}
+	c, err := tc.Dial(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
 	}
@@ -250,6 +259,18 @@ func run() error {
 	say("  Gate (demo room) http://%s  (status http://%s/status)", gateAddr, gateHealthAddr)
 	say("  MinIO console    %s  (user %s, password from S3_SECRET_KEY)", minio.ConsoleURL, accessKey)
 	say("")
+	say("  Metrics (Prometheus), one per process:")
+	for _, p := range procs {
+		if p.MetricsURL != "" {
+			say("    %-12s %s", p.Name, p.MetricsURL)
+		}
+	}
+	if codecOn {
+		say("  Payload codec on: history holds ciphertext; the Web UI decodes through http://%s", codecAddr)
+		say("    (the temporal CLI too: temporal workflow show -w ID --codec-endpoint http://%s)", codecAddr)
+	}
+	say("  Pools: %s (scale one: COMPRESS_WORKERS=3 make run, or WORKERS=compress=3,publish=2)", poolLine(sizes))
+	say("")
 	say("try: curl http://%s/libraries/mitt   |  open http://%s/", edgeAddr, edgeAddr)
 	say("     go run ./starters/publish --package nprogress --version 0.2.0 --follow")
 	say("     go run ./starters/schedule describe")
@@ -258,13 +279,37 @@ func run() error {
 	say("     go run ./starters/room status demo --follow")
 	say("Ctrl-C stops everything; the next `make run` reuses the data in %s", dataDir)
 
+	say("A worker, the edge or the gate that dies is restarted; only Temporal, MinIO or Redis dying, or a crash loop, stops the stack.")
+
 	select {
 	case <-ctx.Done():
 		// Children run in their own process groups, so devstack must outlive
 		// them: further Ctrl-Cs are absorbed until everything has stopped.
 		return nil
-	case name := <-exited:
-		alive--
-		return fmt.Errorf("%s exited unexpectedly; see its log above", name)
+	case err := <-sup.Failed():
+		return stopping(fmt.Errorf("%w", err))
+	case <-temporal.Ended():
+		return stopping(fmt.Errorf("the Temporal dev server is gone, and nothing runs without it: %s", temporal.Died()))
+	case <-minio.Ended():
+		return stopping(fmt.Errorf("MinIO is gone, and the workers and the edge cannot work without it: %s", minio.Died()))
+	case <-redis.Ended():
+		return stopping(fmt.Errorf("Redis is gone, and the gate counts admissions in it: %s", redis.Died()))
 	}
+}
+
+// stopping says why the stack stops before it stops (the children's
+// goodbyes follow), and returns the reason for the exit status.
+func stopping(why error) error {
+	say("%v", why)
+	say("stopping the stack")
+	return why
+}
+
+// poolLine is "publish×1 compress×3 …".
+func poolLine(sizes map[string]int) string {
+	var parts []string
+	for _, q := range devstack.TaskQueues() {
+		parts = append(parts, fmt.Sprintf("%s×%d", q, sizes[q]))
+	}
+	return strings.Join(parts, " ")
 }

@@ -21,6 +21,9 @@ import (
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/logging"
+	"github.com/edgeflow/edgeflow/internal/metrics"
+	"github.com/edgeflow/edgeflow/internal/tracing"
 	"github.com/edgeflow/edgeflow/internal/publish/cdn"
 )
 
@@ -47,6 +50,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	var storage config.Storage
 	storage.RegisterFlags(fs)
 	addr := fs.String("addr", config.Env("EDGE_ADDR", "127.0.0.1:8080"), "listen address (env EDGE_ADDR)")
+	metricsAddr := fs.String("metrics-addr", config.Env("EDGE_METRICS_ADDR", "127.0.0.1:8090"), "address of /metrics (Prometheus) and /healthz, apart from the public one; empty: none (env EDGE_METRICS_ADDR)")
 	cacheMiB := fs.Int("cache-mib", config.EnvInt("EDGE_CACHE_MIB", 256), "in-memory file cache size in MiB; 0 disables it (env EDGE_CACHE_MIB)")
 	maxCachedKiB := fs.Int("max-cached-file-kib", config.EnvInt("EDGE_MAX_CACHED_FILE_KIB", 1024), "largest file kept in the cache, KiB (env EDGE_MAX_CACHED_FILE_KIB)")
 	metaTTL := fs.Duration("meta-ttl", config.EnvDuration("EDGE_META_TTL", cdn.DefaultMetaTTL), "how long package documents and the search index are cached (env EDGE_META_TTL)")
@@ -56,22 +60,30 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	writeIdle := fs.Duration("write-idle", config.EnvDuration("EDGE_WRITE_IDLE", cdn.DefaultWriteIdle), "time a client has to accept each 64 KiB of a file (env EDGE_WRITE_IDLE)")
 	writeTimeout := fs.Duration("write-timeout", config.EnvDuration("EDGE_WRITE_TIMEOUT", time.Minute), "deadline for writing any other response (env EDGE_WRITE_TIMEOUT)")
 	inflightMiB := fs.Int("inflight-mib", config.EnvInt("EDGE_INFLIGHT_MIB", cdn.DefaultInflightBytes>>20), "file bodies held in memory for slow clients beyond the cache, MiB (env EDGE_INFLIGHT_MIB)")
-	logLevel := fs.String("log-level", config.Env("EDGE_LOG_LEVEL", "info"), "debug, info, warn or error (env EDGE_LOG_LEVEL)")
+	logLevel := fs.String("log-level", config.Env("EDGE_LOG_LEVEL", config.Env("LOG_LEVEL", "info")), "debug, info, warn or error (env EDGE_LOG_LEVEL, LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("-log-level %q: %w", *logLevel, err)
-	}
 	if *cacheMiB < 0 || *maxCachedKiB <= 0 {
 		return fmt.Errorf("-cache-mib must be >= 0 and -max-cached-file-kib > 0 (got %d and %d)", *cacheMiB, *maxCachedKiB)
 	}
-	logHandler := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
-	logger := slog.New(logHandler)
+	logHandler, err := logging.Handler(stderr, logging.Options{Level: *logLevel})
+	if err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	logger := slog.New(logHandler).With("component", "edge")
+	shutdownTracing, err := tracing.Setup(ctx, "edgeflow-edge")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdownTracing(sctx)
+	}()
 
 	primary, mirror, err := storage.Open()
 	if err != nil {
@@ -103,8 +115,25 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
+	metricsURL := "off"
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on %s (metrics): %w", *metricsAddr, err)
+		}
+		ops := http.NewServeMux()
+		ops.Handle("GET /metrics", metrics.Handler())
+		ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+		opsServer := &http.Server{Handler: ops, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
+		go func() { _ = opsServer.Serve(mln) }()
+		defer opsServer.Close()
+		metricsURL = "http://" + mln.Addr().String() + "/metrics"
+	}
 	server := &http.Server{
-		Handler:           edge,
+		// Each request continues its caller's trace (traceparent) while
+		// tracing is on; off, the edge itself.
+		Handler:           tracing.Handler("edge", edge),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Files move this deadline forward chunk by chunk (WriteIdle); any
 		// other response must be written within it.
@@ -116,7 +145,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(ln) }()
 	logger.Info("edge listening", "addr", ln.Addr().String(), "primary", storage.Primary.String(),
-		"mirror", mirror.Config().String(), "buckets", fmt.Sprintf("%+v", storage.Buckets), "cache_mib", *cacheMiB)
+		"mirror", mirror.Config().String(), "buckets", fmt.Sprintf("%+v", storage.Buckets), "cache_mib", *cacheMiB,
+		"metrics", metricsURL, "tracing", tracing.Enabled())
 	if ready != nil {
 		ready(ln.Addr().String())
 	}

@@ -40,7 +40,7 @@ func TestRunServesHealthAndShutsDownGracefully(t *testing.T) {
 	addrs := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-s3-endpoint", "127.0.0.1:1", "-cache-mib", "8"}, logs, func(addr string) { addrs <- addr })
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-s3-endpoint", "127.0.0.1:1", "-cache-mib", "8"}, logs, func(addr string) { addrs <- addr })
 	}()
 	var base string
 	select {

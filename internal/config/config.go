@@ -5,9 +5,6 @@
 package config
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -16,7 +13,12 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
 	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/edgeflow/edgeflow/internal/metrics"
+	"github.com/edgeflow/edgeflow/internal/payloadcodec"
+	"github.com/edgeflow/edgeflow/internal/tracing"
 
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
@@ -72,70 +74,110 @@ func EnvDuration(key string, def time.Duration) time.Duration {
 	return d
 }
 
-// Temporal says how to reach the Temporal frontend.
+// Temporal says how to reach the Temporal frontend. The connection comes
+// from the SDK's environment configuration (go.temporal.io/sdk/contrib/envconfig):
+// a profile of the TOML file TEMPORAL_CONFIG_FILE (default
+// ~/.config/temporalio/temporal.toml; profile TEMPORAL_PROFILE, default
+// "default"), overridden by TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+// TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_CLIENT_CERT_PATH,
+// TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH,
+// TEMPORAL_TLS_SERVER_NAME, TEMPORAL_TLS_DISABLE_HOST_VERIFICATION,
+// TEMPORAL_GRPC_META_* …, overridden in turn by the flags below. Without
+// any of them: 127.0.0.1:7233, namespace default, no TLS.
 type Temporal struct {
-	HostPort   string
-	Namespace  string
-	TLSCert    string // client certificate file (mTLS)
-	TLSKey     string
-	TLSCA      string // CA bundle for the server certificate
-	ServerName string
-	TLS        bool // TLS with the system roots, without a client certificate
+	HostPort   string // --temporal-address; after Dial, the address used
+	Namespace  string // --namespace; after Dial, the namespace used
+	Profile    string // --temporal-profile
+	ConfigFile string // --temporal-config-file
 }
 
-// RegisterFlags adds the Temporal flags to fs, defaulting from TEMPORAL_* env vars.
+// Defaults when neither a profile, the environment nor a flag says.
+const (
+	DefaultTemporalAddress = "127.0.0.1:7233"
+	DefaultNamespace       = "default"
+)
+
+// RegisterFlags adds the Temporal flags to fs; unset, the profile and the
+// TEMPORAL_* environment decide.
 func (t *Temporal) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&t.HostPort, "temporal-address", Env("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	fs.StringVar(&t.Namespace, "namespace", Env("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
-	fs.StringVar(&t.TLSCert, "tls-cert", Env("TEMPORAL_TLS_CERT", ""), "client certificate file for mTLS (env TEMPORAL_TLS_CERT)")
-	fs.StringVar(&t.TLSKey, "tls-key", Env("TEMPORAL_TLS_KEY", ""), "client key file for mTLS (env TEMPORAL_TLS_KEY)")
-	fs.StringVar(&t.TLSCA, "tls-ca", Env("TEMPORAL_TLS_CA", ""), "CA bundle for the server certificate (env TEMPORAL_TLS_CA)")
-	fs.StringVar(&t.ServerName, "tls-server-name", Env("TEMPORAL_TLS_SERVER_NAME", ""), "server name to verify (env TEMPORAL_TLS_SERVER_NAME)")
-	fs.BoolVar(&t.TLS, "tls", EnvBool("TEMPORAL_TLS", false), "use TLS with the system roots (env TEMPORAL_TLS)")
+	fs.StringVar(&t.HostPort, "temporal-address", "", "Temporal frontend host:port (default: TEMPORAL_ADDRESS, the profile, "+DefaultTemporalAddress+")")
+	fs.StringVar(&t.Namespace, "namespace", "", "Temporal namespace (default: TEMPORAL_NAMESPACE, the profile, "+DefaultNamespace+")")
+	fs.StringVar(&t.Profile, "temporal-profile", "", "profile of the Temporal config file (default: TEMPORAL_PROFILE, \"default\")")
+	fs.StringVar(&t.ConfigFile, "temporal-config-file", "", "Temporal TOML config file (default: TEMPORAL_CONFIG_FILE, ~/.config/temporalio/temporal.toml)")
 }
 
-func (t Temporal) tlsConfig() (*tls.Config, error) {
-	if !t.TLS && t.TLSCert == "" && t.TLSCA == "" {
-		return nil, nil
-	}
-	cfg := &tls.Config{ServerName: t.ServerName, MinVersion: tls.VersionTLS12}
-	if (t.TLSCert == "") != (t.TLSKey == "") {
-		return nil, errors.New("temporal TLS: --tls-cert and --tls-key must be given together")
-	}
-	if t.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(t.TLSCert, t.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("temporal TLS: load client certificate %s: %w", t.TLSCert, err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	if t.TLSCA != "" {
-		pem, err := os.ReadFile(t.TLSCA)
-		if err != nil {
-			return nil, fmt.Errorf("temporal TLS: read CA %s: %w", t.TLSCA, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("temporal TLS: no certificate found in %s", t.TLSCA)
-		}
-		cfg.RootCAs = pool
-	}
-	return cfg, nil
+// retiredEnv are the connection variables of earlier versions, which are
+// refused rather than silently ignored.
+var retiredEnv = map[string]string{
+	"TEMPORAL_TLS_CERT": "TEMPORAL_TLS_CLIENT_CERT_PATH",
+	"TEMPORAL_TLS_KEY":  "TEMPORAL_TLS_CLIENT_KEY_PATH",
+	"TEMPORAL_TLS_CA":   "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
 }
 
-// Dial connects a client. logger may be nil for the SDK's default.
-func (t Temporal) Dial(logger *slog.Logger) (client.Client, error) {
-	tlsCfg, err := t.tlsConfig()
+// Options are the client options of this process: the connection (see
+// Temporal), and what every client of the project shares — the logger,
+// the metrics handler (metrics.SDKHandler), the tracing interceptor while
+// tracing is on, and the payload codec while PAYLOAD_CODEC is on, so a
+// worker, a starter and the gate always read each other's payloads.
+// logger may be nil for the SDK's default.
+func (t *Temporal) Options(logger *slog.Logger) (client.Options, error) {
+	for old, name := range retiredEnv {
+		if os.Getenv(old) != "" {
+			return client.Options{}, fmt.Errorf("%s is no longer read: set %s (the SDK's environment configuration; see the README's configuration table)", old, name)
+		}
+	}
+	opts, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{ConfigFilePath: t.ConfigFile, ConfigFileProfile: t.Profile})
 	if err != nil {
-		return nil, err
+		return client.Options{}, fmt.Errorf("temporal connection settings: %w", err)
 	}
-	opts := client.Options{HostPort: t.HostPort, Namespace: t.Namespace, ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg}}
+	if t.HostPort != "" {
+		opts.HostPort = t.HostPort
+	}
+	if t.Namespace != "" {
+		opts.Namespace = t.Namespace
+	}
+	if opts.HostPort == "" {
+		opts.HostPort = DefaultTemporalAddress
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
+	t.HostPort, t.Namespace = opts.HostPort, opts.Namespace
 	if logger != nil {
 		opts.Logger = sdklog.NewStructuredLogger(logger)
 	}
+	return WithShared(opts)
+}
+
+// WithShared adds to opts what every client of the project shares (see
+// Options): for clients built without Temporal's settings, as tests do.
+func WithShared(opts client.Options) (client.Options, error) {
+	opts.MetricsHandler = metrics.SDKHandler()
+	icpts, err := tracing.ClientInterceptors()
+	if err != nil {
+		return client.Options{}, err
+	}
+	opts.Interceptors = append(opts.Interceptors, icpts...)
+	codec, err := payloadcodec.FromEnv()
+	if err != nil {
+		return client.Options{}, err
+	}
+	if codec != nil {
+		opts.DataConverter = codec.DataConverter()
+		opts.FailureConverter = codec.FailureConverter()
+	}
+	return opts, nil
+}
+
+// Dial connects a client with Options. logger may be nil for the SDK's default.
+func (t *Temporal) Dial(logger *slog.Logger) (client.Client, error) {
+	opts, err := t.Options(logger)
+	if err != nil {
+		return nil, err
+	}
 	c, err := client.Dial(opts)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", t.HostPort, t.Namespace, err)
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", opts.HostPort, opts.Namespace, err)
 	}
 	return c, nil
 }

@@ -22,7 +22,10 @@ type Process struct {
 	Name string
 	cmd  *exec.Cmd
 	done chan error
-	log  *tail // the last lines of its output, for errors
+	// ended is closed when the process has ended; state says how.
+	ended chan struct{}
+	state *os.ProcessState
+	log   *tail // the last lines of its output, for errors
 }
 
 func start(name string, cmd *exec.Cmd, logs io.Writer) (*Process, error) {
@@ -39,8 +42,13 @@ func start(name string, cmd *exec.Cmd, logs io.Writer) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Process{Name: name, cmd: cmd, done: make(chan error, 1), log: tl}
-	go func() { p.done <- cmd.Wait() }()
+	p := &Process{Name: name, cmd: cmd, done: make(chan error, 1), ended: make(chan struct{}), log: tl}
+	go func() {
+		err := cmd.Wait()
+		p.state = cmd.ProcessState
+		close(p.ended)
+		p.done <- err
+	}()
 	return p, nil
 }
 
@@ -53,6 +61,19 @@ func (p *Process) Exited() (bool, error) {
 	default:
 		return false, nil
 	}
+}
+
+// Ended is closed once the process has ended, for whatever reason.
+func (p *Process) Ended() <-chan struct{} { return p.ended }
+
+// Died describes how an ended process ended, with its last log lines.
+func (p *Process) Died() string {
+	<-p.ended
+	msg := p.Name + " " + ExitDescription(p.state, nil)
+	if l := p.log.String(); l != "" {
+		msg += "\n--- its last log lines ---\n" + l
+	}
+	return msg
 }
 
 // Stop interrupts the process and waits for it, killing it after grace.

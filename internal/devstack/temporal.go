@@ -23,7 +23,10 @@ type TemporalOptions struct {
 	UIPort    int
 	Headless  bool // no Web UI
 	Namespace string
-	Logs      io.Writer
+	// UICodecEndpoint is the codec server the Web UI decodes payloads with
+	// (payloadcodec.Server); empty: none.
+	UICodecEndpoint string
+	Logs            io.Writer
 }
 
 // Temporal is a running dev server.
@@ -87,6 +90,9 @@ func startTemporalOnce(ctx context.Context, o TemporalOptions, attrs map[string]
 			return nil, err
 		}
 		args = append(args, "--ui-port", strconv.Itoa(o.UIPort))
+		if o.UICodecEndpoint != "" {
+			args = append(args, "--ui-codec-endpoint", o.UICodecEndpoint)
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		args = append(args, "--search-attribute", name+"="+attrs[name])

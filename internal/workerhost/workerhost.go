@@ -1,6 +1,7 @@
 // Package workerhost is the shared main of every worker pool: flags, the
-// Temporal connection, a health endpoint and a graceful stop that lets
-// in-flight activities finish.
+// Temporal connection, the ops endpoint (/healthz, and /metrics for
+// Prometheus), tracing, and a graceful stop that lets in-flight activities
+// finish.
 package workerhost
 
 import (
@@ -23,6 +24,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/logging"
+	"github.com/edgeflow/edgeflow/internal/metrics"
+	"github.com/edgeflow/edgeflow/internal/tracing"
 )
 
 // Options are the flags every pool has.
@@ -46,24 +50,26 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet, queue string, maxActivities in
 	fs.IntVar(&o.MaxActivities, "max-activities", config.EnvInt("MAX_ACTIVITIES", maxActivities), "activities run at once (env MAX_ACTIVITIES)")
 	fs.IntVar(&o.MaxWorkflowTasks, "max-workflow-tasks", config.EnvInt("MAX_WORKFLOW_TASKS", 64), "workflow tasks run at once (env MAX_WORKFLOW_TASKS)")
 	fs.IntVar(&o.MaxActivityPollers, "activity-pollers", config.EnvInt("ACTIVITY_POLLERS", 4), "concurrent activity task polls (env ACTIVITY_POLLERS)")
-	fs.StringVar(&o.HealthAddr, "health-addr", config.Env("HEALTH_ADDR", "127.0.0.1:"+healthPort), "health endpoint address; empty disables it (env HEALTH_ADDR)")
+	fs.StringVar(&o.HealthAddr, "health-addr", config.Env("HEALTH_ADDR", "127.0.0.1:"+healthPort), "ops endpoint address: /healthz and /metrics; empty disables it (env HEALTH_ADDR)")
 	fs.DurationVar(&o.StopTimeout, "stop-timeout", 2*time.Minute, "how long in-flight activities may run after a stop signal")
 }
 
-// Logger is the process logger: text for a terminal, JSON when LOG_FORMAT=json.
-func Logger(component string) *slog.Logger {
-	var h slog.Handler
-	if os.Getenv("LOG_FORMAT") == "json" {
-		h = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
-	} else {
-		h = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
-	}
-	return slog.New(h).With("component", component)
-}
+// Logger is the process logger (internal/logging): text, or JSON when
+// LOG_FORMAT=json, secrets redacted.
+func Logger(component string) *slog.Logger { return logging.New(component, os.Stderr) }
 
 // Run connects, lets register add workflows and activities, serves until
 // SIGINT/SIGTERM, then stops polling and waits for in-flight work.
 func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
+	shutdownTracing, err := tracing.Setup(context.Background(), "edgeflow-"+o.TaskQueue)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdownTracing(ctx)
+	}()
 	c, err := o.Temporal.Dial(log)
 	if err != nil {
 		return err
@@ -113,7 +119,8 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 	}
 	ready.Store(true)
 	log.Info("worker started", "taskQueue", o.TaskQueue, "alsoServing", o.AlsoServe, "temporal", o.Temporal.HostPort,
-		"namespace", o.Temporal.Namespace, "maxActivities", o.MaxActivities, "health", health)
+		"namespace", o.Temporal.Namespace, "maxActivities", o.MaxActivities, "health", health,
+		"metrics", metricsURL(health), "tracing", tracing.Enabled())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	select {
@@ -133,8 +140,17 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 	return nil
 }
 
+// metricsURL is where the ops endpoint serves /metrics.
+func metricsURL(health string) string {
+	if health == "off" {
+		return "off"
+	}
+	return "http://" + health + "/metrics"
+}
+
 func healthHandler(c client.Client, queue string, ready *atomic.Bool) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.Handler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

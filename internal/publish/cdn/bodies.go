@@ -36,8 +36,10 @@ const cacheEntryOverhead = 256
 // share a single fetch. source is "cache", "primary" or "mirror".
 func (s *Server) smallBody(ctx context.Context, key fileCacheKey, size int64) (data []byte, source string, err error) {
 	if data, ok := s.files.Get(key); ok {
+		s.metrics.hits.Inc()
 		return data, "cache", nil
 	}
+	s.metrics.misses.Inc()
 	type result struct {
 		data   []byte
 		source string

@@ -159,6 +159,7 @@ func (s *Server) serveRepresentation(w http.ResponseWriter, r *http.Request, ver
 		}
 	}
 	h.Set("X-Edge-Source", body.source)
+	s.metrics.body(body.source)
 	h.Set("Content-Length", strconv.FormatInt(length, 10))
 	w.WriteHeader(status)
 	out := newDeadlineWriter(w, s.cfg.WriteIdle)

@@ -75,6 +75,8 @@ type Server struct {
 	log   *slog.Logger
 	meta  *metaReader
 	files *lru[fileCacheKey, []byte]
+	// metrics count cache hits and where bodies came from.
+	metrics *edgeMetrics
 	// fileFlight merges concurrent cache misses for one representation.
 	fileFlight singleflight.Group
 	mux        *http.ServeMux
@@ -152,6 +154,7 @@ func New(cfg Config) *Server {
 		files:    newLRU[fileCacheKey, []byte](cfg.CacheBytes),
 		mux:      http.NewServeMux(),
 		primary:  health,
+		metrics:  newEdgeMetrics(),
 	}
 	s.web = newWebUI(s)
 	s.mux.HandleFunc("GET /ajax/libs/", s.serveFile)

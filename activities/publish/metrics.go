@@ -1,0 +1,108 @@
+package publish
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edgeflow/edgeflow/internal/metrics"
+	"github.com/edgeflow/edgeflow/internal/publish/transform"
+)
+
+// Codecs label the compress pool's byte counters: the two compressions
+// and minification (a .min twin from its source).
+var codecs = []string{"br", "gzip", "minify"}
+
+// compressMetrics are the compress pool's own metrics (edgeflow_compress_*).
+type compressMetrics struct {
+	files    prometheus.Counter
+	bytesIn  *prometheus.CounterVec
+	bytesOut *prometheus.CounterVec
+	ratio    *prometheus.HistogramVec
+}
+
+var (
+	compressOnce sync.Once
+	compressM    *compressMetrics
+	publishOnce  sync.Once
+	publishM     *publishMetrics
+)
+
+// newCompressMetrics registers them once per process, every codec at zero.
+func newCompressMetrics() *compressMetrics {
+	compressOnce.Do(func() {
+		labels := [][]string{{"br"}, {"gzip"}, {"minify"}}
+		compressM = &compressMetrics{
+			files: metrics.NewCounter(prometheus.CounterOpts{Name: "edgeflow_compress_files_processed_total",
+				Help: "Source files the compress pool processed (minified, compressed, hashed, written)."}),
+			bytesIn: metrics.NewCounterVec(prometheus.CounterOpts{Name: "edgeflow_compress_input_bytes_total",
+				Help: "Bytes given to each codec (br, gzip: the file compressed; minify: the source of a .min twin)."}, []string{"codec"}, labels...),
+			bytesOut: metrics.NewCounterVec(prometheus.CounterOpts{Name: "edgeflow_compress_output_bytes_total",
+				Help: "Bytes each codec produced."}, []string{"codec"}, labels...),
+			ratio: metrics.NewHistogramVec(prometheus.HistogramOpts{Name: "edgeflow_compress_ratio",
+				Help:    "Output size over input size, per file and codec (lower is better).",
+				Buckets: []float64{.05, .1, .15, .2, .25, .3, .4, .5, .6, .7, .8, .9, 1, 1.1}}, []string{"codec"}, labels...),
+		}
+	})
+	return compressM
+}
+
+// file records one source file's outputs.
+func (m *compressMetrics) file(source []byte, outs []transform.Output) {
+	if m == nil {
+		return
+	}
+	m.files.Inc()
+	for _, o := range outs {
+		if o.MinifiedFrom != "" {
+			m.observe("minify", len(source), len(o.Data))
+		}
+		if o.Brotli != nil {
+			m.observe("br", len(o.Data), len(o.Brotli))
+		}
+		if o.Gzip != nil {
+			m.observe("gzip", len(o.Data), len(o.Gzip))
+		}
+	}
+}
+
+func (m *compressMetrics) observe(codec string, in, out int) {
+	m.bytesIn.WithLabelValues(codec).Add(float64(in))
+	m.bytesOut.WithLabelValues(codec).Add(float64(out))
+	if in > 0 {
+		m.ratio.WithLabelValues(codec).Observe(float64(out) / float64(in))
+	}
+}
+
+// publishMetrics are the publish pool's own metrics (edgeflow_publish_*).
+type publishMetrics struct {
+	staged    *prometheus.CounterVec
+	committed prometheus.Counter
+}
+
+func newPublishMetrics() *publishMetrics {
+	publishOnce.Do(func() {
+		publishM = &publishMetrics{
+			staged: metrics.NewCounterVec(prometheus.CounterOpts{Name: "edgeflow_publish_files_planned_total",
+				Help: "Source files of staged versions, by disposition: reused (an earlier version processed the same content) or new (sent to the compress pool). The reuse rate is reused over all."},
+				[]string{"disposition"}, []string{"reused"}, []string{"new"}),
+			committed: metrics.NewCounter(prometheus.CounterOpts{Name: "edgeflow_publish_versions_committed_total",
+				Help: "Versions committed (listed in their package document, so served)."}),
+		}
+	})
+	return publishM
+}
+
+func (m *publishMetrics) planned(toProcess, reused int) {
+	if m == nil {
+		return
+	}
+	m.staged.WithLabelValues("reused").Add(float64(reused))
+	m.staged.WithLabelValues("new").Add(float64(toProcess))
+}
+
+func (m *publishMetrics) commit() {
+	if m != nil {
+		m.committed.Inc()
+	}
+}

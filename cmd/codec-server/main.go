@@ -1,0 +1,101 @@
+// Command codec-server lets the Temporal Web UI and the temporal CLI show
+// the payloads the payload codec (PAYLOAD_CODEC=on) encrypts: POST /encode
+// and /decode with the codec keys (CODEC_KEYS, CODEC_KEYS_FILE or make
+// run's development key file), CORS for the UI's origins only, and, when
+// CODEC_SERVER_TOKENS is set, an access token required of every caller.
+//
+//	codec-server --addr 127.0.0.1:8234 --ui-origin http://127.0.0.1:8233
+//	temporal server start-dev --ui-codec-endpoint http://127.0.0.1:8234
+//	temporal workflow show -w ID --codec-endpoint http://127.0.0.1:8234
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/keyring"
+	"github.com/edgeflow/edgeflow/internal/logging"
+	"github.com/edgeflow/edgeflow/internal/payloadcodec"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "codec-server:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends; ready, if set, gets the listening address.
+func run(ctx context.Context, args []string, stderr io.Writer, ready func(string)) error {
+	fs := flag.NewFlagSet("codec-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", config.Env("CODEC_SERVER_ADDR", "127.0.0.1:8234"), "listen address (env CODEC_SERVER_ADDR)")
+	origins := fs.String("ui-origin", config.Env("CODEC_SERVER_UI_ORIGINS", "http://127.0.0.1:8233,http://localhost:8233"),
+		"the Web UI's origins, comma separated: browsers elsewhere are refused (env CODEC_SERVER_UI_ORIGINS)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := logging.New("codec-server", stderr)
+	keys, err := keyring.Codec.Load()
+	if err != nil {
+		return err
+	}
+	var tokens []string
+	for _, t := range strings.Split(os.Getenv("CODEC_SERVER_TOKENS"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tokens = append(tokens, t)
+		}
+	}
+	var uiOrigins []string
+	for _, o := range strings.Split(*origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			uiOrigins = append(uiOrigins, o)
+		}
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	srv := &http.Server{
+		Handler:           payloadcodec.Server(payloadcodec.Codec{Keys: keys}, payloadcodec.ServerOptions{UIOrigins: uiOrigins, Tokens: tokens}),
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("codec server listening", "addr", ln.Addr().String(), "ui_origins", strings.Join(uiOrigins, ","),
+		"keys", strings.Join(keys.IDs(), ","), "auth", authMode(tokens))
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+func authMode(tokens []string) string {
+	if len(tokens) > 0 {
+		return fmt.Sprintf("bearer, %d accepted", len(tokens))
+	}
+	return "none"
+}

@@ -1,0 +1,72 @@
+package tracing
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+func TestConfigFromEnv(t *testing.T) {
+	cases := []struct {
+		env     map[string]string
+		enabled bool
+		proto   string
+		bad     bool
+	}{
+		{env: nil},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, enabled: true, proto: "http/protobuf"},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "collector:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, enabled: true, proto: "grpc"},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, enabled: true, proto: "http/protobuf"},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_TRACES_EXPORTER": "none"}},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_SDK_DISABLED": "true"}},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, bad: true},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, bad: true},
+	}
+	for _, c := range cases {
+		cfg, err := ConfigFromEnv(func(k string) string { return c.env[k] })
+		if (err != nil) != c.bad || cfg.Enabled != c.enabled || (c.enabled && cfg.Protocol != c.proto) {
+			t.Errorf("%v: %+v %v", c.env, cfg, err)
+		}
+	}
+}
+
+// An HTTP request carrying a traceparent continues that trace on the
+// server, and the transport sends it.
+func TestHTTPPropagation(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	Install(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	defer Uninstall()
+	var seen string
+	srv := httptest.NewServer(Handler("edge", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = TraceID(r.Context())
+		w.WriteHeader(http.StatusTeapot)
+	})))
+	defer srv.Close()
+	ctx, end := Start(context.Background(), "starter")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/x", nil)
+	resp, err := (&http.Client{Transport: Transport(nil)}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	end()
+	if want := TraceID(ctx); want == "" || seen != want {
+		t.Fatalf("server saw trace %q, the starter's is %q", seen, want)
+	}
+	names := map[string]bool{}
+	for _, s := range rec.Ended() {
+		names[s.Name()] = true
+		if s.SpanContext().TraceID().String() != TraceID(ctx) {
+			t.Errorf("span %s in another trace", s.Name())
+		}
+	}
+	for _, n := range []string{"starter", "HTTP GET", "edge GET"} {
+		if !names[n] {
+			t.Errorf("no span %q in %v", n, names)
+		}
+	}
+}
