@@ -23,8 +23,8 @@ import (
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/logging"
 	"github.com/edgeflow/edgeflow/internal/metrics"
-	"github.com/edgeflow/edgeflow/internal/tracing"
 	"github.com/edgeflow/edgeflow/internal/publish/cdn"
+	"github.com/edgeflow/edgeflow/internal/tracing"
 )
 
 func main() {
