@@ -48,9 +48,14 @@ chaos: tools ## fault suites on the real stack, with a report (SOAK=1: a longer 
 
 # Every worker pool (workers/<queue>) and every other binary (cmd/<name>),
 # named after its folder: `make run` starts bin/<queue> for each task queue.
-build: ## every worker pool and binary into ./bin
+# The starters are bin/edgeflow-<job> (starters/<job>): a worker and a
+# starter may share a folder name (publish, migrate), a prefixed starter
+# never collides with one, and `edgeflow-<Tab>` lists them all.
+STARTERS := $(notdir $(wildcard starters/*))
+build: ## every worker pool and binary into ./bin, the starters as bin/edgeflow-<job>
 	@mkdir -p bin
 	$(GO) build -o bin/ ./workers/... ./cmd/...
+	@for s in $(STARTERS); do echo "$(GO) build -o bin/edgeflow-$$s ./starters/$$s"; $(GO) build -o bin/edgeflow-$$s ./starters/$$s || exit 1; done
 
 tools: $(TOOLS)/temporal $(TOOLS)/minio
 

@@ -1,17 +1,21 @@
 // Package cli is what every starter shares: exit codes, human or JSON output,
-// Web UI links and a live progress line.
+// Web UI links, and progress: a live bar on a terminal, plain periodic lines
+// elsewhere, with rates that start only once they mean something.
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/tracing"
 )
 
 // Exit codes, the same for every starter.
@@ -22,10 +26,47 @@ const (
 	ExitUnavailable = 3 // Temporal or a store could not be reached
 )
 
-// Exit prints a message to stderr and exits with code.
+// Exit prints a message to stderr and exits with code (after AtExit's work).
 func Exit(code int, format string, args ...any) {
 	fmt.Fprintf(os.Stderr, format+"\n", args...)
+	Finish(code)
+}
+
+var atExit []func()
+
+// AtExit registers f to run before Exit or Finish ends the process (the
+// last registered first): flushing spans, say.
+func AtExit(f func()) { atExit = append(atExit, f) }
+
+// Finish runs AtExit's work and exits with code.
+func Finish(code int) {
+	for i := len(atExit) - 1; i >= 0; i-- {
+		atExit[i]()
+	}
 	os.Exit(code)
+}
+
+// Trace starts this starter's trace when tracing is on (the OTEL_*
+// variables, internal/tracing): a root span named span, which every
+// workflow, child and activity it starts joins, and which Exit and Finish
+// end and flush. Off, it returns ctx as is.
+func Trace(ctx context.Context, service, span string, attrs ...attribute.KeyValue) context.Context {
+	shutdown, err := tracing.Setup(ctx, service)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "warning: tracing off: %v\n", err)
+		return ctx
+	}
+	ctx, end := tracing.Start(ctx, span, attrs...)
+	AtExit(func() {
+		end()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdown(sctx)
+	})
+	if id := tracing.TraceID(ctx); id != "" {
+		fmt.Fprintf(os.Stderr, "trace %s\n", id)
+	}
+	return ctx
 }
 
 // PrintJSON writes v as indented JSON to stdout.
@@ -44,37 +85,3 @@ func UIURL() string {
 func WorkflowURL(namespace, workflowID string) string {
 	return fmt.Sprintf("%s/namespaces/%s/workflows/%s", UIURL(), url.PathEscape(namespace), url.PathEscape(workflowID))
 }
-
-// Progress draws a single updating line: done/total, rate and ETA.
-type Progress struct {
-	Out     io.Writer
-	Label   string
-	start   time.Time
-	started bool
-}
-
-// Update redraws the line; extra is appended as is.
-func (p *Progress) Update(done, total int, extra string) {
-	if !p.started {
-		p.start, p.started = time.Now(), true
-	}
-	elapsed := time.Since(p.start).Seconds()
-	rate := 0.0
-	if elapsed > 0 {
-		rate = float64(done) / elapsed
-	}
-	eta := "--"
-	if rate > 0 && total > done {
-		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
-	}
-	bar := ""
-	if total > 0 {
-		const width = 24
-		filled := done * width / total
-		bar = "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "] "
-	}
-	fmt.Fprintf(p.Out, "\r\033[K%s %s%d/%d  %.1f/s  ETA %s  %s", p.Label, bar, done, total, rate, eta, extra)
-}
-
-// Done ends the line.
-func (p *Progress) Done() { fmt.Fprintln(p.Out) }

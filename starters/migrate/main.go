@@ -76,7 +76,8 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		cli.Exit(cli.ExitUsage, "migrate: unknown command %q", cmd)
 	}
-	os.Exit(run(args))
+	background = cli.Trace(background, "edgeflow-migrate-starter", "migrate "+cmd)
+	cli.Finish(run(args))
 }
 
 // parseArgs parses flags anywhere among the arguments (so "status JOB

@@ -98,36 +98,27 @@ func queryStatus(c client.Client, job string) (contract.Status, error) {
 }
 
 // follow shows a job's progress until stop is closed: a live bar on a
-// terminal, a plain line every 10 seconds otherwise. The rate comes from
-// this process's own readings, and is shown only once they span 2 seconds.
+// terminal, a plain line every 10 seconds otherwise (cli.Live). The rate
+// comes from this process's own readings, and is shown only once they span
+// 2 seconds.
 func follow(c client.Client, job string, stop <-chan struct{}) {
-	terminal := isTerminal(os.Stderr)
-	every := 10 * time.Second
-	if terminal {
-		every = 500 * time.Millisecond
+	live := &cli.Live{Out: os.Stderr}
+	every := 500 * time.Millisecond
+	if !cli.IsTerminal(os.Stderr) {
+		every = 2 * time.Second // Live writes one line in five
 	}
 	var meter migrate.RateMeter
 	t := time.NewTicker(every)
 	defer t.Stop()
-	drawn := false
 	for {
 		st, err := queryStatus(c, job)
 		if err == nil {
-			now := time.Now()
-			meter.Add(migrate.Sample{At: now, Objects: st.Done(), Bytes: st.Bytes})
-			line := progressLine(st, &meter)
-			if terminal {
-				fmt.Fprintf(os.Stderr, "\r\033[K%s", line)
-				drawn = true
-			} else {
-				fmt.Fprintf(os.Stderr, "%s %s\n", now.Format("15:04:05"), line)
-			}
+			meter.Add(migrate.Sample{At: time.Now(), Objects: st.Done(), Bytes: st.Bytes})
+			live.Show(progressLine(st, &meter))
 		}
 		select {
 		case <-stop:
-			if drawn {
-				fmt.Fprintln(os.Stderr)
-			}
+			live.Done()
 			return
 		case <-t.C:
 		}
@@ -157,9 +148,4 @@ func progressLine(st contract.Status, meter *migrate.RateMeter) string {
 		b.WriteString("  (" + st.State + ")")
 	}
 	return b.String()
-}
-
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -12,8 +12,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -22,6 +28,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
+	"github.com/edgeflow/edgeflow/internal/tracing"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
@@ -41,8 +48,9 @@ func main() {
 	follow := fs.Bool("follow", false, "show live progress")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	detach := fs.Bool("detach", false, "start and return without waiting")
+	edgeURL := fs.String("check-edge", config.Env("EDGE_URL", ""), "after publishing a --version, check that this edge serves it, e.g. http://127.0.0.1:8080 (env EDGE_URL); the request joins the run's trace")
 	if err := fs.Parse(os.Args[1:]); err != nil {
-		os.Exit(cli.ExitUsage)
+		cli.Finish(cli.ExitUsage)
 	}
 	if *name == "" {
 		fs.Usage()
@@ -63,7 +71,12 @@ func main() {
 		cli.Exit(cli.ExitUnavailable, "publish: %v", err)
 	}
 	defer c.Close()
-	ctx := context.Background()
+	target := *name
+	if *version != "" {
+		target += "@" + *version
+	}
+	ctx := cli.Trace(context.Background(), "edgeflow-publish-starter", "publish "+target,
+		attribute.String("package", *name), attribute.String("version", *version))
 
 	var run client.WorkflowRun
 	if *version != "" {
@@ -97,7 +110,7 @@ func main() {
 		if *asJSON {
 			cli.PrintJSON(map[string]string{"workflowId": run.GetID(), "runId": run.GetRunID()})
 		}
-		return
+		cli.Finish(cli.ExitOK)
 	}
 	stop := make(chan struct{})
 	if *follow {
@@ -113,6 +126,13 @@ func main() {
 			close(stop)
 			stop = nil
 			printVersion(*name, *version, out)
+		}
+		if err == nil && *edgeURL != "" && out.SkipReason == "" {
+			if cerr := checkEdge(ctx, *edgeURL, *name, *version); cerr != nil {
+				cli.Exit(cli.ExitFailed, "publish: %v", cerr)
+			} else if !*asJSON {
+				fmt.Printf("the edge at %s serves %s@%s\n", *edgeURL, *name, *version)
+			}
 		}
 	} else {
 		var out contract.UpdatesStats
@@ -142,7 +162,29 @@ func main() {
 	if *asJSON {
 		cli.PrintJSON(result)
 	}
-	os.Exit(code)
+	cli.Finish(code)
+}
+
+// checkEdge asks the edge for the version's API document, carrying the
+// trace, so the edge's request joins the run's trace.
+func checkEdge(ctx context.Context, edge, name, version string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	u := strings.TrimRight(edge, "/") + "/libraries/" + url.PathEscape(name) + "/" + url.PathEscape(version)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Transport: tracing.Transport(nil)}).Do(req)
+	if err != nil {
+		return fmt.Errorf("check the edge: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the edge answers %s for %s", resp.Status, u)
+	}
+	return nil
 }
 
 func rootCause(err error) string {
@@ -156,7 +198,10 @@ func rootCause(err error) string {
 }
 
 func followProgress(ctx context.Context, c client.Client, run client.WorkflowRun, single bool, stop chan struct{}) {
-	bar := &cli.Progress{Out: os.Stderr, Label: run.GetID()}
+	bar := &cli.Progress{Out: os.Stderr, Label: run.GetID(), Unit: "files"}
+	if !single {
+		bar.Unit = "versions"
+	}
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -179,7 +224,7 @@ func followProgress(ctx context.Context, c client.Client, run client.WorkflowRun
 			var s contract.UpdatesStats
 			if v.Get(&s) == nil {
 				bar.Update(s.Published+s.AlreadyPublished+s.InProgress+s.Skipped+s.Failed, s.NewVersions,
-					fmt.Sprintf("versions; %d/%d packages checked", s.Checked, s.Packages))
+					fmt.Sprintf("%d/%d packages checked", s.Checked, s.Packages))
 			}
 		}
 	}

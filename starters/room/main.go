@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
@@ -121,6 +122,7 @@ func main() {
 func (c *command) run() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	ctx = cli.Trace(ctx, "edgeflow-room-starter", "room "+c.name+" "+strings.Join(c.args, " "))
 	// Settings are checked before Temporal is dialled: a typo exits 2 at once.
 	var settings admit.Settings
 	var event admit.Event
@@ -284,7 +286,7 @@ func (c *command) check(err error) {
 	case errors.Is(err, roomclient.ErrNotFound):
 		cli.Exit(cli.ExitFailed, "room %s: no room %q (create it with `room create`)", c.name, c.args[0])
 	case errors.Is(err, context.Canceled):
-		os.Exit(cli.ExitOK)
+		cli.Finish(cli.ExitOK)
 	default:
 		cli.Exit(cli.ExitFailed, "room %s: %v", c.name, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/admit"
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/workflows/admit/contract"
 )
 
@@ -102,16 +103,22 @@ func eventLine(e admit.Event, now time.Time) string {
 func follow(ctx context.Context, rc roomclient.Client, room string, every time.Duration) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	tty := isTerminal()
+	tty := cli.IsTerminal(os.Stdout)
+	var printed time.Time
 	for {
 		d, err := rc.Describe(ctx, room)
 		if err != nil {
 			return err
 		}
-		if tty {
+		switch {
+		case tty:
 			fmt.Print("\033[H\033[2J")
+			fmt.Print(dashboard(d, time.Now()))
+		case time.Since(printed) >= cli.DefaultLineEvery:
+			// A log gets the view every 10 s, not a screen per refresh.
+			printed = time.Now()
+			fmt.Printf("--- %s\n%s", printed.Format(time.RFC3339), dashboard(d, printed))
 		}
-		fmt.Print(dashboard(d, time.Now()))
 		select {
 		case <-ctx.Done():
 			return nil
@@ -157,11 +164,6 @@ func dashboard(d contract.Description, now time.Time) string {
 func bar(n, of, width int) string {
 	filled := min(width, n*width/max(of, 1))
 	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]"
-}
-
-func isTerminal() bool {
-	fi, err := os.Stdout.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // flagName is the flag of a field: event_start_time → event-start-time.

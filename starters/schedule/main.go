@@ -64,7 +64,7 @@ func main() {
 		cli.Exit(cli.ExitUnavailable, "schedule: %v", err)
 	}
 	defer c.Close()
-	ctx := context.Background()
+	ctx := cli.Trace(context.Background(), "edgeflow-schedule-starter", "schedule "+cmd)
 	sc := c.ScheduleClient()
 	h := sc.GetHandle(ctx, *id)
 
