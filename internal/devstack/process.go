@@ -36,9 +36,7 @@ func start(name string, cmd *exec.Cmd, logs io.Writer) (*Process, error) {
 	w := io.MultiWriter(logs, tl)
 	cmd.Stdout = w
 	cmd.Stderr = w
-	// Own process group: Ctrl-C in a terminal reaches us first, and we stop
-	// children in order instead of all at once.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

@@ -124,9 +124,7 @@ func (s *Supervisor) launch(sv *supervised) error {
 	}
 	w := io.MultiWriter(logs, sv.log)
 	cmd.Stdout, cmd.Stderr = w, w
-	// Its own process group: a Ctrl-C in the terminal reaches the
-	// supervisor only, which stops children in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", c.Name, err)
 	}

@@ -1,9 +1,11 @@
 package devstack
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
 	"sync"
@@ -28,7 +30,68 @@ func TestMain(m *testing.M) {
 	case "crash": // a worker that cannot start
 		fmt.Println("cannot reach Temporal: connection refused")
 		os.Exit(3)
+	case "stack": // a stack supervising one worker, until killed
+		self, _ := os.Executable()
+		s := NewSupervisor(SupervisorOptions{})
+		env := append(os.Environ(), "DEVSTACK_TEST_CHILD=serve")
+		// The child has written all it writes before its pid is told:
+		// a child writing to a pipe whose reader died would die of
+		// SIGPIPE, parent-death signal or not.
+		serving := make(chan struct{})
+		var once sync.Once
+		logs := writerFunc(func(p []byte) (int, error) { once.Do(func() { close(serving) }); return len(p), nil })
+		if err := s.Start(Child{Name: "compress-1", Path: self, Env: env, Logs: logs}); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		<-serving
+		fmt.Printf("child pid %d\n", s.Pid("compress-1"))
+		select {}
 	}
+}
+
+// kill -9 of the stack itself: its children die with it (the parent-death
+// signal), instead of living on, holding ports, with no one to stop them.
+func TestChildrenDieWithAKilledStack(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := exec.Command(self)
+	stack.Env = append(os.Environ(), "DEVSTACK_TEST_CHILD=stack")
+	out, err := stack.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stack.Process.Kill()
+	var pid int
+	if _, err := fmt.Fscanf(bufio.NewReader(out), "child pid %d\n", &pid); err != nil || pid == 0 {
+		t.Fatalf("no child pid: %v", err)
+	}
+	if !alive(pid) {
+		t.Fatalf("child %d is not running", pid)
+	}
+	if err := stack.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = stack.Wait()
+	waitFor(t, "the child dies with its stack", 10*time.Second, func() bool { return !alive(pid) },
+		func() string { return fmt.Sprintf("pid %d still runs", pid) })
+}
+
+// alive reports whether pid runs: it exists and is not a zombie waiting
+// for a reaper.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
 // events collects what the supervisor says.
