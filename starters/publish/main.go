@@ -66,17 +66,18 @@ func main() {
 		}
 		pkg = &p
 	}
+	target := *name
+	if *version != "" {
+		target += "@" + *version
+	}
+	// Tracing first: the client takes the tracing interceptor when dialled.
+	ctx := cli.Trace(context.Background(), "edgeflow-publish-starter", "publish "+target,
+		attribute.String("package", *name), attribute.String("version", *version))
 	c, err := tc.Dial(nil)
 	if err != nil {
 		cli.Exit(cli.ExitUnavailable, "publish: %v", err)
 	}
 	defer c.Close()
-	target := *name
-	if *version != "" {
-		target += "@" + *version
-	}
-	ctx := cli.Trace(context.Background(), "edgeflow-publish-starter", "publish "+target,
-		attribute.String("package", *name), attribute.String("version", *version))
 
 	var run client.WorkflowRun
 	if *version != "" {

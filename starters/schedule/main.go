@@ -59,12 +59,13 @@ func main() {
 	if *every < time.Minute {
 		cli.Exit(cli.ExitUsage, "schedule: --every must be at least 1m, got %s", *every)
 	}
+	// Tracing first: the client takes the tracing interceptor when dialled.
+	ctx := cli.Trace(context.Background(), "edgeflow-schedule-starter", "schedule "+cmd)
 	c, err := tc.Dial(nil)
 	if err != nil {
 		cli.Exit(cli.ExitUnavailable, "schedule: %v", err)
 	}
 	defer c.Close()
-	ctx := cli.Trace(context.Background(), "edgeflow-schedule-starter", "schedule "+cmd)
 	sc := c.ScheduleClient()
 	h := sc.GetHandle(ctx, *id)
 
