@@ -199,7 +199,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	extra := []devstack.Planned{{Name: "gate", Bin: filepath.Join(binDir, "gate"), Addr: gateAddr}}
+	extra := []devstack.Planned{{Name: "gate", Bin: filepath.Join(binDir, "gate"), Addr: gateAddr, MetricsURL: "http://" + gateHealthAddr + "/metrics"}}
 	if codecOn {
 		extra = append(extra, devstack.Planned{Name: "codec", Bin: filepath.Join(binDir, "codec-server"), Addr: codecAddr,
 			Env: []string{"CODEC_SERVER_ADDR=" + codecAddr, "CODEC_SERVER_UI_ORIGINS=" + temporal.UIURL}})

@@ -27,9 +27,12 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
@@ -37,6 +40,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/keyring"
+	"github.com/edgeflow/edgeflow/internal/metrics"
 )
 
 func main() {
@@ -88,7 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 	s := &settings{}
 	s.temporal.RegisterFlags(fs)
 	fs.StringVar(&s.addr, "addr", config.Env("GATE_ADDR", "127.0.0.1:8088"), "listen address (env GATE_ADDR)")
-	fs.StringVar(&s.healthAddr, "health-addr", config.Env("GATE_HEALTH_ADDR", ""), "address of /healthz and /status; empty: none (env GATE_HEALTH_ADDR)")
+	fs.StringVar(&s.healthAddr, "health-addr", config.Env("GATE_HEALTH_ADDR", ""), "address of /healthz, /status and /metrics; empty: none (env GATE_HEALTH_ADDR)")
 	fs.StringVar(&s.origin, "origin", config.Env("GATE_ORIGIN", ""), "the origin's URL, e.g. http://127.0.0.1:3000 (env GATE_ORIGIN)")
 	fs.StringVar(&s.dataCenter, "data-center", config.Env("GATE_DATA_CENTER", "local"), "the data center this gate runs in (env GATE_DATA_CENTER)")
 	fs.StringVar(&s.gateID, "gate-id", config.Env("GATE_ID", ""), "this process's id in reports; empty: data center, host, pid and a random suffix (env GATE_ID)")
@@ -360,7 +364,7 @@ func dialTemporal(ctx context.Context, t config.Temporal, log *slog.Logger) (cli
 	}
 }
 
-// serveHealth serves /healthz and /status; /healthz answers 503 until the
+// serveHealth serves /healthz, /status and /metrics; /healthz answers 503 until the
 // gate takes traffic.
 func serveHealth(addr string, g *gate.Gate, ready <-chan struct{}, log *slog.Logger) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
@@ -368,25 +372,51 @@ func serveHealth(addr string, g *gate.Gate, ready <-chan struct{}, log *slog.Log
 		return nil, fmt.Errorf("listen on %s (health): %w", addr, err)
 	}
 	status := g.StatusHandler()
+	// /metrics from the start: the SDK's metrics, the process's and the
+	// gate's own (per room, once the room is known).
+	gateMetrics.Store(g)
+	registerGateMetrics.Do(func() { metrics.Registry.MustRegister(currentGateCollector{}) })
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.Handler())
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-ready:
+			status.ServeHTTP(w, r)
+		default:
+			http.Error(w, "starting: reading the rooms", http.StatusServiceUnavailable)
+		}
+	}))
 	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-ready:
-				status.ServeHTTP(w, r)
-			default:
-				http.Error(w, "starting: reading the rooms", http.StatusServiceUnavailable)
-			}
-		}),
+		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
 		IdleTimeout: time.Minute, MaxHeaderBytes: 8 << 10,
 	}
-	log.Info("health listening", "health", ln.Addr().String())
+	log.Info("health listening", "health", ln.Addr().String(), "metrics", "http://"+ln.Addr().String()+"/metrics")
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("health server", "err", err)
 		}
 	}()
 	return srv, nil
+}
+
+// gateMetrics is the gate whose metrics this process exports (the last one
+// run started: tests run several in turn), registered once.
+var (
+	gateMetrics         atomic.Pointer[gate.Gate]
+	registerGateMetrics sync.Once
+)
+
+type currentGateCollector struct{}
+
+func (currentGateCollector) Describe(ch chan<- *prometheus.Desc) {
+	(&gate.Gate{}).Collector().Describe(ch)
+}
+
+func (currentGateCollector) Collect(ch chan<- prometheus.Metric) {
+	if g := gateMetrics.Load(); g != nil {
+		g.Collector().Collect(ch)
+	}
 }
 
 // defaultGateID names this process: unique to its lifetime, since the room

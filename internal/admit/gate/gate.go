@@ -57,6 +57,7 @@ type Gate struct {
 	log      *slog.Logger
 	now      func() time.Time
 	maxBody  int64
+	tally    requestTally // decisions per room, for /metrics
 }
 
 // New builds a gate.
@@ -139,6 +140,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !countsNothing(d.Effect) {
 		room.tally.Add(d.Effect)
 	}
+	g.tally.add(room.name, d.Outcome)
 	if d.Outcome == admit.Bypass {
 		g.proxy.ServeHTTP(w, r)
 		return

@@ -1,0 +1,95 @@
+package gate
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+)
+
+// outcomes are every decision a request can get, in the order of the
+// metric's label values.
+var outcomes = []admit.Outcome{admit.Pass, admit.Admit, admit.Queue, admit.Prequeue, admit.Closed, admit.Bypass}
+
+// decisionCounts counts one room's decisions by outcome (outcomes' order).
+type decisionCounts [6]atomic.Uint64
+
+// requestTally counts decisions per room; its zero value is ready.
+type requestTally struct{ rooms sync.Map } // room name → *decisionCounts
+
+func (t *requestTally) add(room string, o admit.Outcome) {
+	i := outcomeIndex(o)
+	if i < 0 {
+		return
+	}
+	c, ok := t.rooms.Load(room)
+	if !ok {
+		c, _ = t.rooms.LoadOrStore(room, new(decisionCounts))
+	}
+	c.(*decisionCounts)[i].Add(1)
+}
+
+func (t *requestTally) counts(room string) *decisionCounts {
+	if c, ok := t.rooms.Load(room); ok {
+		return c.(*decisionCounts)
+	}
+	return new(decisionCounts)
+}
+
+func outcomeIndex(o admit.Outcome) int {
+	for i, x := range outcomes {
+		if x == o {
+			return i
+		}
+	}
+	return -1
+}
+
+var (
+	requestsDesc = prometheus.NewDesc("edgeflow_gate_requests_total",
+		"Requests this gate decided for a room, by outcome: admit is a visitor let in (a slot taken), pass a running session, queue and prequeue the waiting room page, closed a rejecting room, bypass a suspended one.",
+		[]string{"room", "outcome"}, nil)
+	waitingDesc = prometheus.NewDesc("edgeflow_room_waiting_visitors",
+		"Visitors waiting in the room's queue, as of the room's snapshot (the queue length, every gate's).", []string{"room"}, nil)
+	activeDesc = prometheus.NewDesc("edgeflow_room_active_users",
+		"Admitted sessions running in the room, as of its snapshot.", []string{"room"}, nil)
+	slotsDesc = prometheus.NewDesc("edgeflow_room_slots_available",
+		"Slots the room's snapshot leaves for new visitors this minute.", []string{"room"}, nil)
+	ageDesc = prometheus.NewDesc("edgeflow_gate_snapshot_age_seconds",
+		"How old the room snapshot this gate decides on is (since the room published it); past the room's maximum age new visitors are queued.", []string{"room"}, nil)
+)
+
+// Collector exports the gate's metrics for Prometheus: per room it knows,
+// its decisions by outcome (every outcome from the start, at zero until
+// used) and the room's queue, sessions, free slots and snapshot age, read
+// when scraped.
+func (g *Gate) Collector() prometheus.Collector { return gateCollector{g} }
+
+type gateCollector struct{ g *Gate }
+
+func (c gateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc} {
+		ch <- d
+	}
+}
+
+func (c gateCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.g.now()
+	for _, r := range c.g.rooms.Rooms() {
+		counts := c.g.tally.counts(r.name)
+		for i, o := range outcomes {
+			ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(counts[i].Load()), r.name, string(o))
+		}
+		st := r.state.Load()
+		if st == nil || st.snap == nil {
+			continue
+		}
+		s := st.snap
+		ch <- prometheus.MustNewConstMetric(waitingDesc, prometheus.GaugeValue, float64(s.CurrentlyWaiting), r.name)
+		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(s.ActiveUsers), r.name)
+		ch <- prometheus.MustNewConstMetric(slotsDesc, prometheus.GaugeValue, float64(s.SlotsAvailable), r.name)
+		ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, max(0, now.Sub(s.PublishedAt).Seconds()), r.name)
+	}
+}
