@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -70,6 +71,24 @@ func TestWorkerProcessHealthAndGracefulStop(t *testing.T) {
 	if status["temporal"] != "ok" || status["taskQueue"] != "it-health-check" {
 		t.Errorf("health: %v", status)
 	}
+	// /metrics on the same port: ours at zero from the start, and the
+	// SDK's of a polling worker.
+	eventually(t, 30*time.Second, "the worker's metrics", func() (bool, string) {
+		resp, err := http.Get("http://" + health + "/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		text := string(body)
+		for _, want := range []string{"\nedgeflow_compress_files_processed_total 0\n",
+			"\nedgeflow_compress_input_bytes_total{codec=\"br\"} 0\n", "\ntemporal_worker_task_slots_available{", "\ntemporal_num_pollers{"} {
+			if !strings.Contains(text, want) {
+				return false, "no " + strings.TrimSpace(want) + " in\n" + text
+			}
+		}
+		return true, ""
+	})
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
