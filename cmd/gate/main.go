@@ -41,6 +41,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/metrics"
+	"github.com/edgeflow/edgeflow/internal/tracing"
 )
 
 func main() {
@@ -167,6 +168,18 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
 	}
 	log := slog.New(handler).With("gate", s.gateID)
+	// Tracing (the OTEL_* variables) before Temporal is dialled, so its
+	// client carries the interceptor; each request continues its caller's
+	// trace and the origin's request joins it.
+	shutdownTracing, err := tracing.Setup(ctx, "edgeflow-gate")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = shutdownTracing(sctx)
+	}()
 
 	origin, err := url.Parse(s.origin)
 	if err != nil || origin.Host == "" || (origin.Scheme != "http" && origin.Scheme != "https") {
@@ -188,7 +201,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	registry := gate.NewRegistry(id)
 	g, err := gate.New(gate.Config{
 		Origin: origin, Gate: id, Keys: keys, Counters: counters, Registry: registry, Logger: log,
-		Transport:      gate.NewTransport(gate.OriginTimeouts{Dial: gate.DefaultOriginTimeouts.Dial, ResponseHeader: s.originTimeout, Idle: gate.DefaultOriginTimeouts.Idle}),
+		Transport:      tracing.Transport(gate.NewTransport(gate.OriginTimeouts{Dial: gate.DefaultOriginTimeouts.Dial, ResponseHeader: s.originTimeout, Idle: gate.DefaultOriginTimeouts.Idle})),
 		RewriteHost:    s.rewriteHost,
 		MaxBodyBytes:   s.maxBody,
 		TrustForwarded: s.trustForwarded,
@@ -252,7 +265,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		return fmt.Errorf("listen on %s: %w", s.addr, err)
 	}
 	server := &http.Server{
-		Handler:           g,
+		Handler:           tracing.Handler("gate", g),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       s.readTimeout,
 		WriteTimeout:      s.writeTimeout,

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -68,5 +69,35 @@ func TestHTTPPropagation(t *testing.T) {
 		if !names[n] {
 			t.Errorf("no span %q in %v", n, names)
 		}
+	}
+}
+
+// Off (no OTEL_* exporter asked for), tracing installs nothing: Setup
+// turns nothing on, the handler and transport are the very ones given, the
+// client gets no interceptor, and a span is a no-op.
+func TestOffCostsNothing(t *testing.T) {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER"} {
+		t.Setenv(k, "")
+	}
+	shutdown, err := Setup(context.Background(), "test")
+	if err != nil || Enabled() {
+		t.Fatalf("Setup with no exporter: enabled %v, %v", Enabled(), err)
+	}
+	_ = shutdown(context.Background())
+	h := http.NotFoundHandler()
+	if got := Handler("edge", h); fmt.Sprintf("%p", got) != fmt.Sprintf("%p", h) {
+		t.Error("Handler wraps while tracing is off")
+	}
+	rt := &http.Transport{}
+	if got := Transport(rt); got != http.RoundTripper(rt) {
+		t.Error("Transport wraps while tracing is off")
+	}
+	if icpts, err := ClientInterceptors(); err != nil || icpts != nil {
+		t.Errorf("interceptors while off: %v %v", icpts, err)
+	}
+	ctx, end := Start(context.Background(), "nothing")
+	end()
+	if TraceID(ctx) != "" {
+		t.Error("a span while off")
 	}
 }
