@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -126,7 +127,8 @@ func (t *Temporal) Options(logger *slog.Logger) (client.Options, error) {
 			return client.Options{}, fmt.Errorf("%s is no longer read: set %s (the SDK's environment configuration; see the README's configuration table)", old, name)
 		}
 	}
-	opts, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{ConfigFilePath: t.ConfigFile, ConfigFileProfile: t.Profile})
+	opts, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{ConfigFilePath: t.ConfigFile, ConfigFileProfile: t.Profile,
+		EnvLookup: nonEmptyEnv{}})
 	if err != nil {
 		return client.Options{}, fmt.Errorf("temporal connection settings: %w", err)
 	}
@@ -147,6 +149,26 @@ func (t *Temporal) Options(logger *slog.Logger) (client.Options, error) {
 		opts.Logger = sdklog.NewStructuredLogger(logger)
 	}
 	return WithShared(opts)
+}
+
+// nonEmptyEnv is the environment as every setting of the project reads it:
+// an empty variable is unset (TEMPORAL_ADDRESS= in a compose file keeps
+// the profile's address rather than replacing it with nothing).
+type nonEmptyEnv struct{}
+
+func (nonEmptyEnv) Environ() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" && v != "" {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func (nonEmptyEnv) LookupEnv(key string) (string, bool) {
+	v := os.Getenv(key)
+	return v, v != ""
 }
 
 // WithShared adds to opts what every client of the project shares (see

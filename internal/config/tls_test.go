@@ -60,10 +60,9 @@ func TestMutualTLSThroughEnvConfig(t *testing.T) {
 		mustReach(t, config.Temporal{})
 	})
 	t.Run("profile", func(t *testing.T) {
-		for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE"} {
-			t.Setenv(k, "") // restored after the test
-			os.Unsetenv(k)
-		}
+		// Empty variables are unset, as everywhere in the project: the
+		// profile's address holds.
+		setEnv(t, map[string]string{"TEMPORAL_ADDRESS": "", "TEMPORAL_NAMESPACE": ""})
 		file := filepath.Join(dir, "temporal.toml")
 		toml := `[profile.staging]
 address = "` + proxy + `"
