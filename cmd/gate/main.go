@@ -40,6 +40,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/keyring"
+	"github.com/edgeflow/edgeflow/internal/logging"
 	"github.com/edgeflow/edgeflow/internal/metrics"
 	"github.com/edgeflow/edgeflow/internal/tracing"
 )
@@ -163,9 +164,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	if err := level.UnmarshalText([]byte(s.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: %w", s.logLevel, err)
 	}
-	var handler slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
-	if os.Getenv("LOG_FORMAT") == "json" {
-		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})
+	// The project's handler: text, or JSON with LOG_FORMAT=json, and
+	// attributes named like secrets redacted.
+	handler, err := logging.Handler(stderr, logging.Options{Level: s.logLevel})
+	if err != nil {
+		return err
 	}
 	log := slog.New(handler).With("gate", s.gateID)
 	// Tracing (the OTEL_* variables) before Temporal is dialled, so its
