@@ -3,7 +3,7 @@
 // trip to a central service, whether to pass it to the origin or show the
 // waiting room. Its logic is internal/admit/gate; this is the process.
 //
-//	gate --origin http://127.0.0.1:3000 --data-center ams [--redis-url redis://…]
+//	gate --origin http://127.0.0.1:3000 --data-center ams [--redis-url redis://…] [--strategy counters+borrow]
 //	gate keygen [--file PATH]     a new cookie key (GATE_COOKIE_KEYS's "id:base64")
 //
 // Settings come from flags, defaulting from the environment (GATE_*, and
