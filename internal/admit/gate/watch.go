@@ -261,11 +261,13 @@ func (w *Watcher) Refresh(ctx context.Context, name string) time.Duration {
 
 // nextRead is how long to wait before reading a snapshot again: at most
 // SnapshotEvery and a twelfth of the room's minute; four times as often
-// once the room's next minute has begun and its snapshot is due; rarely
-// for a deleted room.
+// once the room's next minute has begun and its snapshot is due; for a
+// deleted room, as often as rooms are listed, since `room create` brings a
+// deleted room back in the same workflow run, which the listing cannot
+// tell apart.
 func (w *Watcher) nextRead(snap *admit.Snapshot) time.Duration {
 	if snap.Status == admit.StatusDeleted {
-		return 5 * w.DiscoverEvery
+		return w.DiscoverEvery
 	}
 	every := min(w.SnapshotEvery, snap.MinuteLength()/12)
 	if !w.Now().Before(snap.Minute.Add(snap.MinuteLength())) {
