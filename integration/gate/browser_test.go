@@ -148,7 +148,9 @@ func TestBrowserWaitsInTheDemoRoomAndGetsIn(t *testing.T) {
 	})
 	close(release) // the holder leaves; its session ends a minute later
 	<-held
-	got, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{})
+	// The site's cookies by its URL: "the current page's" may be none while
+	// the page is reloading.
+	got, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{g.URL + "/"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,11 @@ func TestBrowserWaitsInTheDemoRoomAndGetsIn(t *testing.T) {
 		}
 	}
 	if found == nil || !found.HTTPOnly || found.SameSite != network.CookieSameSiteLax || found.Secure {
-		t.Fatalf("the waiting room cookie in the browser: %+v (want HttpOnly, SameSite=Lax, not Secure over HTTP)", found)
+		var names []string
+		for _, c := range cookies {
+			names = append(names, c.Name+" ("+c.Domain+c.Path+")")
+		}
+		t.Fatalf("the waiting room cookie in the browser: %+v (want HttpOnly, SameSite=Lax, not Secure over HTTP); cookies: %v", found, names)
 	}
 
 	// The page refreshes by itself until the browser is let in.
