@@ -193,7 +193,9 @@ func TestGatesInTwoDataCentersShareCounters(t *testing.T) {
 		g *gateProcess
 		n int
 	}{{ams1, ams + any - 1}, {ams2, 1}, {fra2, fra}}
+	phase2 := 0
 	for _, p := range plan {
+		phase2 += p.n
 		if a := arrivals(t, p.g, p.n); a != p.n {
 			t.Fatalf("second minute (pool %+v), gate %s: %d of %d admitted; nobody may be queued below the limit", pool.Scopes, p.g.id, a, p.n)
 		}
@@ -272,11 +274,30 @@ func TestGatesInTwoDataCentersShareCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var recent []string
 	for _, r := range d.Recent {
+		recent = append(recent, fmt.Sprintf("%s: %d admitted, %d active", r.Minute.Format("15:04:05"), r.Admitted, r.ActiveUsers))
 		if r.Admitted > s.NewUsersPerMinute || r.ActiveUsers > s.TotalActiveUsers {
 			t.Errorf("room minute %s: %d admitted, %d active; limits %d and %d", r.Minute.Format("15:04:05"),
 				r.Admitted, r.ActiveUsers, s.NewUsersPerMinute, s.TotalActiveUsers)
 		}
+	}
+	// Every admission the gates made reached a visitor: the gates' own
+	// count is what the visitors saw.
+	gateAdmits := 0
+	for _, g := range gates {
+		gateAdmits += g.admits(t, s.Name)
+	}
+	if want := s.NewUsersPerMinute + phase2 + 80; gateAdmits != want {
+		t.Errorf("the gates counted %d admissions, the visitors saw %d", gateAdmits, want)
+	}
+	if t.Failed() {
+		t.Logf("the room's minutes: %s", strings.Join(recent, "; "))
+		mu.Lock()
+		for _, a := range admissions {
+			t.Logf("spike admission %s – %s", a.from.Format("15:04:05.000"), a.to.Format("15:04:05.000"))
+		}
+		mu.Unlock()
 	}
 	for _, g := range gates {
 		if st := g.status(t); st.State != "shared" {

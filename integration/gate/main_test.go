@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -189,6 +190,30 @@ func (g *gateProcess) status(t *testing.T) gate.GateStatus {
 	defer resp.Body.Close()
 	_ = json.NewDecoder(resp.Body).Decode(&st)
 	return st
+}
+
+// admits is the gate's count of visitors it let into a room (its metrics).
+func (g *gateProcess) admits(t *testing.T, room string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + g.health + "/metrics")
+	if err != nil {
+		t.Errorf("gate %s metrics: %v", g.id, err)
+		return 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	prefix := `edgeflow_gate_requests_total{outcome="admit",room="` + room + `"} `
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, prefix); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Errorf("gate %s metrics: %q", g.id, line)
+			}
+			return int(n)
+		}
+	}
+	t.Errorf("gate %s metrics have no %s", g.id, prefix)
+	return 0
 }
 
 // roomMinute is the minute of the room's snapshot the gate holds (zero if
