@@ -135,3 +135,38 @@ func TestDemoRoomThenARoomFromTheStarter(t *testing.T) {
 		t.Errorf("the new room took %s to take effect; want seconds", took)
 	}
 }
+
+// The gate process enforces its header and body limits (431 and 413),
+// before any room or the origin sees the request.
+func TestRequestLimitsOfTheProcess(t *testing.T) {
+	testenv.Require(t, env)
+	o := newOrigin(t, nil)
+	g := startGate(t, "dev", "limits-1", o.URL, "--max-header-kib", "2", "--max-body-bytes", "1024")
+	req, _ := http.NewRequest(http.MethodGet, g.URL+"/", nil)
+	req.Header.Set("X-Big", strings.Repeat("a", 8<<10))
+	resp, err := newVisitorClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("8 KiB of headers past a 2 KiB limit: %d, want 431", resp.StatusCode)
+	}
+	resp, err = newVisitorClient.Post(g.URL+"/upload", "application/octet-stream", strings.NewReader(strings.Repeat("b", 4096)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 4 KiB body past a 1 KiB limit: %d, want 413", resp.StatusCode)
+	}
+	o.mu.Lock()
+	got := o.got
+	o.mu.Unlock()
+	if got != 0 {
+		t.Errorf("%d oversized requests reached the origin", got)
+	}
+	if !arrive(t, g, "/fine") {
+		t.Error("a request within the limits did not reach the origin")
+	}
+}
