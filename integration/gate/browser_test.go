@@ -38,34 +38,48 @@ func findChromium(t *testing.T) string {
 }
 
 // newChromium starts a headless Chromium with a fresh profile; it is
-// stopped when the test ends.
+// stopped when the test ends. A start that fails (on a machine busy with
+// other browsers, Chromium now and then exits before it listens) is tried
+// again with a new profile, as the harness does with servers.
 func newChromium(t *testing.T, within time.Duration) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(findChromium(t)),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, within)
-	t.Cleanup(func() {
-		cancelTimeout()
-		cancelBrowser()
-		cancelAlloc()
-	})
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatalf("start chromium: %v", err)
+	var lastErr error
+	for attempt := range 3 {
+		if attempt > 0 {
+			t.Logf("chromium did not start (%v); trying again", lastErr)
+			time.Sleep(time.Second)
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(findChromium(t)),
+			chromedp.Headless,
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.UserDataDir(t.TempDir()),
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("disable-dev-shm-usage", true),
+		)
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelBrowser := chromedp.NewContext(allocCtx)
+		ctx, cancelTimeout := context.WithTimeout(ctx, within)
+		stop := func() {
+			cancelTimeout()
+			cancelBrowser()
+			cancelAlloc()
+		}
+		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+			stop()
+			lastErr = err
+			continue
+		}
+		t.Cleanup(stop)
+		return ctx
 	}
-	return ctx
+	t.Fatalf("start chromium: %v", lastErr)
+	return nil
 }
 
 // The demo room as a browser sees it: the one slot is taken, so the
