@@ -36,7 +36,11 @@ type bucket struct {
 	// it is closed or the transfer is cancelled.
 	block     chan struct{}
 	blockFrom int
-	started   chan int // seqs of transfers started, when set
+	// listBlock, when set, holds ListPage of pages from listBlockFrom on
+	// until it is closed.
+	listBlock     chan struct{}
+	listBlockFrom int
+	started       chan int // seqs of transfers started, when set
 	found     map[int]contract.PageReport
 	findSeen  [][]int
 	asked     int // slot requests
@@ -56,6 +60,9 @@ func (b *bucket) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 	})
 	env.OnActivity(a.Precheck, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.ListPage, mock.Anything, mock.Anything).Return(func(ctx context.Context, in contract.ListInput) (contract.ListResult, error) {
+		if b.listBlock != nil && in.Seq >= b.listBlockFrom {
+			<-b.listBlock
+		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.listed = append(b.listed, in.Seq)

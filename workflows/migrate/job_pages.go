@@ -62,6 +62,13 @@ func (j *job) listNext() {
 			j.failure = fmt.Errorf("list page %d of %s: %w", in.Seq, j.in.Source, err)
 			return
 		}
+		if st.State != contract.StateRunning && workflow.GetVersion(j.ctx, "relist-after-pause", workflow.DefaultVersion, 1) == 1 {
+			// Paused (or aborted) while the listing ran: nothing new may
+			// start, so the answer is dropped with the cursor where it was,
+			// and the page is listed again on resume (a listing is
+			// idempotent; its page has no child yet).
+			return
+		}
 		if !st.Listing.Accept(res.Seq, res.Next, res.Last) {
 			return // a stale or duplicate answer
 		}

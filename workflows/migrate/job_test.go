@@ -119,6 +119,47 @@ func TestJobPauseResume(t *testing.T) {
 	}
 }
 
+// A listing still running when the job is paused must not start its page:
+// its answer is dropped and the page listed again on resume, counted once.
+func TestJobPausedDuringListingStartsNothing(t *testing.T) {
+	b := &bucket{objects: 500, pageSize: 100, listBlock: make(chan struct{}), listBlockFrom: 1}
+	env := newEnv(t, b)
+	var seqsWhilePaused []int
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(contract.PauseUpdate, "pause", &testsuite.TestUpdateCallback{
+			OnAccept: func() {}, OnReject: func(err error) { t.Errorf("pause: %v", err) }, OnComplete: func(any, error) {},
+		})
+		close(b.listBlock) // page 1's listing answers after the pause
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		b.mu.Lock()
+		for _, in := range b.transfers {
+			seqsWhilePaused = append(seqsWhilePaused, in.Seq)
+		}
+		b.mu.Unlock()
+		env.UpdateWorkflow(contract.ResumeUpdate, "resume", &testsuite.TestUpdateCallback{
+			OnAccept: func() {}, OnReject: func(err error) { t.Errorf("resume: %v", err) }, OnComplete: func(any, error) {},
+		})
+	}, time.Hour)
+	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(100))
+	s := result(t, env)
+	if len(seqsWhilePaused) != 1 || seqsWhilePaused[0] != 0 {
+		t.Fatalf("pages transferred by the end of the pause: %v, want only page 0", seqsWhilePaused)
+	}
+	if s.State != contract.StateCompleted || s.Listed != 500 || s.Copied != 500 {
+		t.Fatalf("status %+v", s)
+	}
+	seen := map[int]int{}
+	for _, in := range b.transfers {
+		seen[in.Seq]++
+	}
+	for seq := range b.pages() {
+		if seen[seq] != 1 {
+			t.Fatalf("page %d copied %d times (%v)", seq, seen[seq], seen)
+		}
+	}
+}
+
 func TestJobAbortStopsPages(t *testing.T) {
 	// Pages 0 and 1 finish; pages from 2 on hang until cancelled. (The
 	// partial counts a cancelled page reports are checked against a real
