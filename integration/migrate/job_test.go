@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
@@ -265,12 +266,8 @@ func TestPauseResumeAndAbort(t *testing.T) {
 }
 
 func update(job, name string) (contract.Status, error) {
-	h, err := env.Client.UpdateWorkflow(context.Background(), client.UpdateWorkflowOptions{
-		WorkflowID: contract.JobWorkflowID(job), UpdateName: name, WaitForStage: client.WorkflowUpdateStageCompleted})
 	var st contract.Status
-	if err == nil {
-		err = h.Get(context.Background(), &st)
-	}
+	err := cli.Update(context.Background(), env.Client, client.UpdateWorkflowOptions{WorkflowID: contract.JobWorkflowID(job), UpdateName: name}, &st)
 	return st, err
 }
 

@@ -99,13 +99,8 @@ func runControl(action string) func([]string) int {
 }
 
 func update(tc client.Client, job, name string) (contract.Status, error) {
-	h, err := tc.UpdateWorkflow(background, client.UpdateWorkflowOptions{
-		WorkflowID: contract.JobWorkflowID(job), UpdateName: name, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
 	var st contract.Status
-	if err == nil {
-		err = h.Get(background, &st)
-	}
+	err := cli.Update(background, tc, client.UpdateWorkflowOptions{WorkflowID: contract.JobWorkflowID(job), UpdateName: name}, &st)
 	return st, err
 }
 
