@@ -41,9 +41,9 @@ type bucket struct {
 	listBlock     chan struct{}
 	listBlockFrom int
 	started       chan int // seqs of transfers started, when set
-	found     map[int]contract.PageReport
-	findSeen  [][]int
-	asked     int // slot requests
+	found         map[int]contract.PageReport
+	findSeen      [][]int
+	asked         int // slot requests
 }
 
 func (b *bucket) pages() int { return (b.objects + b.pageSize - 1) / b.pageSize }
