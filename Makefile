@@ -41,7 +41,7 @@ fuzz: ## every fuzz test of the project, FUZZTIME each (default 30s)
 # restarted, S3 faults; figures printed and written to docs/chaos/report.md.
 .PHONY: chaos
 SOAK ?= 0
-chaos: tools ## fault suites on the real stack, with a report (SOAK=1: a longer soak)
+chaos: tools redis ## fault suites on the real stack, with a report (SOAK=1: a longer soak)
 	@mkdir -p bin
 	$(GO) test -c -tags chaos -o bin/chaos.test ./integration/chaos
 	cd integration/chaos && CHAOS_SOAK=$(SOAK) nice ../../bin/chaos.test -test.v -test.count=1 -test.timeout 60m

@@ -128,6 +128,7 @@ func (s *stack) build() error {
 	s.bins = map[string]string{}
 	for name, pkg := range map[string]string{
 		"publish": "./workers/publish", "compress": "./workers/compress", "migrate": "./workers/migrate", "edge": "./cmd/edge",
+		"admit": "./workers/admit", "gate": "./cmd/gate",
 	} {
 		out := filepath.Join(s.dir, "bin", name)
 		cmd := exec.Command("go", "build", "-o", out, pkg)

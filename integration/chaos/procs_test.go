@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,7 @@ type proc struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	stopping bool
+	held     chan struct{} // set while the process is held down (hold, release)
 	starts   int
 	kills    int
 	done     chan struct{}
@@ -60,7 +62,16 @@ func envDir() string {
 	return env.dir
 }
 
+// errStopping is start's answer once stop has begun.
+var errStopping = fmt.Errorf("stopping")
+
 func (p *proc) start() error {
+	// Under the lock: stop either sees this process or this start sees stop.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopping {
+		return errStopping
+	}
 	cmd := exec.Command(p.bin)
 	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
@@ -70,10 +81,8 @@ func (p *proc) start() error {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	p.mu.Lock()
 	p.cmd, p.exited = cmd, exited
 	p.starts++
-	p.mu.Unlock()
 	return nil
 }
 
@@ -86,13 +95,24 @@ func (p *proc) loop() {
 		p.mu.Unlock()
 		<-exited
 		p.mu.Lock()
-		stopping := p.stopping
+		stopping, held := p.stopping, p.held
 		p.mu.Unlock()
 		if stopping {
 			return
 		}
+		if held != nil {
+			<-held
+			p.mu.Lock()
+			stopping = p.stopping
+			p.mu.Unlock()
+			if stopping {
+				return
+			}
+		}
 		time.Sleep(300 * time.Millisecond)
-		if err := p.start(); err != nil {
+		if err := p.start(); err == errStopping {
+			return
+		} else if err != nil {
 			fmt.Fprintf(p.logs, "supervisor: %v\n", err)
 			time.Sleep(time.Second)
 			// Keep the loop alive with a closed channel: the next round retries.
@@ -120,11 +140,35 @@ func (p *proc) kill() {
 	<-exited
 }
 
+// hold kills the process and keeps it down until release: a pool taken
+// out for a while.
+func (p *proc) hold() {
+	p.mu.Lock()
+	p.held = make(chan struct{})
+	p.mu.Unlock()
+	p.kill()
+}
+
+// release lets the supervisor start the held process again.
+func (p *proc) release() {
+	p.mu.Lock()
+	held := p.held
+	p.held = nil
+	p.mu.Unlock()
+	if held != nil {
+		close(held)
+	}
+}
+
 func (p *proc) stop() {
 	p.mu.Lock()
 	p.stopping = true
-	cmd, exited := p.cmd, p.exited
+	cmd, exited, held := p.cmd, p.exited, p.held
+	p.held = nil
 	p.mu.Unlock()
+	if held != nil {
+		close(held)
+	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	<-exited
 	<-p.done
@@ -151,6 +195,21 @@ func (p *proc) logMatch(t testing.TB, re *regexp.Regexp, within time.Duration) s
 		return true, ""
 	})
 	return found
+}
+
+// lastMatch is the first submatch of re's last match in the output so far
+// (a restarted process logs its new address after the old one).
+func (p *proc) lastMatch(re *regexp.Regexp) string {
+	all := re.FindAllSubmatch(p.logs.Bytes(), -1)
+	if len(all) == 0 {
+		return ""
+	}
+	return string(all[len(all)-1][1])
+}
+
+// matches counts re's matches in the output so far.
+func (p *proc) matches(re *regexp.Regexp) int {
+	return len(re.FindAllIndex(p.logs.Bytes(), -1))
 }
 
 func tail(b []byte) string {
@@ -198,3 +257,5 @@ func (b *lockedBuffer) Bytes() []byte {
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
 }
+
+func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }

@@ -9,6 +9,7 @@
 package faultproxy
 
 import (
+	"context"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -96,14 +97,22 @@ func New(endpoint string, f Faults, seed uint64) *Proxy {
 			}
 		}
 		p.forwarded.Add(1)
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		forward.ServeHTTP(rec, r)
-		if rec.status == http.StatusOK && IsObjectWrite(r) {
-			key, _ := url.PathUnescape(strings.TrimPrefix(r.URL.EscapedPath(), "/"))
-			p.mu.Lock()
-			p.writes[key]++
-			p.mu.Unlock()
-		}
+		// The store finishes what reached it even when the client is gone
+		// (a worker killed mid-request), as a real store does: the request
+		// is not cancelled with the client, and a write is counted when the
+		// store answers it, before the answer goes back (which may fail).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), forwardTimeout)
+		defer cancel()
+		write := IsObjectWrite(r)
+		key, _ := url.PathUnescape(strings.TrimPrefix(r.URL.EscapedPath(), "/"))
+		rec := &statusRecorder{ResponseWriter: w, answered: func(status int) {
+			if status == http.StatusOK && write {
+				p.mu.Lock()
+				p.writes[key]++
+				p.mu.Unlock()
+			}
+		}}
+		forward.ServeHTTP(rec, r.WithContext(ctx))
 	}))
 	p.Endpoint = strings.TrimPrefix(p.srv.URL, "http://")
 	return p
@@ -199,14 +208,31 @@ func (p *Proxy) Close() {
 	p.srv.Close()
 }
 
+// forwardTimeout bounds a forwarded request that no client waits for.
+const forwardTimeout = 2 * time.Minute
+
+// statusRecorder reports the store's status before passing it on. It is
+// no http.CloseNotifier on purpose: the forward is not cancelled with the
+// client.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	answered func(status int)
+	done     bool
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
+	if !r.done && code >= 200 {
+		r.done = true
+		r.answered(code)
+	}
 	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if !r.done {
+		r.WriteHeader(http.StatusOK)
+	}
+	return r.ResponseWriter.Write(b)
 }
 
 func (r *statusRecorder) Flush() {

@@ -164,3 +164,32 @@ func TestSetFaultsTurnsThemOff(t *testing.T) {
 		t.Fatalf("status %d reached %d", resp.StatusCode, reached.Load())
 	}
 }
+
+// A client that dies after sending its write (a worker killed mid-request)
+// does not stop the write: the store finishes it and the proxy counts it.
+func TestWriteCountedWhenTheClientIsGone(t *testing.T) {
+	stored := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		close(stored)
+		time.Sleep(300 * time.Millisecond) // the client gives up meanwhile
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	p := New(strings.TrimPrefix(srv.URL, "http://"), Faults{}, 1)
+	defer p.Close()
+	client := &http.Client{Timeout: 100 * time.Millisecond}
+	req, _ := http.NewRequest(http.MethodPut, "http://"+p.Endpoint+"/bucket/key", strings.NewReader("body"))
+	if resp, err := client.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("the client was to give up before the answer")
+	}
+	<-stored
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Writes()["bucket/key"] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("writes %v: the write the store finished was not counted", p.Writes())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
