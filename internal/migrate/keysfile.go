@@ -20,6 +20,7 @@ import (
 func CheckKeyList(r io.Reader) (int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 4096)
+	sc.Split(splitLines)
 	n, line := 0, 0
 	var problems []string
 	for sc.Scan() {
@@ -49,6 +50,19 @@ func CheckKeyList(r io.Reader) (int, error) {
 		return 0, fmt.Errorf("the key list is empty")
 	}
 	return n, nil
+}
+
+// splitLines splits at "\n" only, as KeyListPage does: bufio.ScanLines
+// would also drop a "\r" before it, and a key ending in "\r" would then be
+// checked as another key than the one the job copies.
+func splitLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
 }
 
 // MaxKeyListChunk is how many bytes of a key list one page may need: a

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -25,8 +26,10 @@ func ParseSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("size %q: want a number with an optional unit (KiB, MiB, GiB)", s)
+	// NaN, infinities and sizes past int64 would convert to nonsense
+	// (a negative size): refused like any other bad number.
+	if err != nil || !(n >= 0) || n*float64(mult) >= math.MaxInt64 {
+		return 0, fmt.Errorf("size %q: want a number with an optional unit (KiB, MiB, GiB), below 8 EiB", s)
 	}
 	return int64(n * float64(mult)), nil
 }
