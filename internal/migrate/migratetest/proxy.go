@@ -4,6 +4,7 @@
 package migratetest
 
 import (
+	"context"
 	"io"
 	"maps"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Proxy forwards S3 requests to a MinIO, keeping the Host header (which the
@@ -45,14 +47,21 @@ func NewProxy(endpoint string) *Proxy {
 			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
 			return
 		}
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		forward.ServeHTTP(rec, r)
-		if rec.status == http.StatusOK && isObjectWrite(r) {
-			key, _ := url.PathUnescape(strings.TrimPrefix(r.URL.EscapedPath(), "/"))
-			p.mu.Lock()
-			p.writes[key]++
-			p.mu.Unlock()
-		}
+		// Not cancelled with the client: a worker killed mid-request leaves
+		// a write the store finishes, and it is counted when the store
+		// answers, before the answer goes back (see internal/faultproxy).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Minute)
+		defer cancel()
+		write := isObjectWrite(r)
+		key, _ := url.PathUnescape(strings.TrimPrefix(r.URL.EscapedPath(), "/"))
+		rec := &statusRecorder{ResponseWriter: w, answered: func(status int) {
+			if status == http.StatusOK && write {
+				p.mu.Lock()
+				p.writes[key]++
+				p.mu.Unlock()
+			}
+		}}
+		forward.ServeHTTP(rec, r.WithContext(ctx))
 	}))
 	p.Endpoint = strings.TrimPrefix(p.srv.URL, "http://")
 	return p
@@ -98,12 +107,23 @@ func (p *Proxy) Close() { p.srv.Close() }
 
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	answered func(status int)
+	done     bool
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
+	if !r.done && code >= 200 {
+		r.done = true
+		r.answered(code)
+	}
 	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if !r.done {
+		r.WriteHeader(http.StatusOK)
+	}
+	return r.ResponseWriter.Write(b)
 }
 
 func (r *statusRecorder) Flush() {
