@@ -181,6 +181,13 @@ func TestPublishUnderFaults(t *testing.T) {
 		t.Errorf("poller: %s", p)
 	}
 
+	// Hostile requests to the edge, while it serves.
+	hostile, held, broke := hostileHTTP(t, edge, names[0], publishVersion, first(seenFiles(t, edge, names[0])))
+	f.operations += hostile
+	f.verified += held
+	f.lost += broke
+	f.note("hostile HTTP to the edge (traversal, a 200 KiB header, an 8 MiB POST, a client stalling in its headers, one never reading): %d cases held, %d did not", held, broke)
+
 	// The primary store goes away: the edge answers from the mirror.
 	served, wrong, requests := mirrorTakesOver(t, edge, names, publishVersion)
 	f.faults++
@@ -192,6 +199,18 @@ func TestPublishUnderFaults(t *testing.T) {
 		t.Errorf("lost %d", f.lost)
 	}
 }
+
+// seenFiles lists a published version's files through the edge.
+func seenFiles(t *testing.T, edge, name string) []string {
+	t.Helper()
+	status, a, err := versionAssets(edge, name, publishVersion)
+	if err != nil || status != 200 {
+		t.Fatalf("%s@%s on the edge: %d %v", name, publishVersion, status, err)
+	}
+	return a.Files
+}
+
+func first(s []string) string { return s[0] }
 
 func chaosPackage(name string, files map[string][]byte) catalog.Package {
 	first := ""
