@@ -79,7 +79,7 @@ func TestAdmitUnderFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = redis.Stop(5 * time.Second) }()
-	worker := supervise(t, "admit", env.bins["admit"], []string{"TEMPORAL_ADDRESS=" + env.temporal.HostPort, "HEALTH_ADDR=", "LOG_FORMAT=json"})
+	worker := supervise(t, "admit", env.bins["admit"], []string{"TEMPORAL_ADDRESS=" + env.temporal.HostPort, "HEALTH_ADDR=127.0.0.1:0", "LOG_FORMAT=json"})
 
 	s := engine.Settings{Name: fmt.Sprintf("chaos-%d", time.Now().UnixNano()%1e6), Path: "/shop/",
 		TotalActiveUsers: 30, NewUsersPerMinute: 12, SessionDuration: 2, DisableSessionRenewal: true,

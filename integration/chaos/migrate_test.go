@@ -71,7 +71,7 @@ func TestMigrateUnderFaults(t *testing.T) {
 	dstProxy := faultproxy.New(env.mirror.Endpoint, migrateFaults, 22)
 	defer dstProxy.Close()
 
-	workerEnv := []string{"TEMPORAL_ADDRESS=" + env.temporal.HostPort, "CODEC_KEYS=" + key.Encode(), "LOG_FORMAT=json", "HEALTH_ADDR=",
+	workerEnv := []string{"TEMPORAL_ADDRESS=" + env.temporal.HostPort, "CODEC_KEYS=" + key.Encode(), "LOG_FORMAT=json", "HEALTH_ADDR=127.0.0.1:0",
 		"S3_ENDPOINT=" + env.primary.Endpoint, "S3_ACCESS_KEY=" + env.primary.AccessKey, "S3_SECRET_KEY=" + env.primary.SecretKey,
 		"BUCKET_MIGRATE=" + jobs.Bucket, "MAX_ACTIVITIES=16"}
 	var workers []*proc
@@ -126,7 +126,7 @@ func TestMigrateUnderFaults(t *testing.T) {
 	f.operations = src.Requests + dst.Requests
 	f.note("%d objects (%d generated, and the odd ones: zero bytes, keys with spaces, '+', '%%' and unicode, one of 7 MiB over the 6 MiB multipart cutoff), %d bytes, copied in %s",
 		n, count, totalBytes(objs), copyTook.Round(time.Second))
-	f.note("%d migrate worker processes killed with SIGKILL (2 processes, one every 10–30 s until %d kills or the end)", kills, killCap)
+	f.note("%d migrate worker processes killed with SIGKILL (2 processes, one every 10–30 s until %d kills or the end; %d process starts in all)", kills, killCap, startsOf(workers))
 	f.note("S3 proxies: source %d requests, %d SlowDown, %d reset, %d latency spikes; destination %d requests, %d SlowDown, %d reset, %d spikes",
 		src.Requests, src.SlowDowns, src.Resets, src.Spikes, dst.Requests, dst.SlowDowns, dst.Resets, dst.Spikes)
 

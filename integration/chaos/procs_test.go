@@ -174,6 +174,22 @@ func (p *proc) stop() {
 	<-p.done
 }
 
+// Starts is how often the process was started (the first start included).
+func (p *proc) Starts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
+}
+
+// startsOf sums the starts of procs.
+func startsOf(procs []*proc) int {
+	n := 0
+	for _, p := range procs {
+		n += p.Starts()
+	}
+	return n
+}
+
 // Kills is how often the suite killed the process.
 func (p *proc) Kills() int {
 	p.mu.Lock()

@@ -81,7 +81,7 @@ func TestPublishUnderFaults(t *testing.T) {
 	mirrorProxy := faultproxy.New(env.mirror.Endpoint, publishFaults, 12)
 	defer mirrorProxy.Close()
 	workerEnv := append(bucketEnv(b),
-		"TEMPORAL_ADDRESS="+env.temporal.HostPort, "LOG_FORMAT=json", "HEALTH_ADDR=",
+		"TEMPORAL_ADDRESS="+env.temporal.HostPort, "LOG_FORMAT=json", "HEALTH_ADDR=127.0.0.1:0",
 		"S3_ENDPOINT="+primaryProxy.Endpoint, "S3_ACCESS_KEY="+env.primary.AccessKey, "S3_SECRET_KEY="+env.primary.SecretKey,
 		"MIRROR_S3_ENDPOINT="+mirrorProxy.Endpoint, "MIRROR_S3_ACCESS_KEY="+env.mirror.AccessKey, "MIRROR_S3_SECRET_KEY="+env.mirror.SecretKey,
 		"CATALOG_DIR="+catalogDir, "NPM_REGISTRY="+npm.URL, "GITHUB_API="+npm.URL)
@@ -94,7 +94,7 @@ func TestPublishUnderFaults(t *testing.T) {
 
 	// The edge reads the stores directly: what it serves is what was stored.
 	edgeProc := supervise(t, "edge", env.bins["edge"], append(bucketEnv(b),
-		"EDGE_ADDR=127.0.0.1:0", "EDGE_CACHE_MIB=0", "EDGE_META_TTL=300ms", "EDGE_PRIMARY_TIMEOUT=5s", "EDGE_META_TIMEOUT=3s",
+		"EDGE_ADDR=127.0.0.1:0", "EDGE_METRICS_ADDR=127.0.0.1:0", "EDGE_CACHE_MIB=0", "EDGE_META_TTL=300ms", "EDGE_PRIMARY_TIMEOUT=5s", "EDGE_META_TIMEOUT=3s",
 		"S3_ENDPOINT="+env.primary.Endpoint, "S3_ACCESS_KEY="+env.primary.AccessKey, "S3_SECRET_KEY="+env.primary.SecretKey,
 		"MIRROR_S3_ENDPOINT="+env.mirror.Endpoint, "MIRROR_S3_ACCESS_KEY="+env.mirror.AccessKey, "MIRROR_S3_SECRET_KEY="+env.mirror.SecretKey))
 	edge := "http://" + edgeProc.logMatch(t, regexp.MustCompile(`edge listening" addr=(\S+)`), time.Minute)
@@ -157,7 +157,7 @@ func TestPublishUnderFaults(t *testing.T) {
 	mirrored := mirrorProxy.Counts()
 
 	f.faults = int64(kills+restarts) + proxied.Faults() + mirrored.Faults()
-	f.note("%d worker processes killed with SIGKILL (2 publish, 2 compress, one every 2–6 s until %d kills or the end); the Temporal dev server restarted %d time(s) mid-run", kills, killCap, restarts)
+	f.note("%d worker processes killed with SIGKILL (2 publish, 2 compress, one every 2–6 s until %d kills or the end; %d process starts in all); the Temporal dev server restarted %d time(s) mid-run", kills, killCap, startsOf(pools), restarts)
 	f.note("S3 proxies: primary %d requests, %d SlowDown, %d reset, %d latency spikes; mirror %d requests, %d SlowDown, %d reset, %d spikes",
 		proxied.Requests, proxied.SlowDowns, proxied.Resets, proxied.Spikes, mirrored.Requests, mirrored.SlowDowns, mirrored.Resets, mirrored.Spikes)
 	f.operations = int64(len(names)) + proxied.Requests + mirrored.Requests + seen.requests
