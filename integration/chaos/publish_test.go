@@ -97,7 +97,7 @@ func TestPublishUnderFaults(t *testing.T) {
 		"EDGE_ADDR=127.0.0.1:0", "EDGE_METRICS_ADDR=127.0.0.1:0", "EDGE_CACHE_MIB=0", "EDGE_META_TTL=300ms", "EDGE_PRIMARY_TIMEOUT=5s", "EDGE_META_TIMEOUT=3s",
 		"S3_ENDPOINT="+env.primary.Endpoint, "S3_ACCESS_KEY="+env.primary.AccessKey, "S3_SECRET_KEY="+env.primary.SecretKey,
 		"MIRROR_S3_ENDPOINT="+env.mirror.Endpoint, "MIRROR_S3_ACCESS_KEY="+env.mirror.AccessKey, "MIRROR_S3_SECRET_KEY="+env.mirror.SecretKey))
-	edge := "http://" + edgeProc.logMatch(t, regexp.MustCompile(`edge listening" addr=(\S+)`), time.Minute)
+	edge := "http://" + edgeProc.logMatch(t, regexp.MustCompile(`msg="edge listening".* addr=(127\.0\.0\.1:\d+)`), time.Minute)
 
 	watch := startPoller(edge, names, publishVersion)
 
