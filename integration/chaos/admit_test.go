@@ -214,6 +214,7 @@ func TestAdmitUnderFaults(t *testing.T) {
 	// Every admission against the limits, minute by minute.
 	perMinute := res.perMinute()
 	var minutes, over int64
+	var overMinutes []string
 	for m := engine.MinuteOf(res.first, admitMinute); !m.After(engine.MinuteOf(res.last, admitMinute)); m = m.Add(admitMinute) {
 		minutes++
 		if n := perMinute[m]; n > s.NewUsersPerMinute {
@@ -226,6 +227,7 @@ func TestAdmitUnderFaults(t *testing.T) {
 		if n := res.admittedWithin(m.Add(-2*admitMinute), m.Add(admitMinute)); n > s.TotalActiveUsers {
 			t.Errorf("minute %s: %d admitted in it and the two before, over total_active_users %d", m.Format("15:04:05"), n, s.TotalActiveUsers)
 			over += int64(n - s.TotalActiveUsers)
+			overMinutes = append(overMinutes, fmt.Sprintf("%d active in the minute starting %s after the load began", n, m.Sub(res.first).Round(time.Second)))
 		}
 	}
 	d, err := rc.Describe(ctx, s.Name)
@@ -256,6 +258,9 @@ func TestAdmitUnderFaults(t *testing.T) {
 	f.note("%d requests; %d admissions counted against the limits over %d room minutes, %d beyond them", res.requests, len(res.admissions), minutes, over)
 	f.note("%d returning visits with a cookie let in, %d refused; %d visitors admitted before a gate restart let in by the restarted gate, %d refused", res.returnedOK, res.returnRefused, cookiesKept, cookiesRefused)
 	f.note("admitted while the admit worker was down: %d (on a snapshot past its minute, gates spend at most a quarter of the new visitors' pool per minute and one minute's limit in all, never a queued bucket's reservation; a room that is queueing may admit no one new until the worker is back, while the visitors it admitted keep their sessions); while Redis was down: %d", admittedInOutage, admittedWithoutRedis)
+	if len(overMinutes) > 0 {
+		f.note("**over total_active_users** (the room counts the admissions of the session's minutes before and of this one): %s", strings.Join(overMinutes, "; "))
+	}
 	f.note("the room's own record: %d minutes, %d over its limits", len(d.Recent), roomOver)
 	f.note("timeline: %s", phases.String())
 	if f.lost != 0 {
