@@ -57,7 +57,10 @@
 // remainder (Allocate's Carry), so propagation delays never overshoot.
 // Buckets' reservations are not spent on a stale snapshot: their visitors
 // are queued already and wait the seconds until M's snapshot arrives, and no
-// slot of M is held back for a bucket that M-1 served. A gate whose snapshot is older than
+// slot of M is held back for a bucket that M-1 served. Nothing at all is
+// spent on M-1's snapshot once M+1 has begun: the room's floors cover only
+// the minute after a snapshot's, so a gate whose read of M's snapshot is
+// that late queues new visitors until it has a newer one. A gate whose snapshot is older than
 // its maximum age (snapshot_max_age_seconds) queues every new visitor, while
 // admitted sessions still pass.
 //

@@ -146,12 +146,16 @@ func CounterKey(room string, minute time.Time, pool, scope string) string {
 // takeSlot is what the strategies share: scopes in order (the gate's data
 // center, then Anywhere), each with the strategy's limit for its counter.
 //
-// A gate whose snapshot is of an earlier minute (the new one has not reached
+// A gate whose snapshot is of the minute before (the new one has not reached
 // it yet, or the room is unreachable) spends only StaleShare of each scope
 // of the new visitors' pool (StaleSpendable), and only what the counters of
-// the minutes since left of it. The room allots the new minute at least
+// the snapshot's minute left of it. The room allots the new minute at least
 // that much in the same scopes, so nothing overshoots while snapshots
-// propagate.
+// propagate. A snapshot two or more minutes old spends nothing: the room
+// allots floors only for its last snapshot of the minute before, so a
+// gate still on an older one would take slots beyond the minute's limit
+// (seen under load with short minutes, where one slow read can hold a
+// snapshot past the next minute's start).
 func takeSlot(ctx context.Context, store Counter, req SlotRequest, split func(Scope) (suffix string, limit int)) (string, bool, error) {
 	snap, pool := req.Snapshot, req.Pool
 	length := snap.MinuteLength()
@@ -159,7 +163,9 @@ func takeSlot(ctx context.Context, store Counter, req SlotRequest, split func(Sc
 	if current.Before(snap.Minute) {
 		current = snap.Minute
 	}
-	if current.After(snap.Minute) && !StaleSpendable(*pool) {
+	if current.After(snap.Minute) && (!StaleSpendable(*pool) || current.After(snap.Minute.Add(length))) {
+		// Stale: only the new visitors' pool, and only in the minute after
+		// the snapshot's (see above).
 		return "", false, nil
 	}
 	expire := current.Add(2*length + snap.MaxAge())
@@ -195,7 +201,7 @@ func takeSlot(ctx context.Context, store Counter, req SlotRequest, split func(Sc
 	return "", false, nil
 }
 
-// StaleShare is how much of a scope's limit gates may spend in each minute
+// StaleShare is how much of a scope's limit gates may spend in the minute
 // after the snapshot's own, before a newer snapshot reaches them: a quarter,
 // rounded up. The room gives each scope of the next minute at least what
 // they may spend (Allocate's Carry), so a quarter keeps the next minute's

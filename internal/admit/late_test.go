@@ -1,0 +1,274 @@
+package admit
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// loadedWorld is a room and its gates on a loaded machine, as the gate
+// integration test runs them: short minutes, the room's timer firing late,
+// each gate reading snapshots on its own schedule with its own (sometimes
+// long) lag, and reports reaching the room seconds after they were sent.
+type loadedWorld struct {
+	t     *testing.T
+	rng   *rand.Rand
+	room  *Room
+	now   time.Time
+	step  time.Duration
+	gates []*loadedGate
+	wake  time.Time // when the room's late timer fires
+	// published is every snapshot the room made, in order, so a gate can
+	// be given the one that was current when its query was answered.
+	published []*Snapshot
+	lag       func(*rand.Rand) time.Duration // a snapshot read's lag
+	late      func(*rand.Rand) time.Duration // a report's delivery delay
+	timerLate func(*rand.Rand) time.Duration
+
+	// admitted by the minute of the decision (the gates' own clock).
+	admitted map[time.Time]int
+	entropy  uint64
+	log      []string
+}
+
+type loadedGate struct {
+	Gate
+	tally    *Tally
+	strategy Strategy
+	snap     *Snapshot
+	nextRead time.Time
+	inFlight *Snapshot // a read answered, not yet seen by the gate
+	readyAt  time.Time
+	sendAt   time.Time
+	queue    []pendingReport // sent, not yet delivered, in order
+}
+
+type pendingReport struct {
+	rep Report
+	at  time.Time
+}
+
+func newLoadedWorld(t *testing.T, seed uint64, s Settings, minuteSeconds int, gates []Gate) *loadedWorld {
+	t.Helper()
+	r, err := NewRoom(s, minuteSeconds, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &loadedWorld{t: t, rng: rand.New(rand.NewPCG(seed, 7)), room: r, now: t0, step: 100 * time.Millisecond,
+		published: []*Snapshot{r.Snapshot}, admitted: map[time.Time]int{}}
+	mc := NewMemoryCounter(func() time.Time { return w.now })
+	for _, g := range gates {
+		w.gates = append(w.gates, &loadedGate{Gate: g, tally: NewTally(s.Name, g), strategy: SharedCounters{mc}, snap: r.Snapshot})
+	}
+	w.wake = r.NextWake(w.now)
+	return w
+}
+
+func (w *loadedWorld) gate(id string) *loadedGate {
+	for _, g := range w.gates {
+		if g.ID == id {
+			return g
+		}
+	}
+	w.t.Fatalf("no gate %s", id)
+	return nil
+}
+
+func (w *loadedWorld) request(gateID string, ticket **Ticket) Decision {
+	w.t.Helper()
+	g := w.gate(gateID)
+	w.entropy = w.entropy*6364136223846793005 + 1442695040888963407
+	d, err := Decide(context.Background(), Input{Now: w.now, Snapshot: g.snap, Ticket: *ticket, Gate: g.Gate, Strategy: g.strategy, Entropy: w.entropy >> 11})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	g.tally.Add(d.Effect)
+	if d.SetTicket {
+		*ticket = d.Ticket
+	}
+	if d.Outcome == Admit {
+		w.admitted[d.Effect.Minute]++
+		w.log = append(w.log, fmt.Sprintf("%s %s at %s on snapshot of %s (seq %d, published %s): %s/%s",
+			d.Effect.Minute.Format("04:05"), g.ID, w.now.Format("04:05.0"), g.snap.Minute.Format("04:05"), g.snap.Seq, g.snap.PublishedAt.Format("04:05.0"), d.Effect.Pool, d.Effect.Scope))
+	}
+	return d
+}
+
+// advance moves the clock by one step: the room's timer, snapshot reads
+// and reports, as the workflow, watcher and reporter do them.
+func (w *loadedWorld) advance() {
+	w.now = w.now.Add(w.step)
+	length := w.room.MinuteLength()
+	for _, g := range w.gates {
+		// Reports: every length/24 (as the reporter sends them), each
+		// delivered after its own delay but in order.
+		if !w.now.Before(g.sendAt) {
+			g.sendAt = w.now.Add(length / 24)
+			for _, r := range g.tally.Pending() {
+				at := w.now.Add(w.late(w.rng))
+				if n := len(g.queue); n > 0 && at.Before(g.queue[n-1].at) {
+					at = g.queue[n-1].at
+				}
+				g.queue = append(g.queue, pendingReport{r, at})
+			}
+		}
+		for len(g.queue) > 0 && !g.queue[0].at.After(w.now) {
+			if err := w.room.AddReport(g.queue[0].rep, w.now); err != nil {
+				w.t.Fatal(err)
+			}
+			g.queue = g.queue[1:]
+		}
+	}
+	if !w.wake.After(w.now) {
+		if s, ok := w.room.Advance(w.now); ok {
+			w.published = append(w.published, s)
+		}
+		next := w.room.NextWake(w.now)
+		w.wake = next.Add(w.timerLate(w.rng))
+	}
+	for _, g := range w.gates {
+		// Snapshot reads: one at a time; the answer is the room's snapshot
+		// when the query ran, seen by the gate lag later.
+		if g.inFlight != nil && !g.readyAt.After(w.now) {
+			if g.inFlight.Seq > g.snap.Seq {
+				g.snap = g.inFlight
+			}
+			g.inFlight = nil
+			g.nextRead = w.now.Add(max(length/12/4, 50*time.Millisecond))
+		}
+		if g.inFlight == nil && !g.nextRead.After(w.now) {
+			g.inFlight, g.readyAt = w.room.Snapshot, w.now.Add(w.lag(w.rng))
+		}
+	}
+}
+
+// Property: on a loaded machine — minutes of 12 s, the room's timer up to
+// seconds late, snapshot reads that sometimes take longer than a minute,
+// reports delivered seconds late — the gates never admit more than
+// new_users_per_minute in a minute (by the minute each decision was made
+// in), and neither does the room's own tally of any minute.
+func TestLoadedRoomNeverOvershootsAMinute(t *testing.T) {
+	for _, l := range lagMatrix() {
+		for seed := uint64(1); seed <= 25; seed++ {
+			t.Run(fmt.Sprintf("%s seed %d", l, seed), func(t *testing.T) {
+				checkLoadedRoom(t, seed, l)
+			})
+		}
+	}
+}
+
+// loadLags are the worst lags of a loaded machine: a snapshot read, a
+// report's delivery, the room's timer.
+type loadLags struct{ read, report, timer time.Duration }
+
+func (l loadLags) String() string {
+	return fmt.Sprintf("read %s report %s timer %s", l.read, l.report, l.timer)
+}
+
+func checkLoadedRoom(t *testing.T, seed uint64, l loadLags) {
+	const minuteSeconds = 12
+	length := minuteSeconds * time.Second
+	s := Settings{Name: "it-two-dcs", TotalActiveUsers: 30, NewUsersPerMinute: 20, SessionDuration: 1}
+	gates := []Gate{{"ams", "ams-1"}, {"ams", "ams-2"}, {"fra", "fra-1"}, {"fra", "fra-2"}}
+	w := newLoadedWorld(t, seed, s, minuteSeconds, gates)
+	heavy := func(rng *rand.Rand, typical, worst time.Duration) time.Duration {
+		if worst <= 0 {
+			return 0
+		}
+		if rng.IntN(8) == 0 {
+			return time.Duration(rng.Int64N(int64(worst)))
+		}
+		return time.Duration(rng.Int64N(int64(typical)))
+	}
+	w.lag = func(rng *rand.Rand) time.Duration { return heavy(rng, min(time.Second, l.read), l.read) }
+	w.late = func(rng *rand.Rand) time.Duration { return heavy(rng, min(500*time.Millisecond, l.report), l.report) }
+	w.timerLate = func(rng *rand.Rand) time.Duration { return heavy(rng, min(300*time.Millisecond, l.timer), l.timer) }
+
+	type visitor struct {
+		ticket *Ticket
+		gates  []string
+		n      int
+		next   time.Time
+	}
+	var visitors []*visitor
+	dcGates := [][]string{{"ams-1", "ams-2"}, {"fra-1", "fra-2"}}
+	for w.now.Before(t0.Add(40 * length)) {
+		// Arrivals: a trickle, then a spike of 80 browsers at minute 4,
+		// another of 40 at minute 20, all coming back when told to.
+		arrive := 0
+		switch {
+		case w.now.Equal(t0.Add(4 * length)):
+			arrive = 80
+		case w.now.Equal(t0.Add(20 * length)):
+			arrive = 40
+		case w.rng.IntN(40) == 0:
+			arrive = 1
+		}
+		for i := range arrive {
+			visitors = append(visitors, &visitor{gates: dcGates[(len(visitors)+i)%2], next: w.now})
+		}
+		for _, v := range visitors {
+			if v.ticket != nil && v.ticket.Admitted() || v.next.After(w.now) {
+				continue
+			}
+			d := w.request(v.gates[v.n%2], &v.ticket)
+			v.n++
+			if d.Outcome != Admit {
+				v.next = w.now.Add(max(d.RefreshIn, time.Second))
+			}
+		}
+		w.advance()
+	}
+	for m, n := range w.admitted {
+		if n > s.NewUsersPerMinute {
+			for _, l := range w.log {
+				if l[:5] == m.Format("04:05") {
+					t.Log(l)
+				}
+			}
+			for _, p := range w.published {
+				if !p.Minute.Before(m.Add(-2*length)) && !p.Minute.After(m) {
+					t.Logf("snapshot of %s seq %d published %s: slots %d new %d pools %+v", p.Minute.Format("04:05"), p.Seq, p.PublishedAt.Format("04:05.0"), p.SlotsAvailable, p.NewUserSlots, p.Pools)
+				}
+			}
+			t.Errorf("gates admitted %d in the minute of %s, limit %d", n, m.Format("15:04:05"), s.NewUsersPerMinute)
+		}
+	}
+	for m, n := range w.admitted {
+		// Sessions last a minute and these visitors leave once in: a
+		// minute's and the one before's admissions are active at once.
+		// The room counts the active users from the reports it has a grace
+		// after the minute began, so this limit holds only while reports
+		// arrive within the grace (1 s of these 12).
+		if l.report > w.room.Grace() {
+			break
+		}
+		if prev := w.admitted[m.Add(-length)]; n+prev > s.TotalActiveUsers {
+			t.Errorf("gates admitted %d + %d in the minutes of %s and %s, total_active_users %d", prev, n, m.Add(-length).Format("15:04:05"), m.Format("15:04:05"), s.TotalActiveUsers)
+		}
+	}
+	for _, r := range w.room.Recent {
+		if r.Admitted > s.NewUsersPerMinute {
+			t.Errorf("the room's minute %s: %d admitted (the gates: %d), limit %d", r.Minute.Format("15:04:05"), r.Admitted, w.admitted[r.Minute], s.NewUsersPerMinute)
+		}
+	}
+	for _, c := range w.room.Ledger.Closed {
+		if c.Admitted > s.NewUsersPerMinute {
+			t.Errorf("the room's closed minute %s: %d admitted (the gates: %d), limit %d", c.Minute.Format("15:04:05"), c.Admitted, w.admitted[c.Minute], s.NewUsersPerMinute)
+		}
+	}
+}
+
+func lagMatrix() []loadLags {
+	var out []loadLags
+	for _, r := range []time.Duration{0, 5 * time.Second, 11 * time.Second, 30 * time.Second} {
+		for _, p := range []time.Duration{0, 6 * time.Second} {
+			for _, tm := range []time.Duration{0, 8 * time.Second} {
+				out = append(out, loadLags{r, p, tm})
+			}
+		}
+	}
+	return out
+}
