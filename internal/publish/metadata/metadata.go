@@ -34,13 +34,13 @@ var DefaultBuckets = Buckets{Files: "cdn-files", Mirror: "cdn-mirror", Meta: "cd
 // versions (ascending semver order) and the latest stable one.
 type Package struct {
 	catalog.Package
-	Versions  []string  `json:"versions"`
-	Latest    string    `json:"latest"`
+	Versions []string `json:"versions"`
+	Latest   string   `json:"latest"`
 	// Incomplete are listed versions whose commit has not finished all its
 	// steps (the mirror's copies, the search index, Materialize): they are
 	// served, and the next check runs them again to finish.
-	Incomplete []string `json:"incomplete,omitempty"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	Incomplete []string  `json:"incomplete,omitempty"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 // Version is the version document: every published file of one version.
