@@ -127,11 +127,10 @@ func Account(ctx workflow.Context, in contract.AccountInput) error {
 			}
 		}
 		drain := func() {
-			var r contract.SlotRequest
-			for acquire.ReceiveAsync(&r) {
+			for r := (contract.SlotRequest{}); acquire.ReceiveAsync(&r); r = (contract.SlotRequest{}) {
 				onAcquire(r)
 			}
-			for release.ReceiveAsync(&r) {
+			for r := (contract.SlotRequest{}); release.ReceiveAsync(&r); r = (contract.SlotRequest{}) {
 				onRelease(r)
 			}
 		}

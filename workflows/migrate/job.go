@@ -150,10 +150,7 @@ func (j *job) continueAsNew() (*contract.Status, error) {
 	for (j.listing || j.pendingStarts > 0) && j.failure == nil {
 		j.sel.Select(j.ctx)
 	}
-	var r contract.PageReport
-	for j.signals.ReceiveAsync(&r) {
-		j.record(r)
-	}
+	j.drainReports()
 	if j.failure != nil {
 		j.cancelOutstanding()
 		return j.fail(j.failure)
@@ -212,10 +209,7 @@ func (j *job) waitForSlot() error {
 // already counted, grants asked for twice. Leaving them would count as
 // signals the job never handled.
 func (j *job) drainSignals() {
-	var r contract.PageReport
-	for j.signals.ReceiveAsync(&r) {
-		j.record(r)
-	}
+	j.drainReports()
 	slot := workflow.GetSignalChannel(j.ctx, contract.SlotGrantedSignal)
 	for slot.ReceiveAsync(nil) {
 	}
@@ -296,5 +290,19 @@ func rootMessage(err error) string {
 			return err.Error()
 		}
 		err = next
+	}
+}
+
+// drainReports records every page report already delivered, each decoded
+// into a fresh value: decoding into the last one would keep the fields a
+// report leaves out (an error, a redrive count, an abort) at the previous
+// report's values.
+func (j *job) drainReports() {
+	for {
+		var r contract.PageReport
+		if !j.signals.ReceiveAsync(&r) {
+			return
+		}
+		j.record(r)
 	}
 }

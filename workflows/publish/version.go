@@ -196,8 +196,13 @@ func awaitBatches(ctx workflow.Context, in contract.PublishInput, st *contract.P
 			for pendingStarts > 0 && failure == nil {
 				sel.Select(ctx)
 			}
-			var d contract.BatchDone
-			for signals.ReceiveAsync(&d) {
+			// A fresh value per signal: decoding into the last one would
+			// keep the fields a report leaves out (its error, its summary).
+			for {
+				var d contract.BatchDone
+				if !signals.ReceiveAsync(&d) {
+					break
+				}
 				record(d)
 			}
 			return failure
