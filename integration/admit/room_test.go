@@ -129,7 +129,7 @@ func TestSnapshotFollowsTraffic(t *testing.T) {
 		{Gate: engine.Gate{DataCenter: "fra", ID: "fra-1"}},
 	}
 	for _, g := range gates {
-		g.tally = engine.NewTally(s.Name, g.Gate)
+		g.tally = engine.NewTally(s.Name, g.Gate, 0)
 	}
 	// Every slot of this minute is Anywhere (no history yet): 12 + 4 + 4
 	// admitted, then 5 queued at fra.

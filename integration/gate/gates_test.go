@@ -183,7 +183,8 @@ func TestGatesInTwoDataCentersShareCounters(t *testing.T) {
 	snap = freshMinute(t, rc, s.Name, minute, gates)
 	pool := snap.Pool(time.Time{})
 	if pool == nil || len(snap.TrafficHistory) != 2 || pool.Limit("ams") == 0 {
-		t.Fatalf("second minute: %s (pools %+v)", snap.String(), snap.Pools)
+		logLedger(t, rc, s.Name)
+		t.Fatalf("second minute %s, published %s: %s (pools %+v)", snap.Minute.Format("15:04:05"), snap.PublishedAt.Format("15:04:05.000"), snap.String(), snap.Pools)
 	}
 	ams, fra, any := pool.Limit("ams"), pool.Limit("fra"), pool.Limit(engine.Anywhere)
 	if ams == 0 || any == 0 || ams+fra+any != pool.Slots {
@@ -214,6 +215,17 @@ func TestGatesInTwoDataCentersShareCounters(t *testing.T) {
 	var checkIns atomic.Int64
 	spikeFrom := engine.MinuteOf(time.Now(), minute)
 	deadline := time.Now().Add(15 * minute)
+	// What each gate counted and what the room holds of each gate's
+	// reports, minute by minute, watched while the spike runs: should the
+	// room's tally of a minute disagree with the visitors', this says which
+	// side counted what.
+	watch := newCountWatch()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		watch.run(watchCtx, t, rc, s.Name, gates)
+	}()
 	var wg sync.WaitGroup
 	for i := range 80 {
 		dc := []*gateProcess{ams1, ams2}
@@ -238,6 +250,8 @@ func TestGatesInTwoDataCentersShareCounters(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	stopWatch()
+	<-watchDone
 	spikeTo := engine.MinuteOf(time.Now(), minute)
 	// Count each admission in its minute; one whose request spanned a
 	// minute boundary could be either's, so it counts in both (an upper
@@ -293,6 +307,11 @@ func TestGatesInTwoDataCentersShareCounters(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("the room's minutes: %s", strings.Join(recent, "; "))
+		for _, c := range d.Ledger.Closed {
+			t.Logf("room ledger, closed minute %s: %d reports, %d admitted", c.Minute.Format("15:04:05"), c.Reports, c.Admitted)
+		}
+		watch.log(t)
+		logLedger(t, rc, s.Name)
 		mu.Lock()
 		for _, a := range admissions {
 			t.Logf("spike admission %s – %s", a.from.Format("15:04:05.000"), a.to.Format("15:04:05.000"))

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,4 +299,90 @@ func containsAll(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// countWatch keeps, per minute and gate, the admissions the gate counted
+// (its status page) and those the room holds from its reports (the room's
+// open ledger), as the highest seen of each.
+type countWatch struct {
+	mu          sync.Mutex
+	gateCounted map[time.Time]map[string]int
+	roomHeld    map[time.Time]map[string]int
+	roomReports map[time.Time]map[string]uint64 // the newest report's sequence number
+}
+
+func newCountWatch() *countWatch {
+	return &countWatch{gateCounted: map[time.Time]map[string]int{}, roomHeld: map[time.Time]map[string]int{},
+		roomReports: map[time.Time]map[string]uint64{}}
+}
+
+func (w *countWatch) run(ctx context.Context, t *testing.T, rc roomclient.Client, room string, gates []*gateProcess) {
+	keep := func(m map[time.Time]map[string]int, minute time.Time, gate string, n int) {
+		if m[minute] == nil {
+			m[minute] = map[string]int{}
+		}
+		m[minute][gate] = max(m[minute][gate], n)
+	}
+	for ctx.Err() == nil {
+		for _, g := range gates {
+			for _, r := range g.status(t).Rooms {
+				if r.Room != room {
+					continue
+				}
+				w.mu.Lock()
+				for _, c := range r.Counted {
+					keep(w.gateCounted, c.Minute.UTC(), g.id, c.Admitted)
+				}
+				w.mu.Unlock()
+			}
+		}
+		if d, err := rc.Describe(ctx, room); err == nil {
+			w.mu.Lock()
+			for _, rep := range d.Ledger.Open {
+				keep(w.roomHeld, rep.Minute.UTC(), rep.Gate, rep.Admitted)
+				if w.roomReports[rep.Minute.UTC()] == nil {
+					w.roomReports[rep.Minute.UTC()] = map[string]uint64{}
+				}
+				w.roomReports[rep.Minute.UTC()][rep.Gate] = max(w.roomReports[rep.Minute.UTC()][rep.Gate], rep.Seq)
+			}
+			w.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (w *countWatch) log(t *testing.T) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	minutes := make([]time.Time, 0, len(w.gateCounted))
+	for m := range w.gateCounted {
+		minutes = append(minutes, m)
+	}
+	for m := range w.roomHeld {
+		if w.gateCounted[m] == nil {
+			minutes = append(minutes, m)
+		}
+	}
+	slices.SortFunc(minutes, time.Time.Compare)
+	for _, m := range minutes {
+		t.Logf("minute %s: gates counted %v; the room held %v (report seqs %v)", m.Format("15:04:05"), w.gateCounted[m], w.roomHeld[m], w.roomReports[m])
+	}
+}
+
+// logLedger logs what the room holds of the gates' reports.
+func logLedger(t *testing.T, rc roomclient.Client, room string) {
+	d, err := rc.Describe(context.Background(), room)
+	if err != nil {
+		t.Logf("describe %s: %v", room, err)
+		return
+	}
+	for _, c := range d.Ledger.Closed {
+		t.Logf("closed minute %s: %d reports, %d admitted", c.Minute.Format("15:04:05"), c.Reports, c.Admitted)
+	}
+	for _, r := range d.Ledger.Open {
+		t.Logf("open report %s %s seq %d: admitted %d seen %d final %t", r.Minute.Format("15:04:05"), r.Gate, r.Seq, r.Admitted, r.Seen, r.Final)
+	}
 }

@@ -258,7 +258,7 @@ func TestMemoryCounter(t *testing.T) {
 // The tally adds effects up into cumulative reports with growing sequence
 // numbers; only changed minutes are pending.
 func TestTally(t *testing.T) {
-	tl := NewTally("shop", Gate{"ams", "ams-1"})
+	tl := NewTally("shop", Gate{"ams", "ams-1"}, 0)
 	m1 := t0.Add(time.Minute)
 	tl.Add(Effect{Minute: t0, NewVisitor: true, Admitted: true, Pool: PoolNew, Scope: Anywhere, Seen: true})
 	tl.Add(Effect{Minute: t0, NewVisitor: true, Bucket: t0, Waiting: 1})

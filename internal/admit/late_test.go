@@ -60,7 +60,7 @@ func newLoadedWorld(t *testing.T, seed uint64, s Settings, minuteSeconds int, ga
 		published: []*Snapshot{r.Snapshot}, admitted: map[time.Time]int{}}
 	mc := NewMemoryCounter(func() time.Time { return w.now })
 	for _, g := range gates {
-		w.gates = append(w.gates, &loadedGate{Gate: g, tally: NewTally(s.Name, g), strategy: SharedCounters{mc}, snap: r.Snapshot})
+		w.gates = append(w.gates, &loadedGate{Gate: g, tally: NewTally(s.Name, g, 0), strategy: SharedCounters{mc}, snap: r.Snapshot})
 	}
 	w.wake = r.NextWake(w.now)
 	return w
@@ -106,6 +106,7 @@ func (w *loadedWorld) advance() {
 		// delivered after its own delay but in order.
 		if !w.now.Before(g.sendAt) {
 			g.sendAt = w.now.Add(length / 24)
+			g.tally.Finish(MinuteOf(w.now, length))
 			for _, r := range g.tally.Pending() {
 				at := w.now.Add(w.late(w.rng))
 				if n := len(g.queue); n > 0 && at.Before(g.queue[n-1].at) {
@@ -161,10 +162,13 @@ func TestLoadedRoomNeverOvershootsAMinute(t *testing.T) {
 
 // loadLags are the worst lags of a loaded machine: a snapshot read, a
 // report's delivery, the room's timer.
-type loadLags struct{ read, report, timer time.Duration }
+type loadLags struct {
+	read, report, timer time.Duration
+	awaitFinals         bool // the room waits for the gates' final reports
+}
 
 func (l loadLags) String() string {
-	return fmt.Sprintf("read %s report %s timer %s", l.read, l.report, l.timer)
+	return fmt.Sprintf("read %s report %s timer %s finals %t", l.read, l.report, l.timer, l.awaitFinals)
 }
 
 func checkLoadedRoom(t *testing.T, seed uint64, l loadLags) {
@@ -173,6 +177,7 @@ func checkLoadedRoom(t *testing.T, seed uint64, l loadLags) {
 	s := Settings{Name: "it-two-dcs", TotalActiveUsers: 30, NewUsersPerMinute: 20, SessionDuration: 1}
 	gates := []Gate{{"ams", "ams-1"}, {"ams", "ams-2"}, {"fra", "fra-1"}, {"fra", "fra-2"}}
 	w := newLoadedWorld(t, seed, s, minuteSeconds, gates)
+	w.room.AwaitFinals = l.awaitFinals
 	heavy := func(rng *rand.Rand, typical, worst time.Duration) time.Duration {
 		if worst <= 0 {
 			return 0
@@ -239,10 +244,14 @@ func checkLoadedRoom(t *testing.T, seed uint64, l loadLags) {
 	for m, n := range w.admitted {
 		// Sessions last a minute and these visitors leave once in: a
 		// minute's and the one before's admissions are active at once.
-		// The room counts the active users from the reports it has a grace
-		// after the minute began, so this limit holds only while reports
-		// arrive within the grace (1 s of these 12).
-		if l.report > w.room.Grace() {
+		// The room counts the active users from the reports it has when it
+		// publishes, so this limit holds only while every gate's final
+		// report arrives by then: within the grace (1 s of these 12), or,
+		// when the room awaits the final reports, within a quarter minute.
+		if wait := w.room.Grace(); !l.awaitFinals && l.report > wait {
+			break
+		}
+		if wait := w.room.FinalWait() - length/24; l.awaitFinals && l.report >= wait {
 			break
 		}
 		if prev := w.admitted[m.Add(-length)]; n+prev > s.TotalActiveUsers {
@@ -264,9 +273,9 @@ func checkLoadedRoom(t *testing.T, seed uint64, l loadLags) {
 func lagMatrix() []loadLags {
 	var out []loadLags
 	for _, r := range []time.Duration{0, 5 * time.Second, 11 * time.Second, 30 * time.Second} {
-		for _, p := range []time.Duration{0, 6 * time.Second} {
+		for _, p := range []time.Duration{0, 2 * time.Second, 6 * time.Second} {
 			for _, tm := range []time.Duration{0, 8 * time.Second} {
-				out = append(out, loadLags{r, p, tm})
+				out = append(out, loadLags{r, p, tm, false}, loadLags{r, p, tm, true})
 			}
 		}
 	}

@@ -218,6 +218,29 @@ func (l *Ledger) Sessions(from, to time.Time) int {
 	return max(n, 0)
 }
 
+// Final reports whether every gate that counts in minute m has said it
+// will count nothing more there: each gate with a report of m, and each
+// gate with a report of the minute before (prev) that was not leaving, has
+// a final report of m. Only open minutes are checked.
+func (l *Ledger) Final(prev, m time.Time) bool {
+	type gateKey struct{ dc, gate string }
+	final := map[gateKey]bool{} // only looked up, never ranged over
+	for _, r := range l.Open {
+		if r.Minute.Equal(m) {
+			if !r.Final {
+				return false
+			}
+			final[gateKey{r.DataCenter, r.Gate}] = true
+		}
+	}
+	for _, r := range l.Open {
+		if r.Minute.Equal(prev) && !r.Leaving && !final[gateKey{r.DataCenter, r.Gate}] {
+			return false
+		}
+	}
+	return true
+}
+
 // Taken is how many slots of a pool's scope the gates took in minute m.
 func (t MinuteTotals) TakenFrom(pool, scope string) int {
 	i, found := slices.BinarySearchFunc(t.Taken, PoolCount{Pool: pool, Scope: scope}, comparePoolScope)

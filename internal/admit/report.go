@@ -44,6 +44,11 @@ type Report struct {
 	EarlyRefreshes    int           `json:"earlyRefreshesIgnored,omitempty"`
 	Closed            int           `json:"closed,omitempty"`
 	Taken             []PoolCount   `json:"taken,omitempty"` // slots by pool and scope
+	// Final says the gate will count nothing more in this minute: it ended
+	// on the gate's clock and every decision made in it has been counted.
+	// Leaving says the gate is shutting down and reports no later minute.
+	Final   bool `json:"final,omitempty"`
+	Leaving bool `json:"leaving,omitempty"`
 }
 
 // Report limits, so one malformed report cannot bloat a room's state.
@@ -111,6 +116,7 @@ type Tally struct {
 	gate    Gate
 	seq     uint64
 	minutes []*tallyMinute // oldest first
+	leaving bool
 }
 
 type tallyMinute struct {
@@ -119,10 +125,18 @@ type tallyMinute struct {
 	queued, renewed, revoked                                           map[int64]int // by Unix ms
 	taken                                                              map[[2]string]int
 	dirty                                                              bool
+	deciding                                                           int  // decisions begun in the minute, not yet counted
+	final                                                              bool // nothing more will be counted in it
 }
 
-// NewTally starts an empty tally for a gate of a room.
-func NewTally(room string, gate Gate) *Tally { return &Tally{room: room, gate: gate} }
+// NewTally starts an empty tally for a gate of a room. Its reports are
+// numbered from firstSeq: a gate passes its start time in microseconds, so
+// that when it restarts under the same name its new reports replace the
+// ones its earlier process sent (the room keeps a gate's highest-numbered
+// report of a minute).
+func NewTally(room string, gate Gate, firstSeq uint64) *Tally {
+	return &Tally{room: room, gate: gate, seq: firstSeq}
+}
 
 func (t *Tally) at(m time.Time) *tallyMinute {
 	i, ok := slices.BinarySearchFunc(t.minutes, m, func(e *tallyMinute, m time.Time) int { return e.minute.Compare(m) })
@@ -133,13 +147,38 @@ func (t *Tally) at(m time.Time) *tallyMinute {
 	return t.minutes[i]
 }
 
+// Begin reads the clock for a decision about to be made, in the minute
+// of that length, and holds the minute open until End counts the decision:
+// a minute is final only once every decision made in it is counted.
+func (t *Tally) Begin(clock func() time.Time, length time.Duration) (now, minute time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now = clock()
+	minute = MinuteOf(now, length)
+	t.at(minute).deciding++
+	return now, minute
+}
+
+// End counts the effect of a decision begun in minute (see Begin).
+func (t *Tally) End(minute time.Time, e Effect) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.at(minute)
+	m.deciding = max(0, m.deciding-1)
+	t.add(e)
+}
+
 // Add counts one decision's effect (a zero Effect counts nothing).
 func (t *Tally) Add(e Effect) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.add(e)
+}
+
+func (t *Tally) add(e Effect) {
 	if e.Minute.IsZero() {
 		return
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	m := t.at(e.Minute)
 	m.dirty = true
 	if e.NewVisitor {
@@ -171,6 +210,32 @@ func (t *Tally) Add(e Effect) {
 	}
 	if e.Closed {
 		m.closedRoom++
+	}
+}
+
+// Finish marks every minute before current final once no decision made in
+// it is still being counted, so its next report tells the room so. It
+// reports whether any minute became final.
+func (t *Tally) Finish(current time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	changed := false
+	for _, m := range t.minutes {
+		if m.minute.Before(current) && !m.final && m.deciding == 0 {
+			m.final, m.dirty, changed = true, true, true
+		}
+	}
+	return changed
+}
+
+// Leave marks every minute final and the gate as leaving (it is shutting
+// down), so the room waits for none of its later reports.
+func (t *Tally) Leave() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.leaving = true
+	for _, m := range t.minutes {
+		m.final, m.dirty = true, true
 	}
 }
 
@@ -208,11 +273,26 @@ func (t *Tally) Report(minute time.Time) (Report, bool) {
 	return t.report(t.minutes[i]), true
 }
 
+// Kept returns the counts of every minute the tally still keeps, oldest
+// first, for status pages (sequence numbers are left at zero).
+func (t *Tally) Kept() []Report {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Report, 0, len(t.minutes))
+	for _, m := range t.minutes {
+		r := t.report(m)
+		t.seq--
+		r.Seq = 0
+		out = append(out, r)
+	}
+	return out
+}
+
 // Forget drops the minutes before a time (already reported for good).
 func (t *Tally) Forget(before time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.minutes = slices.DeleteFunc(t.minutes, func(m *tallyMinute) bool { return m.minute.Before(before) && !m.dirty })
+	t.minutes = slices.DeleteFunc(t.minutes, func(m *tallyMinute) bool { return m.minute.Before(before) && !m.dirty && m.deciding == 0 })
 }
 
 func (t *Tally) report(m *tallyMinute) Report {
@@ -221,7 +301,7 @@ func (t *Tally) report(m *tallyMinute) Report {
 		NewVisitors: m.newVisitors, Admitted: m.admitted, AdmittedFromQueue: m.fromQueue, Seen: m.seen,
 		EarlyRefreshes: m.earlyRefreshes, Closed: m.closedRoom,
 		Queued: minuteCounts(m.queued), Renewed: minuteCounts(m.renewed), Revoked: minuteCounts(m.revoked),
-		Taken: poolCounts(m.taken)}
+		Taken: poolCounts(m.taken), Final: m.final, Leaving: t.leaving}
 }
 
 func minuteCounts(m map[int64]int) []MinuteCount {

@@ -28,6 +28,13 @@ type Room struct {
 	PrevPools  []Pool    `json:"prevPools,omitempty"`
 	PrevMinute time.Time `json:"prevMinute,omitzero"`
 
+	// AwaitFinals makes the room wait, past the grace and up to FinalWait
+	// into the minute, for every gate's final report of the minute before
+	// it publishes the next snapshot, so the active users it counts are
+	// complete even when reports are slow to arrive. (Rooms started before
+	// gates sent final reports publish at the grace.)
+	AwaitFinals bool `json:"awaitFinals,omitempty"`
+
 	Shuffles []TimeRange     `json:"shuffles,omitempty"`
 	Recent   []MinuteSummary `json:"recent,omitempty"` // the last RecentMinutes minutes, oldest first
 }
@@ -98,6 +105,11 @@ func (r *Room) MinuteLength() time.Duration { return time.Duration(r.MinuteSecon
 // previous snapshot's remainders meanwhile.
 func (r *Room) Grace() time.Duration { return r.MinuteLength() / 12 }
 
+// FinalWait is how far into a minute the room waits for the gates' final
+// reports of the minute before (AwaitFinals); a gate that died without
+// sending one delays the snapshot no longer than that.
+func (r *Room) FinalWait() time.Duration { return r.MinuteLength() / 4 }
+
 // AddReport keeps a gate's report if it is valid and newer than what the
 // room has of that gate and minute. Reports of closed minutes are dropped.
 func (r *Room) AddReport(rep Report, now time.Time) error {
@@ -116,6 +128,10 @@ func (r *Room) AddReport(rep Report, now time.Time) error {
 // or an event beginning, starting or ending.
 func (r *Room) NextWake(now time.Time) time.Time {
 	next := r.Snapshot.Minute.Add(r.MinuteLength() + r.Grace())
+	if r.AwaitFinals && !now.Before(next) {
+		// A snapshot is due and waits for final reports, or for this.
+		next = MinuteOf(now.Add(-r.Grace()), r.MinuteLength()).Add(r.FinalWait())
+	}
 	if t, ok := NextEventChange(r.Events, now); ok && t.Before(next) {
 		next = t
 	}
@@ -125,9 +141,13 @@ func (r *Room) NextWake(now time.Time) time.Time {
 // Advance publishes a new snapshot if one is due at now — a new minute has
 // passed its grace, or an event changed phase — and returns it.
 func (r *Room) Advance(now time.Time) (*Snapshot, bool) {
-	due := MinuteOf(now.Add(-r.Grace()), r.MinuteLength())
+	length := r.MinuteLength()
+	due := MinuteOf(now.Add(-r.Grace()), length)
 	switch {
 	case due.After(r.Snapshot.Minute):
+		if r.AwaitFinals && now.Before(due.Add(r.FinalWait())) && !r.Ledger.Final(due.Add(-2*length), due.Add(-length)) {
+			return r.Snapshot, false // gates keep spending what the current snapshot leaves them
+		}
 		r.Events = PruneEvents(r.Events, now)
 		return r.publish(now, due), true
 	case r.eventChanged(now):

@@ -37,7 +37,7 @@ func newWorld(t *testing.T, s Settings, start time.Time, delay time.Duration, ga
 	mc := NewMemoryCounter(func() time.Time { return w.now })
 	w.counters = mc
 	for _, g := range gates {
-		w.gates = append(w.gates, &worldGate{Gate: g, tally: NewTally(s.Name, g), snap: r.Snapshot, strategy: SharedCounters{mc}})
+		w.gates = append(w.gates, &worldGate{Gate: g, tally: NewTally(s.Name, g, 0), snap: r.Snapshot, strategy: SharedCounters{mc}})
 	}
 	return w
 }

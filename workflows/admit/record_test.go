@@ -59,7 +59,7 @@ func TestRecordHistories(t *testing.T) {
 	rc := roomclient.Client{C: c}
 
 	settings := engine.Settings{Name: "rec-shop", TotalActiveUsers: 12, NewUsersPerMinute: 6, SessionDuration: 1, RefreshIntervalSeconds: 1}
-	if _, err := rc.Create(ctx, settings, roomclient.CreateOptions{MinuteSeconds: 3, HistoryBudget: 80}); err != nil {
+	if _, err := rc.Create(ctx, settings, roomclient.CreateOptions{MinuteSeconds: 3, HistoryBudget: 150}); err != nil {
 		t.Fatalf("create (the server must be fresh): %v", err)
 	}
 	id := contract.RoomID(settings.Name)
@@ -68,7 +68,7 @@ func TestRecordHistories(t *testing.T) {
 	// Two gates in two data centers decide on the room's snapshots and
 	// report every half second, until the room has continued as new.
 	gates := []engine.Gate{{DataCenter: "ams", ID: "ams-1"}, {DataCenter: "fra", ID: "fra-1"}}
-	tallies := []*engine.Tally{engine.NewTally(settings.Name, gates[0]), engine.NewTally(settings.Name, gates[1])}
+	tallies := []*engine.Tally{engine.NewTally(settings.Name, gates[0], 0), engine.NewTally(settings.Name, gates[1], 0)}
 	counters := engine.NewMemoryCounter(nil)
 	var tickets []*engine.Ticket
 	for i := 0; runID(t, ctx, c, id) == first; i++ {
@@ -93,6 +93,7 @@ func TestRecordHistories(t *testing.T) {
 			}
 		}
 		for _, tl := range tallies {
+			tl.Finish(engine.MinuteOf(time.Now(), 3*time.Second))
 			for _, r := range tl.Pending() {
 				if err := rc.Report(ctx, r, nil); err != nil {
 					t.Fatal(err)
@@ -102,6 +103,16 @@ func TestRecordHistories(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	last := runID(t, ctx, c, id)
+	// The gates shut down: their last reports say they are leaving, so the
+	// room waits for no more of theirs.
+	for _, tl := range tallies {
+		tl.Leave()
+		for _, r := range tl.Pending() {
+			if err := rc.Report(ctx, r, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 
 	// Settings, events, delete and recreate, in the second run.
 	random := settings

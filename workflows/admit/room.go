@@ -39,6 +39,11 @@ func Room(ctx workflow.Context, in contract.RoomInput) error {
 	if err := r.register(ctx); err != nil {
 		return err
 	}
+	// Rooms from this version on wait for the gates' final reports of a
+	// minute before the next snapshot (engine.Room.AwaitFinals).
+	if workflow.GetVersion(ctx, "await-final-reports", workflow.DefaultVersion, 1) >= 1 {
+		r.Room.AwaitFinals = true
+	}
 	return r.run(ctx)
 }
 
@@ -130,6 +135,9 @@ func (r *room) run(ctx workflow.Context) error {
 			sel.AddFuture(timer, func(f workflow.Future) {
 				timer = nil
 				if f.Get(ctx, nil) == nil {
+					// Reports that reached the room with the timer count
+					// in the snapshot it publishes.
+					r.drain(ctx, reports)
 					r.advance(ctx)
 				}
 			})
@@ -138,8 +146,9 @@ func (r *room) run(ctx workflow.Context) error {
 			var rep engine.Report
 			c.Receive(ctx, &rep)
 			r.report(ctx, rep)
-			for c.ReceiveAsync(&rep) {
-				r.report(ctx, rep)
+			r.drain(ctx, c)
+			if r.Room.AwaitFinals && !r.Deleted {
+				r.advance(ctx) // the last final report a due snapshot waited for
 			}
 		})
 		sel.AddReceive(r.changed, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
@@ -153,15 +162,25 @@ func (r *room) continueAsNew(ctx workflow.Context, reports workflow.ReceiveChann
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
-	var rep engine.Report
-	for reports.ReceiveAsync(&rep) {
-		r.report(ctx, rep)
-	}
+	r.drain(ctx, reports)
 	st := r.RoomState
 	st.Runs++
 	return workflow.NewContinueAsNewError(ctx, Room, contract.RoomInput{
 		Settings: r.Room.Settings, MinuteSeconds: r.Room.MinuteSeconds, HistoryBudget: r.budget, State: &st,
 	})
+}
+
+// drain takes every report already received. Each is decoded into a
+// fresh value: decoding into the last one would keep the fields a report
+// leaves out (zero counts are omitted) at the previous report's values.
+func (r *room) drain(ctx workflow.Context, reports workflow.ReceiveChannel) {
+	for {
+		var rep engine.Report
+		if !reports.ReceiveAsync(&rep) {
+			return
+		}
+		r.report(ctx, rep)
+	}
 }
 
 func (r *room) advance(ctx workflow.Context) {
@@ -207,7 +226,7 @@ func (r *room) describe() (contract.Description, error) {
 	return contract.Description{
 		Settings: r.Room.Settings, SettingsVersion: r.Room.SettingsVersion, Events: r.Room.Events,
 		MinuteSeconds: r.Room.MinuteSeconds, Created: r.Room.Created, Deleted: r.Deleted, DeletedAt: r.DeletedAt,
-		Snapshot: snap, Recent: r.Room.Recent, Runs: r.Runs, Stats: r.Stats,
+		Snapshot: snap, Recent: r.Room.Recent, Ledger: r.Room.Ledger, Runs: r.Runs, Stats: r.Stats,
 	}, nil
 }
 

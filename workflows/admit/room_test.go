@@ -118,6 +118,70 @@ func fieldProblems(t *testing.T, err error, typ string) []engine.FieldError {
 	return problems
 }
 
+// Reports received together are each read on their own: an idle gate's
+// heartbeat, which leaves its zero counts out, counts nothing even after a
+// busy gate's report (decoded into the same value, it took that report's
+// counts: 40 active users instead of 20).
+func TestReportsReceivedTogetherCountOnce(t *testing.T) {
+	rt := newRoomTest(t)
+	rt.at(10*time.Second, func() {
+		// Both reach the workflow in one task.
+		rt.env.SignalWorkflowSkippingWorkflowTask(contract.ReportSignal, engine.Report{Room: "shop", DataCenter: "sjc", Gate: "sjc-1",
+			Minute: minute(44), Seq: 1, Admitted: 20, Seen: 20, Final: true, Queued: []engine.MinuteCount{{Minute: minute(44), Count: 5}}})
+		rt.signal(engine.Report{DataCenter: "lhr", Gate: "lhr-1", Minute: minute(44), Seq: 1, Final: true})
+	})
+	rt.at(40*time.Second, func() {
+		s := rt.snapshot()
+		if !s.Minute.Equal(minute(45)) || s.ActiveUsers != 20 || s.CurrentlyWaiting != 5 {
+			t.Errorf("11:45: %s", s.String())
+		}
+	})
+	if err := rt.run(shopInput(), time.Minute); !errors.Is(err, workflow.ErrCanceled) && !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow ended with %v", err)
+	}
+}
+
+// A snapshot waits for every gate's final report of the minute before: the
+// gate that reported 11:44 without saying it was done holds 11:45 back until
+// its final report arrives, and a gate that never sends one holds it back
+// no longer than a quarter of the minute.
+func TestRoomWaitsForFinalReports(t *testing.T) {
+	rt := newRoomTest(t)
+	rt.at(10*time.Second, func() { // 11:44:40
+		rt.signal(engine.Report{DataCenter: "sjc", Gate: "sjc-1", Minute: minute(44), Seq: 1, Admitted: 20, Seen: 20, Final: true})
+		rt.signal(engine.Report{DataCenter: "lhr", Gate: "lhr-1", Minute: minute(44), Seq: 1, Admitted: 10, Seen: 10})
+	})
+	rt.at(38*time.Second, func() { // 11:45:08: past the grace, lhr-1 not final
+		if s := rt.snapshot(); !s.Minute.Equal(minute(44)) {
+			t.Errorf("published 11:45 without lhr-1's final report: %s", s.String())
+		}
+		rt.signal(engine.Report{DataCenter: "lhr", Gate: "lhr-1", Minute: minute(44), Seq: 2, Admitted: 30, Seen: 30, Final: true})
+	})
+	rt.at(39*time.Second, func() {
+		if s := rt.snapshot(); !s.Minute.Equal(minute(45)) || s.ActiveUsers != 50 || s.PublishedAt.After(minute(45).Add(9*time.Second)) {
+			t.Errorf("11:45 once every gate's 11:44 was final: %s, published %s", s.String(), s.PublishedAt.Format("15:04:05"))
+		}
+	})
+	// 11:45: sjc-1 reports, lhr-1 falls silent; 11:46 waits for lhr-1
+	// (it reported 11:44 and did not leave), then goes without it.
+	rt.at(50*time.Second, func() {
+		rt.signal(engine.Report{DataCenter: "sjc", Gate: "sjc-1", Minute: minute(45), Seq: 2, Admitted: 5, Seen: 5, Final: true})
+	})
+	rt.at(98*time.Second, func() { // 11:46:08
+		if s := rt.snapshot(); !s.Minute.Equal(minute(45)) {
+			t.Errorf("published 11:46 without lhr-1: %s", s.String())
+		}
+	})
+	rt.at(106*time.Second, func() { // 11:46:16, past the quarter minute
+		if s := rt.snapshot(); !s.Minute.Equal(minute(46)) || !s.PublishedAt.Equal(minute(46).Add(15*time.Second)) {
+			t.Errorf("11:46 after a quarter minute: %s, published %s", s.String(), s.PublishedAt.Format("15:04:05"))
+		}
+	})
+	if err := rt.run(shopInput(), 2*time.Minute); !errors.Is(err, workflow.ErrCanceled) && !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow ended with %v", err)
+	}
+}
+
 // Source document 000's San Jose state, through the workflow: reports
 // during 11:44, the rollup at 11:45 (after 5 s of grace), a method switch,
 // and a refused update that changes nothing.
@@ -130,8 +194,8 @@ func TestRoomMinuteBoundaries(t *testing.T) {
 		}
 	})
 	rt.at(10*time.Second, func() {
-		rt.signal(engine.Report{DataCenter: "sjc", Gate: "sjc-1", Minute: minute(44), Seq: 1, Admitted: 20, Seen: 20})
-		rt.signal(engine.Report{DataCenter: "lhr", Gate: "lhr-1", Minute: minute(44), Seq: 1, Admitted: 30, Seen: 30,
+		rt.signal(engine.Report{DataCenter: "sjc", Gate: "sjc-1", Minute: minute(44), Seq: 1, Admitted: 20, Seen: 20, Final: true})
+		rt.signal(engine.Report{DataCenter: "lhr", Gate: "lhr-1", Minute: minute(44), Seq: 1, Admitted: 30, Seen: 30, Final: true,
 			Queued: []engine.MinuteCount{{Minute: minute(44), Count: 5}}})
 		rt.signal(engine.Report{DataCenter: "lhr", Gate: "bad gate", Minute: minute(44), Seq: 1})
 	})

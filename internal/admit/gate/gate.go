@@ -108,7 +108,15 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := room.state.Load()
-	now := g.now()
+	// The decision's minute stays open (not final in the room's eyes)
+	// until its effect is counted.
+	now, minute := room.tally.Begin(g.now, st.snap.MinuteLength())
+	counted := false
+	defer func() {
+		if !counted {
+			room.tally.End(minute, admit.Effect{})
+		}
+	}()
 	https := g.isHTTPS(r)
 	ck, resealNeeded := g.openCookie(r, st, now)
 	if ck != nil && ck.Admitted() && st.snap.Settings.RevokeEnabled() &&
@@ -137,9 +145,11 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil && !errors.Is(err, ErrCountersDown) {
 		g.log.Warn("decide", "room", room.name, "err", err)
 	}
-	if !countsNothing(d.Effect) {
-		room.tally.Add(d.Effect)
+	if countsNothing(d.Effect) {
+		d.Effect = admit.Effect{}
 	}
+	room.tally.End(minute, d.Effect)
+	counted = true
 	g.tally.add(room.name, d.Outcome)
 	if d.Outcome == admit.Bypass {
 		g.proxy.ServeHTTP(w, r)

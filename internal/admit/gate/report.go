@@ -13,9 +13,10 @@ import (
 type ReportSink func(ctx context.Context, r admit.Report) error
 
 // Reporter sends each room the gate's counts: every Every while the minute
-// runs (more often for rooms with a short minute, so the room has them
-// before its grace after the minute ends), at once when a minute ends, and
-// at least once a minute even when idle, so the room counts this gate.
+// runs (more often for rooms with a short minute), a final report as soon
+// as a minute has ended and its last decision is counted (the room waits
+// for every gate's before its next snapshot), and at least once a minute
+// even when idle, so the room counts this gate.
 // Reports are cumulative per minute; one that fails is sent again until a
 // newer one of its minute replaces it.
 type Reporter struct {
@@ -41,7 +42,7 @@ func (p *Reporter) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			final, cancel := context.WithTimeout(context.Background(), p.Timeout)
-			p.Flush(final)
+			p.Leave(final)
 			cancel()
 			return
 		case <-t.C:
@@ -77,7 +78,10 @@ func (p *Reporter) Tick(ctx context.Context) {
 		length := snap.MinuteLength()
 		minute := admit.MinuteOf(now, length)
 		newMinute := minute.After(r.lastMinute)
-		if !newMinute && now.Before(r.nextReport) {
+		// A minute that ended, once its last decision is counted, is
+		// reported at once as final: the room waits for it.
+		finished := r.tally.Finish(minute)
+		if !newMinute && !finished && now.Before(r.nextReport) {
 			continue
 		}
 		if newMinute {
@@ -88,6 +92,16 @@ func (p *Reporter) Tick(ctx context.Context) {
 		r.nextReport = now.Add(min(p.Every, length/24))
 		p.send(ctx, r)
 		r.tally.Forget(minute.Add(-3 * length))
+	}
+}
+
+// Leave tells every room the gate is going: each minute it counted is
+// final, and the room waits for none of its later reports.
+func (p *Reporter) Leave(ctx context.Context) {
+	p.defaults()
+	for _, r := range p.Registry.Rooms() {
+		r.tally.Leave()
+		p.send(ctx, r)
 	}
 }
 

@@ -75,7 +75,7 @@ func (g *Registry) Update(snap *admit.Snapshot, page *string, fetchedAt time.Tim
 	defer g.mu.Unlock()
 	r := g.rooms[snap.Room]
 	if r == nil {
-		r = &Room{name: snap.Room, tally: admit.NewTally(snap.Room, g.gate)}
+		r = &Room{name: snap.Room, tally: admit.NewTally(snap.Room, g.gate, uint64(max(0, fetchedAt.UnixMicro())))}
 		g.rooms[snap.Room] = r
 	}
 	old := r.state.Load()

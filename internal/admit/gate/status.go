@@ -22,6 +22,17 @@ type RoomStatus struct {
 	CustomPage     bool          `json:"customPage"`
 	CookieName     string        `json:"cookieName"`
 	SlotsAvailable int           `json:"slotsAvailable"`
+	// Counted is what this gate counted in the room's recent minutes, as
+	// it reports them to the room.
+	Counted []MinuteCounted `json:"counted,omitempty"`
+}
+
+// MinuteCounted is one minute of a gate's counts.
+type MinuteCounted struct {
+	Minute      time.Time `json:"minute"`
+	NewVisitors int       `json:"newVisitors"`
+	Admitted    int       `json:"admitted"`
+	Seen        int       `json:"activeSessionsSeen"`
 }
 
 // GateStatus is the gate's status document.
@@ -46,9 +57,13 @@ func (g *Gate) Status() GateStatus {
 			continue
 		}
 		s := st.snap
-		out.Rooms = append(out.Rooms, RoomStatus{Room: r.name, Routes: s.Settings.Routes(), Status: s.Status, Seq: s.Seq,
+		rs := RoomStatus{Room: r.name, Routes: s.Settings.Routes(), Status: s.Status, Seq: s.Seq,
 			Minute: s.Minute, PublishedAt: s.PublishedAt, FetchedAt: st.fetchedAt, Stale: s.Stale(now),
-			CustomPage: st.page != nil, CookieName: st.cookieName, SlotsAvailable: s.SlotsAvailable})
+			CustomPage: st.page != nil, CookieName: st.cookieName, SlotsAvailable: s.SlotsAvailable}
+		for _, rep := range r.tally.Kept() {
+			rs.Counted = append(rs.Counted, MinuteCounted{Minute: rep.Minute, NewVisitors: rep.NewVisitors, Admitted: rep.Admitted, Seen: rep.Seen})
+		}
+		out.Rooms = append(out.Rooms, rs)
 	}
 	return out
 }

@@ -106,7 +106,7 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 			id := admit.Gate{DataCenter: dataCenterName(dc), ID: gateID(dc, g)}
 			// Gates start with the room's first snapshot: a new room
 			// admits from its first second.
-			w.gates = append(w.gates, &gate{Gate: id, tally: admit.NewTally(cfg.Room.Name, id), snap: room.Snapshot})
+			w.gates = append(w.gates, &gate{Gate: id, tally: admit.NewTally(cfg.Room.Name, id, 0), snap: room.Snapshot})
 		}
 	}
 	w.arrivals = newArrivalGen(rand.New(rand.NewPCG(s2, s1)), cfg.DataCenters, cfg.Room.NewUsersPerMinute)

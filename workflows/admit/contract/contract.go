@@ -124,6 +124,10 @@ type Description struct {
 	DeletedAt       time.Time             `json:"deletedAt,omitzero"`
 	Snapshot        admit.Snapshot        `json:"snapshot"`
 	Recent          []admit.MinuteSummary `json:"recent"`
-	Runs            int                   `json:"runs"`
-	Stats           RoomStats             `json:"stats"`
+	// Ledger is what the gates reported, minute by minute: the closed
+	// minutes' totals (with how many reports each folded) and the newest
+	// report of each gate for the minutes still open.
+	Ledger admit.Ledger `json:"ledger"`
+	Runs   int          `json:"runs"`
+	Stats  RoomStats    `json:"stats"`
 }
