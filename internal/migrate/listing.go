@@ -21,6 +21,31 @@ type Listed struct {
 // MaxListKeys is the most keys S3 returns for one listing request.
 const MaxListKeys = 1000
 
+// FirstPageSize is the size of a listing's first page; each page after it
+// is four times the one before, up to the job's page size (see
+// RampedPageSize).
+const FirstPageSize = 250
+
+// RampedPageSize is how many objects page seq of a listing holds when
+// pages are at most size objects: FirstPageSize, growing fourfold from page
+// to page up to size (250, 1,000, then 2,000 at the default size). The
+// first copies then start after one short listing instead of a full page (a
+// store reads each listed object's metadata, so listing 2,000 keys takes
+// hundreds of milliseconds), and listing the next page (about a fifth of a
+// millisecond per key) takes less time than copying this one (milliseconds
+// per object), so transfers never wait for it. Few pages are added: each
+// costs a child workflow.
+func RampedPageSize(seq, size int) int {
+	ramped := FirstPageSize
+	for range seq {
+		if ramped >= size {
+			break
+		}
+		ramped *= 4
+	}
+	return min(ramped, size)
+}
+
 // ListSource lists one page of at most max objects under loc, continuing
 // from token (a continuation token of the store), within the key range r.
 // A page larger than one listing request is listed in several.

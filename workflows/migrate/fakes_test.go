@@ -30,6 +30,7 @@ type bucket struct {
 	objects   int
 	pageSize  int
 	listed    []int // seqs listed, in call order
+	sizes     []int // the page size each listing asked for, in call order
 	transfers []contract.PageInput
 	failing   map[int]int // seq → objects that fail in it
 	// block, when set, holds TransferPage of pages from blockFrom on until
@@ -66,6 +67,7 @@ func (b *bucket) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.listed = append(b.listed, in.Seq)
+		b.sizes = append(b.sizes, in.PageSize)
 		want := ""
 		if in.Seq > 0 {
 			want = fmt.Sprintf("token-%d", in.Seq)

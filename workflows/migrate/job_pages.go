@@ -51,8 +51,14 @@ func (j *job) schedule() {
 // scheduled twice.
 func (j *job) listNext() {
 	st := j.st
+	size := j.set.PageSize
+	if ramped := migrate.RampedPageSize(st.Listing.Seq, size); ramped < size &&
+		workflow.GetVersion(j.ctx, "ramp-first-pages", workflow.DefaultVersion, 1) == 1 {
+		// Small first pages: copying starts after a short listing.
+		size = ramped
+	}
 	in := contract.ListInput{Job: j.in.Job, Execution: st.Execution, Seq: st.Listing.Seq, Token: st.Listing.Token,
-		Source: j.in.Source, KeyList: j.in.KeyList, Range: j.in.Range, PageSize: j.set.PageSize}
+		Source: j.in.Source, KeyList: j.in.KeyList, Range: j.in.Range, PageSize: size}
 	j.listing = true
 	f := workflow.ExecuteActivity(j.activityOptions(), a.ListPage, in)
 	j.sel.AddFuture(f, func(f workflow.Future) {

@@ -2,6 +2,7 @@ package migrate_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,6 +69,21 @@ func TestJobCopiesEveryPageOnce(t *testing.T) {
 		if seq != i {
 			t.Fatalf("listing order %v", b.listed)
 		}
+	}
+}
+
+// The first pages of a listing are small and grow up to the page size,
+// so copying starts after a short listing.
+func TestJobRampsUpItsFirstPages(t *testing.T) {
+	b := &bucket{objects: 12000, pageSize: 2000}
+	env := newEnv(t, b)
+	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(2000))
+	if s := result(t, env); s.State != contract.StateCompleted {
+		t.Fatalf("status %+v", s)
+	}
+	want := []int{250, 1000, 2000, 2000, 2000, 2000}
+	if !slices.Equal(b.sizes, want) {
+		t.Fatalf("pages listed with sizes %v, want %v", b.sizes, want)
 	}
 }
 
