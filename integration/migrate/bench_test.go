@@ -135,8 +135,27 @@ func compare(b *testing.B, objs []migratetest.Object, concurrencies []int, large
 		b.ReportMetric(part.plain, "baseline-cpu-s-"+part.name)
 		b.ReportMetric(part.moved, "migrate-cpu-s-"+part.name)
 	}
+	// On a shared machine the run times move with the neighbours' load; the
+	// CPU each side's whole system spent (both stores, Temporal, this
+	// process) moves less, and says what the engine costs per object.
+	sum := func(c cpuUse) float64 { return c.source + c.dest + c.temporal + c.self }
+	var plainTotal, engineTotal, pairs []float64
+	for i := range plain {
+		plainTotal = append(plainTotal, sum(plainCPU[i]))
+		engineTotal = append(engineTotal, sum(engineCPU[i]))
+		pairs = append(pairs, plain[i].Seconds()/engine[i].Seconds())
+	}
+	b.ReportMetric(medianFloat(plainTotal)/medianFloat(engineTotal), "migrate/baseline-cpu")
 	b.Logf("runs (plain, migrate): %v, %v", plain, engine)
+	b.Logf("CPU-seconds of each run, all parts (plain, migrate): %.1f, %.1f", plainTotal, engineTotal)
+	b.Logf("ratio of each pair of adjacent runs: %.2f (median %.2f)", pairs, medianFloat(pairs))
 	_ = ctx
+}
+
+func medianFloat(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // runOnce copies into a fresh destination bucket, times it, and removes
