@@ -169,6 +169,15 @@ func TestRecordHistories(t *testing.T) {
 	writeHistory(t, ctx, c, "migration_queued.json", contract.JobWorkflowID("rec-f"), "")
 	writeHistory(t, ctx, c, "migration_account.json", contract.AccountWorkflowID("rec-one"), "")
 
+	// A job whose pages are larger than the first page: its first listing
+	// asks for a short page (the stubs answer ten objects whatever the size).
+	inH := input("rec-h", 30)
+	inH.Settings.PageSize = 1000
+	if st := result(start(inH)); st.Copied != 30-2 || st.Failed != 2 {
+		t.Fatalf("rec-h: %+v", st)
+	}
+	writeHistory(t, ctx, c, "migration_ramped.json", contract.JobWorkflowID("rec-h"), "")
+
 	// A catalog import: its copy job, then Publish's metadata rebuild.
 	pw := worker.New(c, contract.PublishQueue, worker.Options{})
 	pw.RegisterActivityWithOptions(func(ctx context.Context, in contract.RebuildRequest) (*contract.RebuildCounts, error) {

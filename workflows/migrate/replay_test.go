@@ -36,6 +36,7 @@ var recorded = map[string]struct {
 	"migration_queued.json":              {contract.JobWorkflow, enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
 	"migration_account.json":             {contract.AccountWorkflow, enums.EVENT_TYPE_TIMER_STARTED},
 	"migration_catalog_import.json":      {contract.ImportWorkflow, enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	"migration_ramped.json":              {contract.JobWorkflow, enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
