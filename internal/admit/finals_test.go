@@ -24,7 +24,7 @@ func TestTallyFinalOnlyOnceDecisionsAreCounted(t *testing.T) {
 		t.Fatal("the minute was not finished once its decision was counted")
 	}
 	reps := tl.Pending()
-	if len(reps) != 1 || !reps[0].Final || reps[0].Admitted != 1 || reps[0].Seq != 101 || reps[0].Leaving {
+	if len(reps) != 1 || !reps[0].Final || reps[0].Admitted != 1 || reps[0].Incarnation != 100 || reps[0].Leaving {
 		t.Fatalf("reports %+v", reps)
 	}
 	if tl.Finish(t0.Add(length)) {
@@ -60,5 +60,33 @@ func TestLedgerFinal(t *testing.T) {
 	l.Add(rep("c", prev, true, false)) // c reported the minute before, nothing since
 	if l.Final(prev, m) {
 		t.Fatal("final without c, which reported the minute before and did not leave")
+	}
+}
+
+// A gate restarted under its name reports as a new incarnation: the room
+// adds its counts of a minute to the earlier process's instead of keeping
+// only one of them, whichever numbers its reports higher.
+func TestRestartedGateCountsAddUp(t *testing.T) {
+	before := NewTally("shop", Gate{"ams", "ams-1"}, 1000)
+	after := NewTally("shop", Gate{"ams", "ams-1"}, 2000)
+	admit := func(tl *Tally, n int) {
+		for range n {
+			tl.Add(Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: PoolNew, Scope: Anywhere})
+		}
+	}
+	var l Ledger
+	admit(before, 5)
+	for _, r := range before.Pending() {
+		l.Add(r)
+	}
+	admit(after, 3) // the restarted process, same minute
+	for _, r := range after.Pending() {
+		l.Add(r)
+	}
+	if got := l.Totals(t0); got.Admitted != 8 || got.Reports != 2 {
+		t.Fatalf("the minute's totals %+v, want 8 admitted from 2 reports", got)
+	}
+	if n := l.Sessions(t0, t0.Add(time.Minute)); n != 8 {
+		t.Fatalf("%d sessions, want 8", n)
 	}
 }

@@ -41,7 +41,8 @@ type Ledger struct {
 }
 
 func compareReports(a, b Report) int {
-	return cmp.Or(a.Minute.Compare(b.Minute), strings.Compare(a.DataCenter, b.DataCenter), strings.Compare(a.Gate, b.Gate))
+	return cmp.Or(a.Minute.Compare(b.Minute), strings.Compare(a.DataCenter, b.DataCenter), strings.Compare(a.Gate, b.Gate),
+		cmp.Compare(a.Incarnation, b.Incarnation))
 }
 
 // Add keeps r unless the ledger already has a newer report of the same gate
@@ -223,18 +224,21 @@ func (l *Ledger) Sessions(from, to time.Time) int {
 // gate with a report of the minute before (prev) that was not leaving, has
 // a final report of m. Only open minutes are checked.
 func (l *Ledger) Final(prev, m time.Time) bool {
-	type gateKey struct{ dc, gate string }
+	type gateKey struct {
+		dc, gate    string
+		incarnation uint64
+	}
 	final := map[gateKey]bool{} // only looked up, never ranged over
 	for _, r := range l.Open {
 		if r.Minute.Equal(m) {
 			if !r.Final {
 				return false
 			}
-			final[gateKey{r.DataCenter, r.Gate}] = true
+			final[gateKey{r.DataCenter, r.Gate, r.Incarnation}] = true
 		}
 	}
 	for _, r := range l.Open {
-		if r.Minute.Equal(prev) && !r.Leaving && !final[gateKey{r.DataCenter, r.Gate}] {
+		if r.Minute.Equal(prev) && !r.Leaving && !final[gateKey{r.DataCenter, r.Gate, r.Incarnation}] {
 			return false
 		}
 	}

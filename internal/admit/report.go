@@ -32,7 +32,11 @@ type Report struct {
 	DataCenter string    `json:"dataCenter"`
 	Gate       string    `json:"gate"`
 	Minute     time.Time `json:"minute"`
-	Seq        uint64    `json:"seq"`
+	// Incarnation tells apart the processes that ran the gate under one
+	// name (its start time): a restarted gate's counts of a minute add to
+	// its earlier process's instead of replacing them.
+	Incarnation uint64 `json:"incarnation,omitempty"`
+	Seq         uint64 `json:"seq"`
 
 	NewVisitors       int           `json:"newVisitors,omitempty"`
 	Admitted          int           `json:"admitted,omitempty"`
@@ -117,6 +121,8 @@ type Tally struct {
 	seq     uint64
 	minutes []*tallyMinute // oldest first
 	leaving bool
+
+	incarnation uint64
 }
 
 type tallyMinute struct {
@@ -129,13 +135,11 @@ type tallyMinute struct {
 	final                                                              bool // nothing more will be counted in it
 }
 
-// NewTally starts an empty tally for a gate of a room. Its reports are
-// numbered from firstSeq: a gate passes its start time in microseconds, so
-// that when it restarts under the same name its new reports replace the
-// ones its earlier process sent (the room keeps a gate's highest-numbered
-// report of a minute).
-func NewTally(room string, gate Gate, firstSeq uint64) *Tally {
-	return &Tally{room: room, gate: gate, seq: firstSeq}
+// NewTally starts an empty tally for a gate of a room. incarnation tells
+// this tally's reports from those of the gate's earlier processes (a gate
+// passes its start time in microseconds), so that the room adds them up.
+func NewTally(room string, gate Gate, incarnation uint64) *Tally {
+	return &Tally{room: room, gate: gate, incarnation: incarnation}
 }
 
 func (t *Tally) at(m time.Time) *tallyMinute {
@@ -297,7 +301,7 @@ func (t *Tally) Forget(before time.Time) {
 
 func (t *Tally) report(m *tallyMinute) Report {
 	t.seq++
-	return Report{Room: t.room, DataCenter: t.gate.DataCenter, Gate: t.gate.ID, Minute: m.minute, Seq: t.seq,
+	return Report{Room: t.room, DataCenter: t.gate.DataCenter, Gate: t.gate.ID, Minute: m.minute, Incarnation: t.incarnation, Seq: t.seq,
 		NewVisitors: m.newVisitors, Admitted: m.admitted, AdmittedFromQueue: m.fromQueue, Seen: m.seen,
 		EarlyRefreshes: m.earlyRefreshes, Closed: m.closedRoom,
 		Queued: minuteCounts(m.queued), Renewed: minuteCounts(m.renewed), Revoked: minuteCounts(m.revoked),
