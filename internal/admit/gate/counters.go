@@ -109,6 +109,13 @@ func NewCounters(dataCenter, anywhere *RedisCounter, strategy string, logger *sl
 // admitted on a guess.
 var ErrCountersDown = errors.New("shared counters unreachable")
 
+// ErrCountersBusy is the error of a decision the shared counters did not
+// answer in time while their store still answers a probe (the gate or the
+// store is overloaded, not gone): the visitor is queued and comes back,
+// and the gate keeps counting on the store. Falling back to the even split
+// then would let the gates that still count on it overshoot.
+var ErrCountersBusy = errors.New("shared counters slow to answer")
+
 // Failover uses the shared counters while their store answers and the even
 // split on this gate's own counters while it does not, switching only at
 // minute boundaries so the two never spend the same minute's slots twice:
@@ -152,6 +159,9 @@ func (f *Failover) TakeSlot(ctx context.Context, req admit.SlotRequest) (string,
 		scope, ok, err := f.Shared.TakeSlot(ctx, req)
 		if err == nil {
 			return scope, ok, nil
+		}
+		if f.answers(ctx) {
+			return "", false, errors.Join(ErrCountersBusy, err)
 		}
 		f.fail(req.Now, err)
 		return "", false, errors.Join(ErrCountersDown, err)
@@ -201,6 +211,18 @@ func (f *Failover) mode(now time.Time, length time.Duration) failoverMode {
 	default:
 		return useEven
 	}
+}
+
+// answers reports whether the store answers a probe now: a take that
+// failed on a store that answers was slow (a full connection pool, a loaded
+// machine), not a store that is gone.
+func (f *Failover) answers(ctx context.Context) bool {
+	if f.Probe == nil {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	defer cancel()
+	return f.Probe(pctx) == nil
 }
 
 func (f *Failover) fail(now time.Time, err error) {

@@ -142,7 +142,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// no copy of a cookie is told to come back sooner than another.
 	in.Entropy = tryEntropy(visitor, expected)
 	d, err := admit.Decide(r.Context(), in)
-	if err != nil && !errors.Is(err, ErrCountersDown) {
+	if err != nil && !errors.Is(err, ErrCountersDown) && !errors.Is(err, ErrCountersBusy) {
 		g.log.Warn("decide", "room", room.name, "err", err)
 	}
 	if countsNothing(d.Effect) {

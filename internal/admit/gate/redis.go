@@ -60,6 +60,8 @@ func (c RedisCounter) Ping(ctx context.Context) error { return c.Client.Ping(ctx
 const (
 	redisDialTimeout = 500 * time.Millisecond
 	redisIOTimeout   = 250 * time.Millisecond
+	redisPoolSize    = 64
+	redisPoolTimeout = time.Second
 )
 
 func init() {
@@ -83,7 +85,10 @@ func NewRedisClient(rawURL string) (*redis.Client, error) {
 	opts.DialTimeout = redisDialTimeout
 	opts.ReadTimeout = redisIOTimeout
 	opts.WriteTimeout = redisIOTimeout
-	opts.PoolTimeout = redisIOTimeout
+	// A gate under a burst of visitors waits a little for a connection
+	// rather than calling a busy store down (see ErrCountersBusy).
+	opts.PoolSize = max(opts.PoolSize, redisPoolSize)
+	opts.PoolTimeout = redisPoolTimeout
 	opts.ContextTimeoutEnabled = true
 	opts.MaxRetries = -1 // none: fall back instead
 	opts.DisableIdentity = true
