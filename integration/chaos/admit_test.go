@@ -97,6 +97,14 @@ func TestAdmitUnderFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	keys, err := keyring.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test holds the gates' cookie key, so it reads when each visitor
+	// was admitted (the ticket's acceptedAt, the gate's own clock) and
+	// counts every admission in its minute exactly.
+	admissionCookies = cookieReader{codec: gate.Codec{Keys: keys}, room: s.Name, name: gate.CookieNameFor(s.CookieSuffix)}
 	var gates []*proc
 	for i := range 2 {
 		gates = append(gates, supervise(t, fmt.Sprintf("gate-%d", i), env.bins["gate"], []string{
@@ -241,6 +249,17 @@ func TestAdmitUnderFaults(t *testing.T) {
 			roomOver++
 		}
 	}
+	if over > 0 {
+		// Which side counted what: the visitors' admissions by their
+		// cookies' times against the gates' reports as the room has them.
+		room := map[time.Time]int{}
+		for _, r := range d.Recent {
+			room[r.Minute.UTC()] = r.Admitted
+		}
+		for m := engine.MinuteOf(res.first, admitMinute); !m.After(engine.MinuteOf(res.last, admitMinute)); m = m.Add(admitMinute) {
+			t.Logf("minute %s: visitors admitted %d, the room's record %d", m.Format("15:04:05"), perMinute[m], room[m.UTC()])
+		}
+	}
 	if admittedWithoutRedis == 0 {
 		t.Errorf("nobody admitted while Redis was down")
 	}
@@ -255,7 +274,14 @@ func TestAdmitUnderFaults(t *testing.T) {
 	f.note("one room (%d new visitors a minute, %d active, sessions of 2 minutes, 12-second room minutes), two gates on one Redis, %d visitors at a time, each arriving new, waiting its turn, then coming back twice with its cookie",
 		s.NewUsersPerMinute, s.TotalActiveUsers, visitors)
 	f.note("faults: each gate killed with SIGKILL and restarted; the admit worker down for %s (CHAOS_ADMIT_OUTAGE); Redis down for three room minutes", outage)
-	f.note("%d requests; %d admissions counted against the limits over %d room minutes, %d beyond them", res.requests, len(res.admissions), minutes, over)
+	timed := 0
+	for _, a := range res.admissions {
+		if !a.at.IsZero() {
+			timed++
+		}
+	}
+	f.note("%d requests; %d admissions counted against the limits over %d room minutes, %d beyond them (%d timed exactly by the gate's decision in their cookie, the rest by their request's span)",
+		res.requests, len(res.admissions), minutes, over, timed)
 	f.note("%d returning visits with a cookie let in, %d refused; %d visitors admitted before a gate restart let in by the restarted gate, %d refused", res.returnedOK, res.returnRefused, cookiesKept, cookiesRefused)
 	f.note("admitted while the admit worker was down: %d (on a snapshot past its minute, gates spend at most a quarter of the new visitors' pool per minute and one minute's limit in all, never a queued bucket's reservation; a room that is queueing may admit no one new until the worker is back, while the visitors it admitted keep their sessions); while Redis was down: %d", admittedInOutage, admittedWithoutRedis)
 	if len(overMinutes) > 0 {
@@ -345,7 +371,32 @@ func newCountingOrigin(t *testing.T) *countingOrigin {
 
 // browser is a visitor keeping its cookie; cookie jars ignore ports, so
 // the cookie reaches every gate.
-type browser struct{ c *http.Client }
+type browser struct {
+	c          *http.Client
+	admittedAt time.Time // from the last admission's cookie
+}
+
+// cookieReader opens the gates' cookies for the test.
+type cookieReader struct {
+	codec      gate.Codec
+	room, name string
+}
+
+var admissionCookies cookieReader
+
+// acceptedAt is when the cookie a gate set says its bearer was admitted
+// (zero if there is none).
+func (c cookieReader) acceptedAt(resp *http.Response) time.Time {
+	for _, ck := range resp.Cookies() {
+		if ck.Name != c.name || c.codec.Keys == nil {
+			continue
+		}
+		if opened, _, err := c.codec.Open(ck.Value, c.room, time.Now()); err == nil && opened.Admitted() {
+			return time.UnixMilli(opened.AcceptedAt)
+		}
+	}
+	return time.Time{}
+}
 
 var visitorTransport = &http.Transport{MaxIdleConnsPerHost: 64}
 
@@ -364,6 +415,9 @@ func (b *browser) visit(url string) (int, time.Duration, error) {
 	resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusOK && strings.HasPrefix(string(body), "origin:"):
+		if at := admissionCookies.acceptedAt(resp); !at.IsZero() {
+			b.admittedAt = at
+		}
 		return http.StatusOK, 0, nil
 	case resp.StatusCode == http.StatusTooManyRequests:
 		secs, err := strconv.Atoi(resp.Header.Get("Refresh"))
@@ -395,7 +449,7 @@ func admittedBrowsers(t *testing.T, l *load, gates []*proc, path string, n int) 
 			to := time.Now()
 			l.count(func(r *loadResult) { r.requests++ })
 			if in[i] = err == nil && status == http.StatusOK; in[i] {
-				l.count(func(r *loadResult) { r.admissions = append(r.admissions, admission{from, to}) })
+				l.count(func(r *loadResult) { r.admissions = append(r.admissions, admission{from, to, b.admittedAt}) })
 			}
 			all = all && in[i]
 		}
@@ -413,7 +467,18 @@ type load struct {
 	res    loadResult
 }
 
-type admission struct{ from, to time.Time }
+// admission is one visitor let in: its request's span and, from its
+// cookie, the gate's time of the decision (zero if unknown).
+type admission struct{ from, to, at time.Time }
+
+// in reports whether the admission may have been in [from, to): exactly
+// when its time is known, by its request's span otherwise.
+func (a admission) in(from, to time.Time) bool {
+	if !a.at.IsZero() {
+		return !a.at.Before(from) && a.at.Before(to)
+	}
+	return a.to.After(from) && a.from.Before(to) || a.to.Equal(from)
+}
 
 type loadResult struct {
 	requests, returnedOK, returnRefused int64
@@ -426,18 +491,23 @@ type loadResult struct {
 func (r loadResult) admittedWithin(from, to time.Time) int {
 	n := 0
 	for _, a := range r.admissions {
-		if a.to.After(from) && a.from.Before(to) || a.to.Equal(from) {
+		if a.in(from, to) {
 			n++
 		}
 	}
 	return n
 }
 
-// perMinute counts each admission in its room minute; one whose request
-// spanned a boundary counts in both (an upper bound, which must still hold).
+// perMinute counts each admission in its room minute: the minute of its
+// decision; without one, a request that spanned a boundary counts in both
+// (an upper bound, which must still hold).
 func (r loadResult) perMinute() map[time.Time]int {
 	out := map[time.Time]int{}
 	for _, a := range r.admissions {
+		if !a.at.IsZero() {
+			out[engine.MinuteOf(a.at, admitMinute)]++
+			continue
+		}
 		m1, m2 := engine.MinuteOf(a.from, admitMinute), engine.MinuteOf(a.to, admitMinute)
 		out[m1]++
 		if !m2.Equal(m1) {
@@ -530,7 +600,7 @@ func (l *load) visitor(gates []*proc, path string, seed uint64) {
 				return
 			}
 			if status == http.StatusOK {
-				l.count(func(r *loadResult) { r.admissions = append(r.admissions, admission{from, to}) })
+				l.count(func(r *loadResult) { r.admissions = append(r.admissions, admission{from, to, b.admittedAt}) })
 				break
 			}
 			if !l.pause(refresh) {
