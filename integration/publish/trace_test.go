@@ -97,7 +97,15 @@ func TestOneTraceSpansAWholePublish(t *testing.T) {
 				missing = append(missing, w)
 			}
 		}
-		return len(missing) == 0, fmt.Sprintf("missing %q; the trace has %q", missing, keys(got))
+		// Should spans be missing: whether they arrived in another trace
+		// or not at all.
+		var elsewhere []string
+		for _, s := range collector.all() {
+			if s.traceID != traceID && len(elsewhere) < 12 {
+				elsewhere = append(elsewhere, s.service+" "+s.name+" in "+s.traceID)
+			}
+		}
+		return len(missing) == 0, fmt.Sprintf("missing %q; the trace has %q; %d spans in all, elsewhere %q", missing, keys(got), len(collector.all()), elsewhere)
 	})
 	// Nothing of this publish lands in another trace.
 	for _, s := range collector.all() {
