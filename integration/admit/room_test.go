@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 func startWorker(t *testing.T) (stop func()) {
 	t.Helper()
 	testenv.Require(t, env)
-	w := worker.New(env.Client, contract.TaskQueue, worker.Options{})
+	// A stopped worker's rooms move to the next worker once their sticky
+	// queue times out: a second here, not the default five.
+	w := worker.New(env.Client, contract.TaskQueue, worker.Options{StickyScheduleToStartTimeout: time.Second})
 	registerRoom(w)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -53,7 +55,12 @@ func waitFor(t *testing.T, rc roomclient.Client, room string, within time.Durati
 	var last engine.Snapshot
 	var err error
 	for time.Now().Before(deadline) {
-		if last, err = rc.Snapshot(context.Background(), room); err == nil && ok(last) {
+		// Each query gets a few seconds: one sent to a worker that has
+		// just stopped must not use up the whole wait.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		last, err = rc.Snapshot(ctx, room)
+		cancel()
+		if err == nil && ok(last) {
 			return last
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -216,7 +223,7 @@ func TestReportsSurviveWorkerOutage(t *testing.T) {
 	}
 	time.Sleep(minute)
 	startWorker(t)
-	next := waitFor(t, rc, s.Name, 4*minute, "a snapshot counting both minutes", func(x engine.Snapshot) bool {
+	next := waitFor(t, rc, s.Name, 8*minute, "a snapshot counting both minutes", func(x engine.Snapshot) bool {
 		return x.Minute.After(m.Add(minute))
 	})
 	if next.ActiveUsers != 14 {
