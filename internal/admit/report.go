@@ -284,10 +284,7 @@ func (t *Tally) Kept() []Report {
 	defer t.mu.Unlock()
 	out := make([]Report, 0, len(t.minutes))
 	for _, m := range t.minutes {
-		r := t.report(m)
-		t.seq--
-		r.Seq = 0
-		out = append(out, r)
+		out = append(out, t.counts(m))
 	}
 	return out
 }
@@ -299,9 +296,17 @@ func (t *Tally) Forget(before time.Time) {
 	t.minutes = slices.DeleteFunc(t.minutes, func(m *tallyMinute) bool { return m.minute.Before(before) && !m.dirty && m.deciding == 0 })
 }
 
+// report is a minute's counts as the next report to send (numbered).
 func (t *Tally) report(m *tallyMinute) Report {
 	t.seq++
-	return Report{Room: t.room, DataCenter: t.gate.DataCenter, Gate: t.gate.ID, Minute: m.minute, Incarnation: t.incarnation, Seq: t.seq,
+	r := t.counts(m)
+	r.Seq = t.seq
+	return r
+}
+
+// counts is a minute's counts, unnumbered.
+func (t *Tally) counts(m *tallyMinute) Report {
+	return Report{Room: t.room, DataCenter: t.gate.DataCenter, Gate: t.gate.ID, Minute: m.minute, Incarnation: t.incarnation,
 		NewVisitors: m.newVisitors, Admitted: m.admitted, AdmittedFromQueue: m.fromQueue, Seen: m.seen,
 		EarlyRefreshes: m.earlyRefreshes, Closed: m.closedRoom,
 		Queued: minuteCounts(m.queued), Renewed: minuteCounts(m.renewed), Revoked: minuteCounts(m.revoked),
