@@ -16,18 +16,18 @@ func TestTallyFinalOnlyOnceDecisionsAreCounted(t *testing.T) {
 		t.Fatalf("began at %s in minute %s", now, m)
 	}
 	// The minute ends while the decision runs: not final yet.
-	if tl.Finish(t0.Add(length)) {
+	if len(tl.Finish(t0.Add(length))) != 0 {
 		t.Fatal("a minute with a decision still running was finished")
 	}
 	tl.End(m, Effect{Minute: m, NewVisitor: true, Admitted: true, Seen: true, Pool: PoolNew, Scope: Anywhere})
-	if !tl.Finish(t0.Add(length)) {
+	if f := tl.Finish(t0.Add(length)); len(f) != 1 || !f[0].Equal(t0) {
 		t.Fatal("the minute was not finished once its decision was counted")
 	}
 	reps := tl.Pending()
 	if len(reps) != 1 || !reps[0].Final || reps[0].Admitted != 1 || reps[0].Incarnation != 100 || reps[0].Leaving {
 		t.Fatalf("reports %+v", reps)
 	}
-	if tl.Finish(t0.Add(length)) {
+	if len(tl.Finish(t0.Add(length))) != 0 {
 		t.Fatal("a final minute was finished twice")
 	}
 	tl.Heartbeat(t0.Add(length))
@@ -88,5 +88,98 @@ func TestRestartedGateCountsAddUp(t *testing.T) {
 	}
 	if n := l.Sessions(t0, t0.Add(time.Minute)); n != 8 {
 		t.Fatalf("%d sessions, want 8", n)
+	}
+}
+
+// A gate killed before it reported its last admissions: the shared
+// counters still know them, and the surviving gate's reading of them in
+// its final report makes the room count them, once, whatever reports
+// arrive after.
+func TestUnreportedSlotsCountAsAdmissions(t *testing.T) {
+	const length = 12 * time.Second
+	survivor := NewTally("shop", Gate{"ams", "ams-1"}, 1)
+	killed := NewTally("shop", Gate{"ams", "ams-2"}, 1)
+	restarted := NewTally("shop", Gate{"ams", "ams-2"}, 2)
+	admit := func(tl *Tally, n int) {
+		for range n {
+			tl.Add(Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: PoolNew, Scope: Anywhere})
+		}
+	}
+	var l Ledger
+	send := func(tl *Tally) {
+		for _, r := range tl.Pending() {
+			l.Add(r)
+		}
+	}
+	admit(survivor, 3)
+	admit(killed, 1)
+	send(killed)
+	admit(killed, 2) // the last two die with the gate: 6 slots taken, 4 reported
+	store := []PoolCount{{Pool: PoolNew, Scope: Anywhere, Count: 6}}
+
+	survivor.Finish(t0.Add(length))
+	survivor.StoreTaken(t0, store)
+	send(survivor)
+	want := func(when string, admitted, unreported, sessions int) {
+		t.Helper()
+		got := l.Totals(t0)
+		if got.Admitted != admitted || got.Unreported != unreported || got.TakenFrom(PoolNew, Anywhere) != admitted {
+			t.Fatalf("%s: totals %+v, want %d admitted, %d of them unreported", when, got, admitted, unreported)
+		}
+		if n := l.Sessions(t0, t0.Add(time.Minute)); n != sessions {
+			t.Fatalf("%s: %d sessions, want %d", when, n, sessions)
+		}
+	}
+	want("with the survivor's reading", 6, 2, 6)
+
+	// The restarted gate reads the same counter: a reading, not a count,
+	// so it adds nothing.
+	restarted.Heartbeat(t0)
+	restarted.Finish(t0.Add(length))
+	restarted.StoreTaken(t0, store)
+	send(restarted)
+	want("with two readings", 6, 2, 6)
+
+	// Closed, the minute keeps them, and the sessions renewed later leave
+	// it as any other.
+	l.Close(t0.Add(length), t0.Add(-time.Hour))
+	want("closed", 6, 2, 6)
+	later := Report{Room: "shop", DataCenter: "ams", Gate: "ams-1", Minute: t0.Add(length), Incarnation: 1, Seq: 9,
+		Renewed: []MinuteCount{{Minute: t0, Count: 6}}}
+	l.Add(later)
+	if n := l.Sessions(t0, t0.Add(length)); n != 6 {
+		t.Fatalf("%d sessions of the closed minute before the renewals, want 6", n)
+	}
+	if n := l.Sessions(t0, t0.Add(2*length)); n != 6 {
+		t.Fatalf("%d sessions once all six renewed into the next minute, want 6 (not fewer)", n)
+	}
+}
+
+// A late report of the killed gate's admissions, arriving before the
+// minute closes, replaces the reading's estimate rather than adding to it.
+func TestLateReportReplacesUnreported(t *testing.T) {
+	var l Ledger
+	rep := func(gate string, seq uint64, taken, store int) Report {
+		r := Report{Room: "shop", DataCenter: "ams", Gate: gate, Minute: t0, Seq: seq, Admitted: taken,
+			Taken: []PoolCount{{Pool: PoolNew, Scope: Anywhere, Count: taken}}}
+		if store > 0 {
+			r.StoreTaken, r.Final = []PoolCount{{Pool: PoolNew, Scope: Anywhere, Count: store}}, true
+		}
+		return r
+	}
+	l.Add(rep("a", 1, 3, 7))
+	l.Add(rep("b", 1, 1, 0))
+	if got := l.Totals(t0); got.Admitted != 7 || got.Unreported != 3 {
+		t.Fatalf("totals %+v, want 7 admitted, 3 unreported", got)
+	}
+	l.Add(rep("b", 2, 4, 0))
+	if got := l.Totals(t0); got.Admitted != 7 || got.Unreported != 0 {
+		t.Fatalf("after b's late report: %+v, want 7 admitted, none unreported", got)
+	}
+	// A reading below the reports (a gate whose Redis lost keys, or that
+	// read before others finished) takes nothing away.
+	l.Add(rep("a", 2, 3, 2))
+	if got := l.Totals(t0); got.Admitted != 7 || got.Unreported != 0 {
+		t.Fatalf("with a low reading: %+v, want the reports' 7", got)
 	}
 }

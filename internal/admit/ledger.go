@@ -23,6 +23,11 @@ type MinuteTotals struct {
 	Entered int         `json:"entered,omitempty"`
 	Left    int         `json:"left,omitempty"`
 	Taken   []PoolCount `json:"taken,omitempty"`
+	// Unreported are the slots the shared counters handed out in the minute
+	// beyond what the gates' reports count: admissions of a gate that died
+	// before it reported them. They are counted in Admitted, Entered and
+	// Taken too.
+	Unreported int `json:"unreported,omitempty"`
 
 	// Only for minutes still open (computed from their reports):
 	Queued      []MinuteCount     `json:"-"`
@@ -86,6 +91,9 @@ func (l *Ledger) Close(before, keepFrom time.Time) {
 			}
 		}
 	}
+	for _, group := range byMinute(l.Open[:n]) {
+		addUnreported(l.closedAt(group[0].Minute, true), unreported(group))
+	}
 	l.Open = slices.Delete(l.Open, 0, n)
 	if before.After(l.ClosedBefore) {
 		l.ClosedBefore = before
@@ -121,13 +129,89 @@ func addReport(t *MinuteTotals, r Report) {
 		t.Revocations += c.Count
 	}
 	for _, p := range r.Taken {
-		i, found := slices.BinarySearchFunc(t.Taken, p, comparePoolScope)
-		if found {
-			t.Taken[i].Count += p.Count
-		} else {
-			t.Taken = slices.Insert(t.Taken, i, p)
+		t.Taken = addTaken(t.Taken, p)
+	}
+}
+
+// addTaken adds slots of a pool's scope to a sorted list.
+func addTaken(taken []PoolCount, p PoolCount) []PoolCount {
+	i, found := slices.BinarySearchFunc(taken, p, comparePoolScope)
+	if found {
+		taken[i].Count += p.Count
+		return taken
+	}
+	return slices.Insert(taken, i, p)
+}
+
+// unreported is what the shared counters handed out in a minute beyond
+// what its reports (all of that minute) count, by pool and scope. Gates
+// read the counters once the minute is over (Report.StoreTaken); the
+// largest reading of a counter is the most it is known to have handed out,
+// and a gate that died before reporting its admissions is the only way a
+// reading exceeds the reports' sum. A report that arrives later lowers it
+// again, so nothing is counted twice.
+func unreported(reports []Report) []PoolCount {
+	var store []PoolCount // the largest reading of each counter
+	for _, r := range reports {
+		for _, p := range r.StoreTaken {
+			i, found := slices.BinarySearchFunc(store, p, comparePoolScope)
+			switch {
+			case !found:
+				store = slices.Insert(store, i, p)
+			case p.Count > store[i].Count:
+				store[i].Count = p.Count
+			}
 		}
 	}
+	var extra []PoolCount
+	for _, s := range store {
+		reported := 0
+		for _, r := range reports {
+			for _, p := range r.Taken {
+				if comparePoolScope(p, s) == 0 {
+					reported += p.Count
+				}
+			}
+		}
+		if s.Count > reported {
+			extra = append(extra, PoolCount{Pool: s.Pool, Scope: s.Scope, Count: s.Count - reported})
+		}
+	}
+	return extra
+}
+
+// addUnreported counts slots no report counts as admissions of the minute.
+func addUnreported(t *MinuteTotals, extra []PoolCount) {
+	for _, p := range extra {
+		t.Unreported += p.Count
+		t.Admitted += p.Count
+		t.Entered += p.Count
+		t.Taken = addTaken(t.Taken, p)
+	}
+}
+
+// byMinute splits reports sorted by minute into one group per minute.
+func byMinute(reports []Report) [][]Report {
+	var groups [][]Report
+	for i := 0; i < len(reports); {
+		j := i + 1
+		for j < len(reports) && reports[j].Minute.Equal(reports[i].Minute) {
+			j++
+		}
+		groups = append(groups, reports[i:j])
+		i = j
+	}
+	return groups
+}
+
+// openOf returns the open reports of minute m.
+func (l *Ledger) openOf(m time.Time) []Report {
+	for _, group := range byMinute(l.Open) {
+		if group[0].Minute.Equal(m) {
+			return group
+		}
+	}
+	return nil
 }
 
 func comparePoolScope(a, b PoolCount) int {
@@ -166,6 +250,7 @@ func (l *Ledger) Totals(m time.Time) MinuteTotals {
 		dc.Users += r.Seen
 		dc.Gates = append(dc.Gates, r.Gate)
 	}
+	addUnreported(&out, unreported(l.openOf(m)))
 	out.Queued = queued
 	// Left counts of open minutes come from later open reports.
 	for _, r := range l.Open {
@@ -213,6 +298,13 @@ func (l *Ledger) Sessions(from, to time.Time) int {
 		for _, c := range r.Revoked {
 			if in(c.Minute) {
 				n -= c.Count
+			}
+		}
+	}
+	for _, group := range byMinute(l.Open) {
+		if in(group[0].Minute) {
+			for _, p := range unreported(group) {
+				n += p.Count
 			}
 		}
 	}

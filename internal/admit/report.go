@@ -48,6 +48,12 @@ type Report struct {
 	EarlyRefreshes    int           `json:"earlyRefreshesIgnored,omitempty"`
 	Closed            int           `json:"closed,omitempty"`
 	Taken             []PoolCount   `json:"taken,omitempty"` // slots by pool and scope
+	// StoreTaken is, in a final report, what the shared counters the gate
+	// reads had handed out in the minute once it was over, by pool and
+	// scope, whoever took the slots: the room counts what is beyond every
+	// report's Taken (the admissions of a gate that died before reporting
+	// them). Empty without shared counters.
+	StoreTaken []PoolCount `json:"storeTaken,omitempty"`
 	// Final says the gate will count nothing more in this minute: it ended
 	// on the gate's clock and every decision made in it has been counted.
 	// Leaving says the gate is shutting down and reports no later minute.
@@ -74,7 +80,7 @@ func (r Report) Validate(room string, minute time.Duration) error {
 		return fmt.Errorf("report: minute %s is not the start of a minute", r.Minute)
 	case r.NewVisitors < 0 || r.Admitted < 0 || r.AdmittedFromQueue < 0 || r.Seen < 0 || r.EarlyRefreshes < 0 || r.Closed < 0:
 		return fmt.Errorf("report: negative count")
-	case len(r.Queued) > maxReportEntries || len(r.Renewed) > maxReportEntries || len(r.Revoked) > maxReportEntries || len(r.Taken) > maxReportEntries:
+	case len(r.Queued) > maxReportEntries || len(r.Renewed) > maxReportEntries || len(r.Revoked) > maxReportEntries || len(r.Taken) > maxReportEntries || len(r.StoreTaken) > maxReportEntries:
 		return fmt.Errorf("report: more than %d entries in a list", maxReportEntries)
 	}
 	for _, l := range [][]MinuteCount{r.Renewed, r.Revoked} {
@@ -89,7 +95,7 @@ func (r Report) Validate(room string, minute time.Duration) error {
 			return fmt.Errorf("report: bucket %s is after the report's minute", c.Minute)
 		}
 	}
-	for _, t := range r.Taken {
+	for _, t := range slices.Concat(r.Taken, r.StoreTaken) {
 		if t.Count < 0 || (t.Scope != Anywhere && !validLabel(t.Scope)) || t.Pool == "" || len(t.Pool) > maxNameLength {
 			return fmt.Errorf("report: bad slot entry %+v", t)
 		}
@@ -131,6 +137,7 @@ type tallyMinute struct {
 	queued, renewed, revoked                                           map[int64]int // by Unix ms
 	taken                                                              map[[2]string]int
 	dirty                                                              bool
+	storeTaken                                                         []PoolCount
 	deciding                                                           int  // decisions begun in the minute, not yet counted
 	final                                                              bool // nothing more will be counted in it
 }
@@ -219,17 +226,27 @@ func (t *Tally) add(e Effect) {
 
 // Finish marks every minute before current final once no decision made in
 // it is still being counted, so its next report tells the room so. It
-// reports whether any minute became final.
-func (t *Tally) Finish(current time.Time) bool {
+// returns the minutes that became final, oldest first.
+func (t *Tally) Finish(current time.Time) []time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	changed := false
+	var finished []time.Time
 	for _, m := range t.minutes {
 		if m.minute.Before(current) && !m.final && m.deciding == 0 {
-			m.final, m.dirty, changed = true, true, true
+			m.final, m.dirty = true, true
+			finished = append(finished, m.minute)
 		}
 	}
-	return changed
+	return finished
+}
+
+// StoreTaken records what the shared counters had handed out in a minute
+// (Report.StoreTaken), for its next report.
+func (t *Tally) StoreTaken(minute time.Time, taken []PoolCount) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.at(minute)
+	m.storeTaken, m.dirty = slices.Clone(taken), true
 }
 
 // Leave marks every minute final and the gate as leaving (it is shutting
@@ -310,7 +327,7 @@ func (t *Tally) counts(m *tallyMinute) Report {
 		NewVisitors: m.newVisitors, Admitted: m.admitted, AdmittedFromQueue: m.fromQueue, Seen: m.seen,
 		EarlyRefreshes: m.earlyRefreshes, Closed: m.closedRoom,
 		Queued: minuteCounts(m.queued), Renewed: minuteCounts(m.renewed), Revoked: minuteCounts(m.revoked),
-		Taken: poolCounts(m.taken), Final: m.final, Leaving: t.leaving}
+		Taken: poolCounts(m.taken), StoreTaken: slices.Clone(m.storeTaken), Final: m.final, Leaving: t.leaving}
 }
 
 func minuteCounts(m map[int64]int) []MinuteCount {

@@ -34,6 +34,11 @@ type Room struct {
 	// complete even when reports are slow to arrive. (Rooms started before
 	// gates sent final reports publish at the grace.)
 	AwaitFinals bool `json:"awaitFinals,omitempty"`
+	// CountsStore makes the room count the slots the shared counters handed
+	// out beyond what the gates reported (Report.StoreTaken): the
+	// admissions of a gate that died before reporting them. (Rooms started
+	// before gates read their counters ignore the readings.)
+	CountsStore bool `json:"countsStore,omitempty"`
 
 	Shuffles []TimeRange     `json:"shuffles,omitempty"`
 	Recent   []MinuteSummary `json:"recent,omitempty"` // the last RecentMinutes minutes, oldest first
@@ -119,6 +124,9 @@ func (r *Room) AddReport(rep Report, now time.Time) error {
 	}
 	if rep.Minute.After(MinuteOf(now, length).Add(length)) {
 		return fmt.Errorf("report of minute %s is from the future (now %s)", rep.Minute.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	if !r.CountsStore {
+		rep.StoreTaken = nil
 	}
 	r.Ledger.Add(rep)
 	return nil
@@ -456,38 +464,4 @@ func (r *Room) recordRecent(s *Snapshot) {
 	if len(r.Recent) > RecentMinutes {
 		r.Recent = slices.Delete(r.Recent, 0, len(r.Recent)-RecentMinutes)
 	}
-}
-
-// StatusAPI is the source product's status API answer.
-type StatusAPI struct {
-	Status                    Status `json:"status"`
-	EventID                   string `json:"event_id"`
-	EstimatedQueuedUsers      int    `json:"estimated_queued_users"`
-	EstimatedTotalActiveUsers int    `json:"estimated_total_active_users"`
-	MaxEstimatedTimeMinutes   int    `json:"max_estimated_time_minutes"`
-}
-
-// StatusAPI answers the status API from a snapshot.
-func (s *Snapshot) StatusAPI() StatusAPI {
-	out := StatusAPI{Status: s.Status, EstimatedQueuedUsers: s.CurrentlyWaiting, EstimatedTotalActiveUsers: s.ActiveUsers}
-	if s.Event != nil {
-		out.EventID = s.Event.Name
-	}
-	if s.Estimate.Known && s.CurrentlyWaiting > 0 {
-		out.MaxEstimatedTimeMinutes = ceilMinutes(s.Estimate.MaxMinutes)
-	}
-	return out
-}
-
-// String is a one-line summary for logs and the Web UI.
-func (s *Snapshot) String() string {
-	line := fmt.Sprintf("%s: %d/%d active, %d slots this minute, %d waiting, %s", s.Status, s.ActiveUsers,
-		s.Settings.TotalActiveUsers, s.SlotsAvailable, s.CurrentlyWaiting, s.Settings.QueueingMethod)
-	if s.Estimate.Known && s.CurrentlyWaiting > 0 {
-		line += ", max wait " + strconv.Itoa(ceilMinutes(s.Estimate.MaxMinutes)) + " min"
-	}
-	if s.Event != nil {
-		line += ", event " + s.Event.Name + " " + string(s.Event.Phase)
-	}
-	return line
 }

@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -226,4 +227,38 @@ func (s *Snapshot) Gates(g Gate) (inDataCenter, global int) {
 		global++
 	}
 	return inDataCenter, global
+}
+
+// StatusAPI is the source product's status API answer.
+type StatusAPI struct {
+	Status                    Status `json:"status"`
+	EventID                   string `json:"event_id"`
+	EstimatedQueuedUsers      int    `json:"estimated_queued_users"`
+	EstimatedTotalActiveUsers int    `json:"estimated_total_active_users"`
+	MaxEstimatedTimeMinutes   int    `json:"max_estimated_time_minutes"`
+}
+
+// StatusAPI answers the status API from a snapshot.
+func (s *Snapshot) StatusAPI() StatusAPI {
+	out := StatusAPI{Status: s.Status, EstimatedQueuedUsers: s.CurrentlyWaiting, EstimatedTotalActiveUsers: s.ActiveUsers}
+	if s.Event != nil {
+		out.EventID = s.Event.Name
+	}
+	if s.Estimate.Known && s.CurrentlyWaiting > 0 {
+		out.MaxEstimatedTimeMinutes = ceilMinutes(s.Estimate.MaxMinutes)
+	}
+	return out
+}
+
+// String is a one-line summary for logs and the Web UI.
+func (s *Snapshot) String() string {
+	line := fmt.Sprintf("%s: %d/%d active, %d slots this minute, %d waiting, %s", s.Status, s.ActiveUsers,
+		s.Settings.TotalActiveUsers, s.SlotsAvailable, s.CurrentlyWaiting, s.Settings.QueueingMethod)
+	if s.Estimate.Known && s.CurrentlyWaiting > 0 {
+		line += ", max wait " + strconv.Itoa(ceilMinutes(s.Estimate.MaxMinutes)) + " min"
+	}
+	if s.Event != nil {
+		line += ", event " + s.Event.Name + " " + string(s.Event.Phase)
+	}
+	return line
 }

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	engine "github.com/edgeflow/edgeflow/internal/admit"
 	roomwf "github.com/edgeflow/edgeflow/workflows/admit"
 	"github.com/edgeflow/edgeflow/workflows/admit/contract"
 )
@@ -76,6 +77,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 // a timer per minute, updates, continue-as-new with the state carried, the
 // version marker of final reports.
 func TestRecordedHistoriesCoverTheRoom(t *testing.T) {
+	readings := 0 // reports that read the shared counters
 	count := func(file string) map[enums.EventType]int {
 		f, err := os.Open(filepath.Join("testdata", file))
 		if err != nil {
@@ -89,6 +91,12 @@ func TestRecordedHistoriesCoverTheRoom(t *testing.T) {
 		n := map[enums.EventType]int{}
 		for _, ev := range hist.GetEvents() {
 			n[ev.GetEventType()]++
+			if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == contract.ReportSignal {
+				var rep engine.Report
+				if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &rep); err == nil && len(rep.StoreTaken) > 0 {
+					readings++
+				}
+			}
 			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
 				var next contract.RoomInput
 				if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &next); err != nil {
@@ -104,11 +112,15 @@ func TestRecordedHistoriesCoverTheRoom(t *testing.T) {
 	first := count("room_continued_first_run.json")
 	// A minute's snapshot is published on the last gate's final report
 	// or on the timer, whichever comes first: timers are started every
-	// minute, and most are cancelled. The marker is the await-final-reports
-	// version.
+	// minute, and most are cancelled. The markers are the versions
+	// await-final-reports and count-unreported-slots.
 	if first[enums.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED] < 10 || first[enums.EVENT_TYPE_TIMER_STARTED] < 3 ||
-		first[enums.EVENT_TYPE_TIMER_FIRED] < 1 || first[enums.EVENT_TYPE_MARKER_RECORDED] != 1 {
+		first[enums.EVENT_TYPE_TIMER_FIRED] < 1 || first[enums.EVENT_TYPE_MARKER_RECORDED] != 2 {
 		t.Errorf("first run: %v", first)
+	}
+	// The gates' final reports carry their readings of the shared counters.
+	if readings == 0 {
+		t.Error("no report in the first run reads the shared counters")
 	}
 	last := count("room_last_run.json")
 	if last[enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED] < 6 || last[enums.EVENT_TYPE_TIMER_CANCELED] == 0 {

@@ -44,6 +44,11 @@ func Room(ctx workflow.Context, in contract.RoomInput) error {
 	if workflow.GetVersion(ctx, "await-final-reports", workflow.DefaultVersion, 1) >= 1 {
 		r.Room.AwaitFinals = true
 	}
+	// and count the slots the shared counters handed out that no gate
+	// reported (engine.Room.CountsStore).
+	if workflow.GetVersion(ctx, "count-unreported-slots", workflow.DefaultVersion, 1) >= 1 {
+		r.Room.CountsStore = true
+	}
 	return r.run(ctx)
 }
 

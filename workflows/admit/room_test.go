@@ -182,6 +182,36 @@ func TestRoomWaitsForFinalReports(t *testing.T) {
 	}
 }
 
+// A gate killed before it reported its last admissions: the other gate's
+// final report reads the shared counters, and the room counts the
+// difference as active users of the minute.
+func TestRoomCountsSlotsNoGateReported(t *testing.T) {
+	rt := newRoomTest(t)
+	taken := func(n int) []engine.PoolCount {
+		return []engine.PoolCount{{Pool: engine.PoolNew, Scope: engine.Anywhere, Count: n}}
+	}
+	rt.at(10*time.Second, func() {
+		rt.signal(engine.Report{DataCenter: "sjc", Gate: "sjc-2", Minute: minute(44), Seq: 1, Admitted: 5, Seen: 5, Taken: taken(5)})
+	})
+	rt.at(31*time.Second, func() { // sjc-2 died with 3 admissions unreported
+		rt.signal(engine.Report{DataCenter: "sjc", Gate: "sjc-1", Minute: minute(44), Seq: 1, Admitted: 20, Seen: 20, Taken: taken(20),
+			StoreTaken: taken(28), Final: true})
+	})
+	rt.at(50*time.Second, func() {
+		s := rt.snapshot()
+		if !s.Minute.Equal(minute(45)) || s.ActiveUsers != 28 {
+			t.Errorf("11:45 counts %d active users, want 28 (25 reported, 3 only in the counters): %s", s.ActiveUsers, s.String())
+		}
+		ledger := rt.describe().Ledger
+		if got := ledger.Totals(minute(44)); got.Unreported != 3 || got.Admitted != 28 {
+			t.Errorf("11:44 in the ledger: %+v, want 28 admitted, 3 of them unreported", got)
+		}
+	})
+	if err := rt.run(shopInput(), time.Minute); !errors.Is(err, workflow.ErrCanceled) && !temporal.IsCanceledError(err) {
+		t.Fatalf("workflow ended with %v", err)
+	}
+}
+
 // Source document 000's San Jose state, through the workflow: reports
 // during 11:44, the rollup at 11:45 (after 5 s of grace), a method switch,
 // and a refused update that changes nothing.

@@ -20,6 +20,10 @@ type Counters struct {
 	// Failover is set when the counters are on Redis: its Run probes a
 	// failed store until it answers again.
 	Failover *Failover
+	// Shared is where the shared counters are (the Redis stores by scope),
+	// nil when the gate counts only in its own memory. The reporter reads
+	// it (Reporter.Store).
+	Shared admit.Counter
 }
 
 // MemoryCounters counts in this process, for one gate per data center: the
@@ -101,7 +105,7 @@ func NewCounters(dataCenter, anywhere *RedisCounter, strategy string, logger *sl
 		},
 		Logger: logger,
 	}
-	return Counters{Strategy: f, Marks: &Marks{Store: anyStore, Local: mem, Logger: logger}, Failover: f}, nil
+	return Counters{Strategy: f, Marks: &Marks{Store: anyStore, Local: mem, Logger: logger}, Failover: f, Shared: stores}, nil
 }
 
 // ErrCountersDown is the error of a decision the shared counters could not

@@ -26,6 +26,11 @@ type Reporter struct {
 	Timeout  time.Duration // per report, default 3s
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// Store is the gate's shared counters (Counters.Shared), nil without
+	// any: once a minute is over, the reporter reads what they handed out
+	// in it into its final report (admit.Report.StoreTaken), so the room
+	// also counts the admissions of a gate that died before reporting them.
+	Store admit.Counter
 
 	failing bool
 }
@@ -81,7 +86,10 @@ func (p *Reporter) Tick(ctx context.Context) {
 		// A minute that ended, once its last decision is counted, is
 		// reported at once as final: the room waits for it.
 		finished := r.tally.Finish(minute)
-		if !newMinute && !finished && now.Before(r.nextReport) {
+		for _, m := range finished {
+			p.readStore(ctx, r, m)
+		}
+		if !newMinute && len(finished) == 0 && now.Before(r.nextReport) {
 			continue
 		}
 		if newMinute {
@@ -92,6 +100,39 @@ func (p *Reporter) Tick(ctx context.Context) {
 		r.nextReport = now.Add(min(p.Every, length/24))
 		p.send(ctx, r)
 		r.tally.Forget(minute.Add(-3 * length))
+	}
+}
+
+// maxStoreReads bounds the counters read for one minute of a room (a
+// queue serving many buckets in a minute has a pool for each).
+const maxStoreReads = 256
+
+// readStore puts what the shared counters handed out in minute m into the
+// room's tally. A counter that cannot be read is left out: the room then
+// counts what the reports say, as it would without shared counters.
+func (p *Reporter) readStore(ctx context.Context, r *Room, m time.Time) {
+	if p.Store == nil {
+		return
+	}
+	counters := r.counters.of(m)
+	if len(counters) > maxStoreReads {
+		counters = counters[:maxStoreReads]
+	}
+	rctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
+	var taken []admit.PoolCount
+	for _, c := range counters {
+		n, err := p.Store.Load(rctx, admit.CounterKey(r.name, m, c.Pool, c.Scope))
+		if err != nil {
+			p.Logger.Debug("cannot read a shared counter for the final report", "room", r.name, "err", err)
+			continue
+		}
+		if n > 0 {
+			taken = append(taken, admit.PoolCount{Pool: c.Pool, Scope: c.Scope, Count: int(n)})
+		}
+	}
+	if len(taken) > 0 {
+		r.tally.StoreTaken(m, taken)
 	}
 }
 

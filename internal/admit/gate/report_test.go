@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -73,5 +74,50 @@ func TestReporter(t *testing.T) {
 	p.Tick(ctx)
 	if last := got[len(got)-1]; !last.Minute.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("new minute: last report of %s", last.Minute)
+	}
+}
+
+// Once a minute is over, the final report carries what the shared
+// counters handed out in it, read from the counters the room's snapshots
+// offered: the room counts what no gate reported.
+func TestFinalReportReadsTheSharedCounters(t *testing.T) {
+	reg := registryWith(t, admit.Settings{Name: "shop"})
+	room := reg.Room("shop")
+	snap := room.Snapshot()
+	if len(snap.Pools) == 0 || len(snap.Pools[0].Scopes) == 0 {
+		t.Fatalf("the room's first snapshot offers no counters: %+v", snap.Pools)
+	}
+	pool, scope := snap.Pools[0].Key(), snap.Pools[0].Scopes[0].Name
+	store := admit.NewMemoryCounter(func() time.Time { return t0 })
+	ctx := context.Background()
+	for range 5 { // 5 slots taken in the minute, by this gate and one that died
+		if ok, err := store.TakeBelow(ctx, admit.CounterKey("shop", t0, pool, scope), 10, t0.Add(time.Hour)); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	room.tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: pool, Scope: scope})
+
+	now := t0.Add(30 * time.Second)
+	var got []admit.Report
+	p := &Reporter{Registry: reg, Logger: quietLogger(), Now: func() time.Time { return now }, Store: store,
+		Sink: func(_ context.Context, r admit.Report) error { got = append(got, r); return nil }}
+	p.Tick(ctx)
+	if len(got) != 1 || len(got[0].StoreTaken) != 0 {
+		t.Fatalf("a report while the minute runs: %+v, want no reading", got)
+	}
+	now = t0.Add(time.Minute + 100*time.Millisecond)
+	p.Tick(ctx)
+	var final *admit.Report
+	for i := range got {
+		if got[i].Minute.Equal(t0) && got[i].Final {
+			final = &got[i]
+		}
+	}
+	want := []admit.PoolCount{{Pool: pool, Scope: scope, Count: 5}}
+	if final == nil || !slices.Equal(final.StoreTaken, want) || final.Admitted != 1 {
+		t.Fatalf("final report of the minute: %+v, want store %+v and 1 admitted", final, want)
+	}
+	if err := final.Validate("shop", time.Minute); err != nil {
+		t.Fatalf("the final report does not validate: %v", err)
 	}
 }

@@ -19,6 +19,8 @@ type Room struct {
 	state atomic.Pointer[roomState]
 	tally *admit.Tally
 
+	counters counterLog
+
 	// reporting, owned by the Reporter
 	nextReport time.Time
 	lastMinute time.Time
@@ -49,6 +51,56 @@ func (r *Room) Snapshot() *admit.Snapshot {
 
 // Tally is the room's tally of this gate's decisions.
 func (r *Room) Tally() *admit.Tally { return r.tally }
+
+// counterLog remembers, by minute, the shared counters the room's
+// snapshots let the gate take slots from (pool and scope): once a minute
+// is over, the gate reads what they handed out (Reporter.Store).
+type counterLog struct {
+	mu       sync.Mutex
+	byMinute map[int64][]admit.PoolCount // by Unix ms; Count unused
+}
+
+// counterLogMinutes is how many minutes back the log keeps.
+const counterLogMinutes = 4
+
+// note records the counters of a snapshot: every pool's scopes in its
+// minute, and the new visitors' pool's in the minute after (gates on a
+// stale snapshot take from it there; see admit.StaleSpendable).
+func (c *counterLog) note(snap *admit.Snapshot) {
+	length := snap.MinuteLength()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byMinute == nil {
+		c.byMinute = map[int64][]admit.PoolCount{}
+	}
+	add := func(m time.Time, p admit.Pool) {
+		k := m.UnixMilli()
+		for _, sc := range p.Scopes {
+			e := admit.PoolCount{Pool: p.Key(), Scope: sc.Name}
+			if !slices.Contains(c.byMinute[k], e) {
+				c.byMinute[k] = append(c.byMinute[k], e)
+			}
+		}
+	}
+	for _, p := range snap.Pools {
+		add(snap.Minute, p)
+		if admit.StaleSpendable(p) {
+			add(snap.Minute.Add(length), p)
+		}
+	}
+	for k := range c.byMinute {
+		if k < snap.Minute.Add(-counterLogMinutes*length).UnixMilli() {
+			delete(c.byMinute, k)
+		}
+	}
+}
+
+// of lists the counters of minute m.
+func (c *counterLog) of(m time.Time) []admit.PoolCount {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.byMinute[m.UnixMilli()])
+}
 
 // Registry holds the rooms a gate knows and the route table built from
 // them. Requests only read it (one atomic load each); the watcher writes.
@@ -96,6 +148,7 @@ func (g *Registry) Update(snap *admit.Snapshot, page *string, fetchedAt time.Tim
 		st.page = old.page
 	}
 	r.state.Store(st)
+	r.counters.note(snap)
 	g.rebuildIfRoutesChanged(old, st)
 	return err
 }
