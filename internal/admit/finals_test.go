@@ -69,17 +69,12 @@ func TestLedgerFinal(t *testing.T) {
 func TestRestartedGateCountsAddUp(t *testing.T) {
 	before := NewTally("shop", Gate{"ams", "ams-1"}, 1000)
 	after := NewTally("shop", Gate{"ams", "ams-1"}, 2000)
-	admit := func(tl *Tally, n int) {
-		for range n {
-			tl.Add(Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: PoolNew, Scope: Anywhere})
-		}
-	}
 	var l Ledger
-	admit(before, 5)
+	admitNew(before, 5)
 	for _, r := range before.Pending() {
 		l.Add(r)
 	}
-	admit(after, 3) // the restarted process, same minute
+	admitNew(after, 3) // the restarted process, same minute
 	for _, r := range after.Pending() {
 		l.Add(r)
 	}
@@ -100,21 +95,16 @@ func TestUnreportedSlotsCountAsAdmissions(t *testing.T) {
 	survivor := NewTally("shop", Gate{"ams", "ams-1"}, 1)
 	killed := NewTally("shop", Gate{"ams", "ams-2"}, 1)
 	restarted := NewTally("shop", Gate{"ams", "ams-2"}, 2)
-	admit := func(tl *Tally, n int) {
-		for range n {
-			tl.Add(Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: PoolNew, Scope: Anywhere})
-		}
-	}
 	var l Ledger
 	send := func(tl *Tally) {
 		for _, r := range tl.Pending() {
 			l.Add(r)
 		}
 	}
-	admit(survivor, 3)
-	admit(killed, 1)
+	admitNew(survivor, 3)
+	admitNew(killed, 1)
 	send(killed)
-	admit(killed, 2) // the last two die with the gate: 6 slots taken, 4 reported
+	admitNew(killed, 2) // the last two die with the gate: 6 slots taken, 4 reported
 	store := []PoolCount{{Pool: PoolNew, Scope: Anywhere, Count: 6}}
 
 	survivor.Finish(t0.Add(length))
@@ -181,5 +171,12 @@ func TestLateReportReplacesUnreported(t *testing.T) {
 	l.Add(rep("a", 2, 3, 2))
 	if got := l.Totals(t0); got.Admitted != 7 || got.Unreported != 0 {
 		t.Fatalf("with a low reading: %+v, want the reports' 7", got)
+	}
+}
+
+// admitNew counts n new visitors admitted from the Anywhere scope at t0.
+func admitNew(tl *Tally, n int) {
+	for range n {
+		tl.Add(Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: PoolNew, Scope: Anywhere})
 	}
 }

@@ -52,6 +52,9 @@ type MinuteSummary struct {
 	Admitted       int       `json:"admitted"`
 	Waiting        int       `json:"waiting"`
 	Status         Status    `json:"status"`
+	// Unreported of Admitted were known only to the shared counters (a
+	// gate died before reporting them).
+	Unreported int `json:"unreported,omitempty"`
 }
 
 // Window sizes.
@@ -459,8 +462,9 @@ func (r *Room) letIn(minute time.Time, slots int) float64 {
 }
 
 func (r *Room) recordRecent(s *Snapshot) {
+	t := r.Ledger.Totals(s.Minute)
 	r.Recent = append(r.Recent, MinuteSummary{Minute: s.Minute, ActiveUsers: s.ActiveUsers, SlotsAvailable: s.SlotsAvailable,
-		Admitted: r.Ledger.Totals(s.Minute).Admitted, Waiting: s.CurrentlyWaiting, Status: s.Status})
+		Admitted: t.Admitted, Unreported: t.Unreported, Waiting: s.CurrentlyWaiting, Status: s.Status})
 	if len(r.Recent) > RecentMinutes {
 		r.Recent = slices.Delete(r.Recent, 0, len(r.Recent)-RecentMinutes)
 	}

@@ -202,9 +202,12 @@ func TestRoomCountsSlotsNoGateReported(t *testing.T) {
 		if !s.Minute.Equal(minute(45)) || s.ActiveUsers != 28 {
 			t.Errorf("11:45 counts %d active users, want 28 (25 reported, 3 only in the counters): %s", s.ActiveUsers, s.String())
 		}
-		ledger := rt.describe().Ledger
-		if got := ledger.Totals(minute(44)); got.Unreported != 3 || got.Admitted != 28 {
+		d := rt.describe()
+		if got := d.Ledger.Totals(minute(44)); got.Unreported != 3 || got.Admitted != 28 {
 			t.Errorf("11:44 in the ledger: %+v, want 28 admitted, 3 of them unreported", got)
+		}
+		if n := len(d.Recent); n == 0 || d.Recent[n-1].Unreported != 3 || d.Recent[n-1].Admitted != 28 {
+			t.Errorf("recent minutes %+v, want 11:44 with 28 admitted, 3 unreported", d.Recent)
 		}
 	})
 	if err := rt.run(shopInput(), time.Minute); !errors.Is(err, workflow.ErrCanceled) && !temporal.IsCanceledError(err) {
