@@ -108,8 +108,8 @@ func (p *Reporter) Tick(ctx context.Context) {
 const maxStoreReads = 256
 
 // readStore puts what the shared counters handed out in minute m into the
-// room's tally. A counter that cannot be read is left out: the room then
-// counts what the reports say, as it would without shared counters.
+// room's tally. Counters that cannot be read are left out: the room then
+// counts what the reports say of them, as it would without shared counters.
 func (p *Reporter) readStore(ctx context.Context, r *Room, m time.Time) {
 	if p.Store == nil {
 		return
@@ -124,8 +124,10 @@ func (p *Reporter) readStore(ctx context.Context, r *Room, m time.Time) {
 	for _, c := range counters {
 		n, err := p.Store.Load(rctx, admit.CounterKey(r.name, m, c.Pool, c.Scope))
 		if err != nil {
-			p.Logger.Debug("cannot read a shared counter for the final report", "room", r.name, "err", err)
-			continue
+			// The store is down or slow: the final report goes with what
+			// was read (each reading is a lower bound) rather than late.
+			p.Logger.Debug("cannot read the shared counters for the final report", "room", r.name, "err", err)
+			break
 		}
 		if n > 0 {
 			taken = append(taken, admit.PoolCount{Pool: c.Pool, Scope: c.Scope, Count: int(n)})

@@ -121,3 +121,23 @@ func TestFinalReportReadsTheSharedCounters(t *testing.T) {
 		t.Fatalf("the final report does not validate: %v", err)
 	}
 }
+
+// A store that does not answer costs the final report its reading, not
+// its timeliness: it goes at once, with the gate's own counts.
+func TestFinalReportWithoutTheStore(t *testing.T) {
+	reg := registryWith(t, admit.Settings{Name: "shop"})
+	client, err := NewRedisClient("redis://127.0.0.1:1/0") // nothing listens on port 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	reg.Room("shop").tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: admit.PoolNew, Scope: admit.Anywhere})
+	now := t0.Add(time.Minute + 100*time.Millisecond)
+	var got []admit.Report
+	p := &Reporter{Registry: reg, Logger: quietLogger(), Now: func() time.Time { return now }, Store: RedisCounter{Client: client},
+		Sink: func(_ context.Context, r admit.Report) error { got = append(got, r); return nil }}
+	p.Tick(context.Background())
+	if len(got) == 0 || !got[0].Minute.Equal(t0) || !got[0].Final || got[0].Admitted != 1 || len(got[0].StoreTaken) != 0 {
+		t.Fatalf("reports %+v, want t0's final report with 1 admitted and no reading", got)
+	}
+}
