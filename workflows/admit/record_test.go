@@ -3,21 +3,16 @@ package admit_test
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	engine "github.com/edgeflow/edgeflow/internal/admit"
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	"github.com/edgeflow/edgeflow/internal/testenv/replaytest"
 	roomwf "github.com/edgeflow/edgeflow/workflows/admit"
 	"github.com/edgeflow/edgeflow/workflows/admit/contract"
 )
@@ -38,24 +33,10 @@ import (
 // histories in (keeping the old ones in a subfolder while runs of the old
 // code may still be in flight).
 func TestRecordHistories(t *testing.T) {
-	addr := os.Getenv("EDGEFLOW_RECORD_HISTORY")
-	if addr == "" {
-		t.Skip("set EDGEFLOW_RECORD_HISTORY to a Temporal dev server address to record histories")
-	}
+	c := replaytest.Dial(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	quiet := log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	w := worker.New(c, contract.TaskQueue, worker.Options{})
-	roomwf.Register(w)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	replaytest.StartWorker(t, c, contract.TaskQueue, func(w worker.Worker) { roomwf.Register(w) })
 	rc := roomclient.Client{C: c}
 
 	settings := engine.Settings{Name: "rec-shop", TotalActiveUsers: 12, NewUsersPerMinute: 6, SessionDuration: 1, RefreshIntervalSeconds: 1}
@@ -177,8 +158,8 @@ func TestRecordHistories(t *testing.T) {
 			t.Fatal("the room did not end after cancellation")
 		}
 	}
-	writeHistory(t, ctx, c, "room_continued_first_run.json", id, first)
-	writeHistory(t, ctx, c, "room_last_run.json", id, last)
+	replaytest.WriteHistory(t, ctx, c, "room_continued_first_run.json", id, first)
+	replaytest.WriteHistory(t, ctx, c, "room_last_run.json", id, last)
 }
 
 func runID(t *testing.T, ctx context.Context, c client.Client, id string) string {
@@ -188,29 +169,4 @@ func runID(t *testing.T, ctx context.Context, c client.Client, id string) string
 		t.Fatal(err)
 	}
 	return d.WorkflowExecutionInfo.Execution.RunId
-}
-
-func writeHistory(t *testing.T, ctx context.Context, c client.Client, file, id, runID string) {
-	t.Helper()
-	iter := c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	hist := &historypb.History{}
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		if err != nil {
-			t.Fatalf("history of %s: %v", id, err)
-		}
-		hist.Events = append(hist.Events, ev)
-	}
-	data, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(hist)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll("testdata", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("testdata", file)
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: %d events of %s", path, len(hist.Events), id)
 }

@@ -1,33 +1,26 @@
 package admit_test
 
 import (
-	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	engine "github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/testenv/replaytest"
 	roomwf "github.com/edgeflow/edgeflow/workflows/admit"
 	"github.com/edgeflow/edgeflow/workflows/admit/contract"
 )
 
 // recorded says how each history TestRecordHistories writes ends.
-var recorded = map[string]enums.EventType{
-	"room_continued_first_run.json": enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
-	"room_last_run.json":            enums.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
-}
-
-func quietLogger() log.Logger {
-	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+var recorded = map[string]replaytest.Expect{
+	"room_continued_first_run.json": {Type: contract.WorkflowType, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW},
+	"room_last_run.json":            {Type: contract.WorkflowType, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED},
 }
 
 // TestReplayRecordedHistories replays every recorded room history (and
@@ -36,41 +29,13 @@ func quietLogger() log.Logger {
 // incompatible change, gate it with workflow.GetVersion, or keep the old
 // histories in a subfolder and record new ones.
 func TestReplayRecordedHistories(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
-	older, _ := filepath.Glob(filepath.Join("testdata", "*", "*.json"))
-	files = append(files, older...)
-	seen := map[string]bool{}
-	for _, path := range files {
-		seen[filepath.Base(path)] = true
-		t.Run(strings.TrimSuffix(strings.TrimPrefix(path, "testdata/"), ".json"), func(t *testing.T) {
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
-			f.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			events := hist.GetEvents()
-			if got := events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName(); got != contract.WorkflowType {
+	replaytest.ReplayAll(t, func(r worker.WorkflowRegistry) { roomwf.Register(r) }, recorded,
+		func(t *testing.T, path string, events []*historypb.HistoryEvent) {
+			// Every history here is a room's, whatever its file is called.
+			if got := replaytest.WorkflowType(events); got != contract.WorkflowType {
 				t.Errorf("a %s history", got)
 			}
-			if want, ok := recorded[filepath.Base(path)]; ok && events[len(events)-1].GetEventType() != want {
-				t.Errorf("ends with %v, want %v", events[len(events)-1].GetEventType(), want)
-			}
-			r := worker.NewWorkflowReplayer()
-			roomwf.Register(r)
-			if err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), path); err != nil {
-				t.Errorf("replay %s: %v", path, err)
-			}
 		})
-	}
-	for name := range recorded {
-		if !seen[name] {
-			t.Errorf("testdata/%s is missing; run TestRecordHistories", name)
-		}
-	}
 }
 
 // The recorded histories hold what the replay is meant to cover: reports,
@@ -79,15 +44,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 func TestRecordedHistoriesCoverTheRoom(t *testing.T) {
 	readings := 0 // reports that read the shared counters
 	count := func(file string) map[enums.EventType]int {
-		f, err := os.Open(filepath.Join("testdata", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		hist := replaytest.Load(t, filepath.Join("testdata", file))
 		n := map[enums.EventType]int{}
 		for _, ev := range hist.GetEvents() {
 			n[ev.GetEventType()]++
@@ -135,7 +92,7 @@ func TestReplayDetectsNondeterminism(t *testing.T) {
 		// An hour-long timer where the history has the minute's.
 		return workflow.Sleep(ctx, time.Hour)
 	}, workflow.RegisterOptions{Name: contract.WorkflowType})
-	if err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), filepath.Join("testdata", "room_continued_first_run.json")); err == nil {
+	if err := r.ReplayWorkflowHistoryFromJSONFile(replaytest.QuietLogger(), filepath.Join("testdata", "room_continued_first_run.json")); err == nil {
 		t.Fatal("replaying a changed room against its history succeeded")
 	}
 }

@@ -4,23 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/testenv/replaytest"
 	wf "github.com/edgeflow/edgeflow/workflows/migrate"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
@@ -40,26 +35,14 @@ import (
 // returned, not how). Rerun it after an intended change to workflow code,
 // keep the earlier histories in a subfolder, and check the new ones in.
 func TestRecordHistories(t *testing.T) {
-	addr := os.Getenv("EDGEFLOW_RECORD_HISTORY")
-	if addr == "" {
-		t.Skip("set EDGEFLOW_RECORD_HISTORY to a Temporal dev server address to record histories")
-	}
+	c := replaytest.Dial(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	quiet := log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	s := &recordingStubs{c: c, gates: map[string]chan struct{}{}}
-	w := worker.New(c, contract.TaskQueue, worker.Options{})
-	wf.Register(w)
-	s.register(w)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	replaytest.StartWorker(t, c, contract.TaskQueue, func(w worker.Worker) {
+		wf.Register(w)
+		s.register(w)
+	})
 
 	input := func(job string, objects int) contract.JobInput {
 		s.mu.Lock()
@@ -115,9 +98,9 @@ func TestRecordHistories(t *testing.T) {
 	if stA.Copied != 25 || stA.Failed != 0 || stA.RedrivePasses != 1 {
 		t.Fatalf("rec-a: %+v", stA)
 	}
-	writeHistory(t, ctx, c, "migration_redriven.json", contract.JobWorkflowID("rec-a"), "")
-	writeHistory(t, ctx, c, "migration_page.json", contract.PageWorkflowID("rec-a", stA.Execution, 0, 0), "")
-	writeHistory(t, ctx, c, "migration_redrive_page.json", contract.PageWorkflowID("rec-a", stA.Execution, 1, 1), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_redriven.json", contract.JobWorkflowID("rec-a"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_page.json", contract.PageWorkflowID("rec-a", stA.Execution, 0, 0), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_redrive_page.json", contract.PageWorkflowID("rec-a", stA.Execution, 1, 1), "")
 
 	// A job that continues as new.
 	inB := input("rec-b", 80)
@@ -128,8 +111,8 @@ func TestRecordHistories(t *testing.T) {
 	if stB.ContinuedAsNew == 0 || stB.Copied != 80-2 || stB.Failed != 2 {
 		t.Fatalf("rec-b: %+v", stB)
 	}
-	writeHistory(t, ctx, c, "migration_continued_first_run.json", contract.JobWorkflowID("rec-b"), firstRunB)
-	writeHistory(t, ctx, c, "migration_continued_last_run.json", contract.JobWorkflowID("rec-b"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_continued_first_run.json", contract.JobWorkflowID("rec-b"), firstRunB)
+	replaytest.WriteHistory(t, ctx, c, "migration_continued_last_run.json", contract.JobWorkflowID("rec-b"), "")
 
 	// Paused, resumed, then aborted with a page in flight.
 	gateC := s.gate("rec-c/1")
@@ -143,7 +126,7 @@ func TestRecordHistories(t *testing.T) {
 	if stC.State != contract.StateAborted {
 		t.Fatalf("rec-c: %+v", stC)
 	}
-	writeHistory(t, ctx, c, "migration_aborted.json", contract.JobWorkflowID("rec-c"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_aborted.json", contract.JobWorkflowID("rec-c"), "")
 
 	// A job whose precheck fails.
 	inD := input("rec-d", 5)
@@ -151,7 +134,7 @@ func TestRecordHistories(t *testing.T) {
 	if st := result(start(inD)); st.State != contract.StateFailed {
 		t.Fatalf("rec-d: %+v", st)
 	}
-	writeHistory(t, ctx, c, "migration_failed.json", contract.JobWorkflowID("rec-d"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_failed.json", contract.JobWorkflowID("rec-d"), "")
 
 	// Two jobs of an account that runs one at a time: the second waits in line.
 	gateE := s.gate("rec-e/0")
@@ -166,8 +149,8 @@ func TestRecordHistories(t *testing.T) {
 	if st := result(runF); st.Copied != 5 {
 		t.Fatalf("rec-f: %+v", st)
 	}
-	writeHistory(t, ctx, c, "migration_queued.json", contract.JobWorkflowID("rec-f"), "")
-	writeHistory(t, ctx, c, "migration_account.json", contract.AccountWorkflowID("rec-one"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_queued.json", contract.JobWorkflowID("rec-f"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_account.json", contract.AccountWorkflowID("rec-one"), "")
 
 	// A job whose pages are larger than the first page: its first listing
 	// asks for a short page (the stubs answer ten objects whatever the size).
@@ -176,17 +159,14 @@ func TestRecordHistories(t *testing.T) {
 	if st := result(start(inH)); st.Copied != 30-2 || st.Failed != 2 {
 		t.Fatalf("rec-h: %+v", st)
 	}
-	writeHistory(t, ctx, c, "migration_ramped.json", contract.JobWorkflowID("rec-h"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_ramped.json", contract.JobWorkflowID("rec-h"), "")
 
 	// A catalog import: its copy job, then Publish's metadata rebuild.
-	pw := worker.New(c, contract.PublishQueue, worker.Options{})
-	pw.RegisterActivityWithOptions(func(ctx context.Context, in contract.RebuildRequest) (*contract.RebuildCounts, error) {
-		return &contract.RebuildCounts{Packages: 1, Versions: 2, Files: 5, Bytes: 500}, nil
-	}, activity.RegisterOptions{Name: contract.RebuildMetadataActivity})
-	if err := pw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer pw.Stop()
+	replaytest.StartWorker(t, c, contract.PublishQueue, func(pw worker.Worker) {
+		pw.RegisterActivityWithOptions(func(ctx context.Context, in contract.RebuildRequest) (*contract.RebuildCounts, error) {
+			return &contract.RebuildCounts{Packages: 1, Versions: 2, Files: 5, Bytes: 500}, nil
+		}, activity.RegisterOptions{Name: contract.RebuildMetadataActivity})
+	})
 	files := input("rec-g-files", 5)
 	files.Overwrite, files.StripSourcePrefix = migrate.OverwriteNever, true
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contract.ImportWorkflowID("rec-g"), TaskQueue: contract.TaskQueue},
@@ -198,7 +178,7 @@ func TestRecordHistories(t *testing.T) {
 	if err := run.Get(ctx, &imported); err != nil || imported.Rebuild.Versions != 2 {
 		t.Fatalf("rec-g: %+v %v", imported, err)
 	}
-	writeHistory(t, ctx, c, "migration_catalog_import.json", contract.ImportWorkflowID("rec-g"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_catalog_import.json", contract.ImportWorkflowID("rec-g"), "")
 }
 
 // recordingStubs stand in for the activities: a source of objects[job]
@@ -304,29 +284,4 @@ func (s *recordingStubs) register(w worker.Worker) {
 		return err
 	}, "RequestSlot")
 	reg(func(ctx context.Context, in contract.RunningInput) ([]string, error) { return in.WorkflowIDs, nil }, "StillRunning")
-}
-
-func writeHistory(t *testing.T, ctx context.Context, c client.Client, file, id, runID string) {
-	t.Helper()
-	iter := c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	hist := &historypb.History{}
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		if err != nil {
-			t.Fatalf("history of %s: %v", id, err)
-		}
-		hist.Events = append(hist.Events, ev)
-	}
-	data, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(hist)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll("testdata", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("testdata", file)
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s: %d events of %s", path, len(hist.Events), id)
 }

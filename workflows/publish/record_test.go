@@ -2,22 +2,16 @@ package publish_test
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/edgeflow/edgeflow/internal/testenv/replaytest"
 	"github.com/edgeflow/edgeflow/workflows/publish"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
@@ -36,30 +30,17 @@ import (
 // returned, not how). Rerun it after any intended change to workflow code,
 // and check the new histories in.
 func TestRecordHistories(t *testing.T) {
-	addr := os.Getenv("EDGEFLOW_RECORD_HISTORY")
-	if addr == "" {
-		t.Skip("set EDGEFLOW_RECORD_HISTORY to a Temporal dev server address to record histories")
-	}
+	c := replaytest.Dial(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	quiet := log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 
-	pipeline := worker.New(c, contract.PublishQueue, worker.Options{})
-	publish.Register(pipeline)
-	registerRecordingStubs(pipeline)
-	compress := worker.New(c, contract.CompressQueue, worker.Options{})
-	compress.RegisterActivityWithOptions(recordProcessBatch, activity.RegisterOptions{Name: contract.CompressBatchActivity})
-	for _, w := range []worker.Worker{pipeline, compress} {
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-	}
+	replaytest.StartWorker(t, c, contract.PublishQueue, func(pipeline worker.Worker) {
+		publish.Register(pipeline)
+		registerRecordingStubs(pipeline)
+	})
+	replaytest.StartWorker(t, c, contract.CompressQueue, func(compress worker.Worker) {
+		compress.RegisterActivityWithOptions(recordProcessBatch, activity.RegisterOptions{Name: contract.CompressBatchActivity})
+	})
 
 	start := func(id string, wf any, in any) client.WorkflowRun {
 		t.Helper()
@@ -83,8 +64,8 @@ func TestRecordHistories(t *testing.T) {
 	if err := demo.Get(ctx, &out); err != nil || out.Result == nil || out.Processing.Files != 1+2+3 {
 		t.Fatalf("rec-demo: %+v %v", out, err)
 	}
-	writeHistory(t, ctx, c, "publish_version.json", demo.GetID(), demo.GetRunID())
-	writeHistory(t, ctx, c, "process_batch.json", contract.BatchID("rec-demo", "1.0.0", 0), "")
+	replaytest.WriteHistory(t, ctx, c, "publish_version.json", demo.GetID(), demo.GetRunID())
+	replaytest.WriteHistory(t, ctx, c, "process_batch.json", contract.BatchID("rec-demo", "1.0.0", 0), "")
 
 	// Many batches and a tiny history budget: the first run continues as new.
 	many := start(contract.PublishID("rec-many", "1.0.0"), publish.PublishVersion,
@@ -101,8 +82,8 @@ func TestRecordHistories(t *testing.T) {
 	if last == first {
 		t.Fatal("rec-many never continued as new; lower its HistoryBudget")
 	}
-	writeHistory(t, ctx, c, "publish_version_continued_first_run.json", many.GetID(), first)
-	writeHistory(t, ctx, c, "publish_version_continued_last_run.json", many.GetID(), last)
+	replaytest.WriteHistory(t, ctx, c, "publish_version_continued_first_run.json", many.GetID(), first)
+	replaytest.WriteHistory(t, ctx, c, "publish_version_continued_last_run.json", many.GetID(), last)
 
 	// A whole scheduled check: it hands the versions to their packages'
 	// lanes and ends; the lanes publish them in order, one already
@@ -122,17 +103,17 @@ func TestRecordHistories(t *testing.T) {
 	if err := c.GetWorkflow(ctx, contract.LaneID("rec-c"), "").Get(ctx, &lane); err != nil || lane.Failed != 1 {
 		t.Fatalf("lane rec-c: %+v %v", lane, err)
 	}
-	writeHistory(t, ctx, c, "package_updates.json", updates.GetID(), updates.GetRunID())
-	writeHistory(t, ctx, c, "package_lane.json", contract.LaneID("rec-a"), "")
-	writeHistory(t, ctx, c, "publish_version_already_published.json", contract.PublishID("rec-a", "1.1.0"), "")
-	writeHistory(t, ctx, c, "publish_version_batch_failed.json", contract.PublishID("rec-c", "2.0.0"), "")
+	replaytest.WriteHistory(t, ctx, c, "package_updates.json", updates.GetID(), updates.GetRunID())
+	replaytest.WriteHistory(t, ctx, c, "package_lane.json", contract.LaneID("rec-a"), "")
+	replaytest.WriteHistory(t, ctx, c, "publish_version_already_published.json", contract.PublishID("rec-a", "1.1.0"), "")
+	replaytest.WriteHistory(t, ctx, c, "publish_version_batch_failed.json", contract.PublishID("rec-c", "2.0.0"), "")
 
 	// A check that waits (the publish starter's): its lane reports back.
 	waiting := start("rec-package-updates-waiting", publish.PackageUpdates, contract.UpdatesInput{Only: []string{"rec-d"}, Wait: true})
 	if err := waiting.Get(ctx, &st); err != nil || st.Queued != 1 || st.Published != 1 {
 		t.Fatalf("rec-package-updates-waiting: %+v %v", st, err)
 	}
-	writeHistory(t, ctx, c, "package_updates_waiting.json", waiting.GetID(), waiting.GetRunID())
+	replaytest.WriteHistory(t, ctx, c, "package_updates_waiting.json", waiting.GetID(), waiting.GetRunID())
 }
 
 func registerRecordingStubs(w worker.Worker) {
@@ -186,29 +167,4 @@ func recordProcessBatch(ctx context.Context, in contract.BatchInput) (*contract.
 		return nil, temporal.NewNonRetryableApplicationError("batch: missing manifest", contract.ErrBadArchive, nil)
 	}
 	return &contract.BatchSummary{Files: in.Batch + 1, BytesIn: 100, BytesOut: 40}, nil
-}
-
-func writeHistory(t *testing.T, ctx context.Context, c client.Client, file, id, runID string) {
-	t.Helper()
-	iter := c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	hist := &historypb.History{}
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		if err != nil {
-			t.Fatalf("history of %s: %v", id, err)
-		}
-		hist.Events = append(hist.Events, ev)
-	}
-	data, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(hist)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("testdata", file)
-	if err := os.MkdirAll("testdata", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Log(fmt.Sprintf("%s: %d events of %s", path, len(hist.Events), id))
 }
