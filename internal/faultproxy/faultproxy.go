@@ -56,6 +56,9 @@ type Proxy struct {
 	rng    *rand.Rand
 	writes map[string]int // bucket/key → writes the store accepted
 
+	// throttle is how many more requests see throttling (see Throttle).
+	throttle atomic.Int64
+
 	requests, forwarded, slowDowns, resets, spikes atomic.Int64
 }
 
@@ -79,6 +82,11 @@ func New(endpoint string, f Faults, seed uint64) *Proxy {
 	p := &Proxy{faults: f, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), writes: map[string]int{}}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.requests.Add(1)
+		if n := p.throttle.Add(-1); n >= 0 && n%2 == 0 {
+			p.slowDowns.Add(1)
+			slowDown(w)
+			return
+		}
 		switch fault, delay := p.decide(); fault {
 		case faultSlowDown:
 			p.slowDowns.Add(1)
@@ -189,6 +197,12 @@ func (p *Proxy) SetFaults(f Faults) {
 	p.faults = f
 }
 
+// Throttle answers every other one of the next n requests with 503
+// SlowDown (counted in SlowDowns), before any fault is drawn: a store under
+// pressure for a while, where a retry after a pause succeeds. Unlike the
+// drawn faults it is certain to happen, for tests that must see it.
+func (p *Proxy) Throttle(n int) { p.throttle.Store(int64(n)) }
+
 // Counts returns what the proxy saw so far.
 func (p *Proxy) Counts() Counts {
 	return Counts{Requests: p.requests.Load(), Forwarded: p.forwarded.Load(),
@@ -200,6 +214,13 @@ func (p *Proxy) Writes() map[string]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return maps.Clone(p.writes)
+}
+
+// ResetWrites forgets the writes seen so far.
+func (p *Proxy) ResetWrites() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.writes = map[string]int{}
 }
 
 // Close stops the proxy, closing its client connections.

@@ -193,3 +193,37 @@ func TestWriteCountedWhenTheClientIsGone(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Throttle refuses every other one of the next n requests, for certain, and
+// then forwards everything again; ResetWrites starts the count afresh.
+func TestThrottleEveryOtherThenForwards(t *testing.T) {
+	ep, reached, _ := backend(t)
+	p := New(ep, Faults{}, 1)
+	defer p.Close()
+	p.Throttle(4)
+	var statuses []int
+	for range 6 {
+		resp, err := do(t, http.MethodPut, "http://"+p.Endpoint+"/bucket/k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		statuses = append(statuses, resp.StatusCode)
+	}
+	want := []int{200, 503, 200, 503, 200, 200}
+	for i := range want {
+		if statuses[i] != want[i] {
+			t.Fatalf("statuses %v, want %v", statuses, want)
+		}
+	}
+	if c := p.Counts(); c.SlowDowns != 2 || c.Forwarded != 4 || reached.Load() != 4 {
+		t.Fatalf("counts %+v, reached %d", c, reached.Load())
+	}
+	if w := p.Writes(); w["bucket/k"] != 4 {
+		t.Fatalf("writes %v, want bucket/k 4 times", w)
+	}
+	p.ResetWrites()
+	if w := p.Writes(); len(w) != 0 {
+		t.Fatalf("writes %v after ResetWrites", w)
+	}
+}
