@@ -1,7 +1,6 @@
 package admit
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -13,13 +12,12 @@ import (
 // each gate reading snapshots on its own schedule with its own (sometimes
 // long) lag, and reports reaching the room seconds after they were sent.
 type loadedWorld struct {
-	t     *testing.T
-	rng   *rand.Rand
-	room  *Room
-	now   time.Time
-	step  time.Duration
-	gates []*loadedGate
-	wake  time.Time // when the room's late timer fires
+	gateSet[*loadedGate]
+	rng  *rand.Rand
+	room *Room
+	now  time.Time
+	step time.Duration
+	wake time.Time // when the room's late timer fires
 	// published is every snapshot the room made, in order, so a gate can
 	// be given the one that was current when its query was answered.
 	published []*Snapshot
@@ -29,15 +27,11 @@ type loadedWorld struct {
 
 	// admitted by the minute of the decision (the gates' own clock).
 	admitted map[time.Time]int
-	entropy  uint64
 	log      []string
 }
 
 type loadedGate struct {
-	Gate
-	tally    *Tally
-	strategy Strategy
-	snap     *Snapshot
+	worldGate
 	nextRead time.Time
 	inFlight *Snapshot // a read answered, not yet seen by the gate
 	readyAt  time.Time
@@ -56,38 +50,17 @@ func newLoadedWorld(t *testing.T, seed uint64, s Settings, minuteSeconds int, ga
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &loadedWorld{t: t, rng: rand.New(rand.NewPCG(seed, 7)), room: r, now: t0, step: 100 * time.Millisecond,
+	w := &loadedWorld{rng: rand.New(rand.NewPCG(seed, 7)), room: r, now: t0, step: 100 * time.Millisecond,
 		published: []*Snapshot{r.Snapshot}, admitted: map[time.Time]int{}}
-	mc := NewMemoryCounter(func() time.Time { return w.now })
-	for _, g := range gates {
-		w.gates = append(w.gates, &loadedGate{Gate: g, tally: NewTally(s.Name, g, 0), strategy: SharedCounters{mc}, snap: r.Snapshot})
-	}
+	w.gateSet = newGateSet(t, s, r.Snapshot, func() time.Time { return w.now }, gates,
+		func(g worldGate) *loadedGate { return &loadedGate{worldGate: g} })
 	w.wake = r.NextWake(w.now)
 	return w
 }
 
-func (w *loadedWorld) gate(id string) *loadedGate {
-	for _, g := range w.gates {
-		if g.ID == id {
-			return g
-		}
-	}
-	w.t.Fatalf("no gate %s", id)
-	return nil
-}
-
 func (w *loadedWorld) request(gateID string, ticket **Ticket) Decision {
 	w.t.Helper()
-	g := w.gate(gateID)
-	w.entropy = w.entropy*6364136223846793005 + 1442695040888963407
-	d, err := Decide(context.Background(), Input{Now: w.now, Snapshot: g.snap, Ticket: *ticket, Gate: g.Gate, Strategy: g.strategy, Entropy: w.entropy >> 11})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	g.tally.Add(d.Effect)
-	if d.SetTicket {
-		*ticket = d.Ticket
-	}
+	g, d := w.decide(gateID, w.now, ticket)
 	if d.Outcome == Admit {
 		w.admitted[d.Effect.Minute]++
 		w.log = append(w.log, fmt.Sprintf("%s %s at %s on snapshot of %s (seq %d, published %s): %s/%s",
