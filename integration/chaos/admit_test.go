@@ -56,16 +56,8 @@ var (
 // worker down for two minutes and Redis down for three room minutes, and
 // counts every admission against the room's limits.
 func TestAdmitUnderFaults(t *testing.T) {
-	started := time.Now()
-	f := &figures{product: "admit"}
-	defer func() {
-		f.took = time.Since(started)
-		if t.Failed() {
-			f.note("**the suite failed** before it finished its checks; see the test output")
-			f.lost = max(f.lost, 1)
-		}
-		record(f)
-	}()
+	f, recordFigures := startFigures(t, "admit")
+	defer recordFigures()
 	ctx := context.Background()
 	outage := workerOutage(t)
 	visitors := 40

@@ -34,16 +34,8 @@ var migrateFaults = faultproxy.Faults{SlowDown: 0.05, Reset: 0.01, Spike: 0.02, 
 // worker processes are killed; then it compares every byte, the counters,
 // the report and the dead letters, and counts the writes at the proxy.
 func TestMigrateUnderFaults(t *testing.T) {
-	started := time.Now()
-	f := &figures{product: "migrate"}
-	defer func() {
-		f.took = time.Since(started)
-		if t.Failed() {
-			f.note("**the suite failed** before it finished its checks; see the test output")
-			f.lost = max(f.lost, 1)
-		}
-		record(f)
-	}()
+	f, recordFigures := startFigures(t, "migrate")
+	defer recordFigures()
 	ctx := context.Background()
 	count, kills := 20_000, 10
 	if *soak {

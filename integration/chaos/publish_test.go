@@ -39,16 +39,8 @@ const publishVersion = "1.0.0"
 // through the edge all along, and the edge serving from the mirror with the
 // primary store gone.
 func TestPublishUnderFaults(t *testing.T) {
-	started := time.Now()
-	f := &figures{product: "publish"}
-	defer func() {
-		f.took = time.Since(started)
-		if t.Failed() {
-			f.note("**the suite failed** before it finished its checks; see the test output")
-			f.lost = max(f.lost, 1)
-		}
-		record(f)
-	}()
+	f, recordFigures := startFigures(t, "publish")
+	defer recordFigures()
 	ctx := context.Background()
 	packages, kills := 20, 12
 	if *soak {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/devstack"
@@ -46,6 +47,23 @@ func record(f *figures) {
 	results.Lock()
 	defer results.Unlock()
 	results.byProduct = append(results.byProduct, f)
+}
+
+// startFigures begins a product suite's figures. Deferred, the function it
+// returns records them with the time the suite took, counting a suite that
+// failed before it finished its checks as one that lost something: a
+// report must not read clean when its checks never ran.
+func startFigures(t testing.TB, product string) (*figures, func()) {
+	started := time.Now()
+	f := &figures{product: product}
+	return f, func() {
+		f.took = time.Since(started)
+		if t.Failed() {
+			f.note("**the suite failed** before it finished its checks; see the test output")
+			f.lost = max(f.lost, 1)
+		}
+		record(f)
+	}
 }
 
 // reportClean is true when some product was run and none lost anything.
