@@ -1,34 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgeflow/edgeflow/internal/testenv"
 )
-
-// syncBuffer collects the process's log output from the serving goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // The process wiring needs no store: the stores connect lazily, and neither
 // /healthz nor a rejected path touches them. Serving from the buckets is
@@ -36,7 +18,7 @@ func (b *syncBuffer) String() string {
 func TestRunServesHealthAndShutsDownGracefully(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	addrs := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {

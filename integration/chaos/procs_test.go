@@ -3,7 +3,6 @@
 package chaos
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
 // proc is a worker or edge process under a supervisor: when it dies (killed
@@ -24,7 +25,7 @@ type proc struct {
 	name string
 	bin  string
 	env  []string
-	logs *lockedBuffer
+	logs *testenv.SyncBuffer
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
@@ -39,7 +40,7 @@ type proc struct {
 // supervise starts the binary name under a supervisor until the test ends.
 func supervise(t testing.TB, name, bin string, env []string) *proc {
 	t.Helper()
-	p := &proc{name: name, bin: bin, env: append(os.Environ(), env...), logs: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{name: name, bin: bin, env: append(os.Environ(), env...), logs: &testenv.SyncBuffer{}, done: make(chan struct{})}
 	if err := p.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -255,23 +256,6 @@ func killer(procs []*proc, interval time.Duration, seed uint64, stop <-chan stru
 		}
 	}()
 	return done
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
 }
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }

@@ -4,7 +4,6 @@
 package gate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -95,31 +94,13 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // gateProcess is a running cmd/gate.
 type gateProcess struct {
 	id, dc string
 	URL    string // http://host:port
 	health string // host:port of /status
 	cmd    *exec.Cmd
-	logs   *syncBuffer
+	logs   *testenv.SyncBuffer
 	exited chan struct{}
 }
 
@@ -145,7 +126,7 @@ var (
 // other process can take them between choosing and binding.
 func startGate(t *testing.T, dc, id, origin string, args ...string) *gateProcess {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	cmd := exec.Command(gateBin, append([]string{"--addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0",
 		"--origin", origin, "--data-center", dc, "--gate-id", id,
 		"--snapshot-every", "200ms", "--report-every", "200ms", "--discover-every", "300ms"}, args...)...)

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/edgeflow/edgeflow/internal/devstack"
+	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
 // One trace spans a whole publish, across processes: the starter's span,
@@ -225,9 +226,9 @@ func buildBinaries(t *testing.T, pkgs ...string) string {
 // runProcess starts bin with env until the test ends, then interrupts it
 // (so it flushes its spans) and waits; its output is returned as it grows,
 // and shown if the test fails.
-func runProcess(t *testing.T, bin string, env []string) *syncBuffer {
+func runProcess(t *testing.T, bin string, env []string) *testenv.SyncBuffer {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	cmd := exec.Command(bin)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logs, logs

@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/devstack"
+	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
 // TestWorkerProcessHealthAndGracefulStop runs a real worker pool process: it
@@ -32,7 +32,7 @@ func TestWorkerProcessHealthAndGracefulStop(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),
 		"TEMPORAL_ADDRESS="+env.Temporal.HostPort, "S3_ENDPOINT="+env.MinIO.Endpoint,
@@ -106,22 +106,4 @@ func TestWorkerProcessHealthAndGracefulStop(t *testing.T) {
 	if !strings.Contains(logs.String(), "stopped") {
 		t.Errorf("no stop in the worker's log:\n%s", logs.String())
 	}
-}
-
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

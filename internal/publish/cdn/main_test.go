@@ -14,7 +14,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/transform"
 	"github.com/edgeflow/edgeflow/internal/publish/versions"
+	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
 // testEnv is the MinIO every test of the package shares (started once in
@@ -310,29 +310,10 @@ func testVersionDoc(t testing.TB, name, version string) *metadata.Version {
 	return &doc
 }
 
-// logBuffer collects log output safely from any goroutine (background
-// refreshes may log after a test has finished, so testing.T is not used).
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // newTestEdge serves a fresh edge (empty caches) over the shared MinIO.
-func newTestEdge(t testing.TB, adjust func(*Config)) (*Server, *httptest.Server, *logBuffer) {
+func newTestEdge(t testing.TB, adjust func(*Config)) (*Server, *httptest.Server, *testenv.SyncBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testenv.SyncBuffer{}
 	cfg := Config{
 		Primary:    testEnv.store,
 		Mirror:     testEnv.store,

@@ -21,6 +21,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/transform"
+	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
 // storeProxy stands between the edge and MinIO so a test can take the
@@ -113,7 +114,7 @@ func (p *storeProxy) set(mode int32) {
 
 // proxiedEdge is an edge whose primary store goes through a proxy and whose
 // mirror is MinIO itself.
-func proxiedEdge(t *testing.T, adjust func(*Config)) (*storeProxy, string, *logBuffer) {
+func proxiedEdge(t *testing.T, adjust func(*Config)) (*storeProxy, string, *testenv.SyncBuffer) {
 	t.Helper()
 	proxy := newStoreProxy(t, testEnv.minio.Endpoint)
 	primary, err := s3.New(s3.Config{Endpoint: proxy.addr, AccessKey: testEnv.minio.AccessKey, SecretKey: testEnv.minio.SecretKey})
