@@ -15,6 +15,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
+	"go.temporal.io/sdk/client"
 )
 
 var (
@@ -81,7 +82,12 @@ func writeCatalog(t *testing.T, pkgs ...catalog.Package) string {
 }
 
 func TestStarters(t *testing.T) {
-	startWorkers(t)
+	// The workers' catalog is empty, so that the schedule's triggered check
+	// below finds nothing to do and ends.
+	setUpStack(t)
+	pub := *acts
+	pub.CatalogDir = t.TempDir()
+	startPools(t, &pub, nil)
 	pkg := demoPackage("clidemo")
 	npm.Add("clidemo", "2.0.0", demoTarball("2.0.0", demoCSS))
 	dir := writeCatalog(t, pkg)
@@ -141,6 +147,22 @@ func TestStarters(t *testing.T) {
 		ok := code == 0 && json.Unmarshal([]byte(out), &desc) == nil && desc.Paused && len(desc.Every) == 1 && desc.Every[0] == "1h0m0s"
 		return ok, fmt.Sprintf("exit %d, %q", code, out)
 	})
+	// The triggered check runs, and ends here: left running, it would be
+	// finished by the next test's workers, with that test's catalog (it once
+	// published TestOneTraceSpansAWholePublish's version in its own trace).
+	sched := env.Client.ScheduleClient().GetHandle(testContext(t), "it-schedule")
+	var triggered client.ScheduleWorkflowExecution
+	eventually(t, 30*time.Second, "the triggered check starts", func() (bool, string) {
+		d, err := sched.Describe(testContext(t))
+		if err != nil || len(d.Info.RecentActions) == 0 {
+			return false, fmt.Sprintf("%v", err)
+		}
+		triggered = *d.Info.RecentActions[0].StartWorkflowResult
+		return true, ""
+	})
+	if err := env.Client.GetWorkflow(testContext(t), triggered.WorkflowID, triggered.FirstExecutionRunID).Get(testContext(t), nil); err != nil {
+		t.Errorf("the triggered check %s: %v", triggered.WorkflowID, err)
+	}
 	if _, _, code := runStarter(t, "schedule", "delete", "--id", "it-schedule"); code != 0 {
 		t.Errorf("schedule delete exited %d", code)
 	}
