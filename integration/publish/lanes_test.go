@@ -113,4 +113,10 @@ func TestStuckVersionHoldsOnlyItsOwnPackage(t *testing.T) {
 	if slices.Contains(listed("stuck"), "1.2.0") {
 		t.Error("stuck@1.2.0 published before stuck@1.1.0 ended")
 	}
+	// other's run and lane end on their own (stuck's are ended above).
+	for _, id := range []string{contract.PublishID("other", "2.0.0"), contract.LaneID("other")} {
+		if err := env.Client.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
 }

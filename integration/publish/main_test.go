@@ -5,10 +5,12 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -44,10 +46,12 @@ func startWorkers(t testing.TB) {
 	startPools(t, acts, nil)
 }
 
-// setUpStack creates the test buckets and the local registry, once.
+// setUpStack creates the test buckets and the local registry, once, and
+// checks that the test leaves no workflow running.
 func setUpStack(t testing.TB) {
 	t.Helper()
 	testenv.Require(t, env)
+	t.Cleanup(func() { leavesNoWorkflowRunning(t) })
 	if acts != nil {
 		return
 	}
@@ -128,4 +132,26 @@ func testContext(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// leavesNoWorkflowRunning fails a test that leaves a workflow running: the
+// next test's workers would finish it with that test's catalog and stores
+// (a check TestStarters once left behind published the trace test's
+// version). It runs after the test's own clean-up, and waits for the
+// visibility store, which learns of ended runs a moment late.
+func leavesNoWorkflowRunning(t testing.TB) {
+	t.Helper()
+	var open []string
+	eventually(t, 30*time.Second, "the test leaves no workflow running", func() (bool, string) {
+		open = open[:0]
+		resp, err := env.Client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: "ExecutionStatus = 'Running'"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range resp.GetExecutions() {
+			open = append(open, e.GetType().GetName()+" "+e.GetExecution().GetWorkflowId())
+		}
+		return len(open) == 0, fmt.Sprint(open)
+	})
 }
