@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -46,6 +47,7 @@ func TestMain(m *testing.M) {
 func setup(t testing.TB) {
 	t.Helper()
 	testenv.Require(t, env)
+	t.Cleanup(func() { leavesNoJobRunning(t) })
 	setupOnce.Do(func() {
 		k, err := keyring.Generate("it")
 		if err != nil {
@@ -232,4 +234,30 @@ func deleteAll(t testing.TB, s objectstore.Store, bucket string) {
 func searchAttributes(in contract.JobInput) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(contract.JobKey.ValueSet(in.Job),
 		contract.SourceBucketKey.ValueSet(in.Source.Bucket), contract.DestBucketKey.ValueSet(in.Dest.Bucket))
+}
+
+// leavesNoJobRunning fails a test that leaves a job (or a page of one)
+// running: the next test's workers would go on with it, with that test's
+// stores and faults. Account workflows stay, as in production, idle until
+// their next job. It runs after the test's own clean-up, and waits for the
+// visibility store, which learns of ended runs a moment late.
+func leavesNoJobRunning(t testing.TB) {
+	t.Helper()
+	query := "ExecutionStatus = 'Running' AND WorkflowType != '" + contract.AccountWorkflow + "'"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var open []string
+		resp, err := env.Client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		for _, e := range resp.GetExecutions() {
+			open = append(open, e.GetType().GetName()+" "+e.GetExecution().GetWorkflowId())
+		}
+		if err == nil && len(open) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the test left workflows running (%v): %v", err, open)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
