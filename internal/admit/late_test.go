@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -79,7 +80,11 @@ func (w *loadedWorld) advance() {
 		// delivered after its own delay but in order.
 		if !w.now.Before(g.sendAt) {
 			g.sendAt = w.now.Add(length / 24)
-			g.tally.Finish(MinuteOf(w.now, length))
+			for _, m := range g.tally.Finish(MinuteOf(w.now, length)) {
+				if w.room.CountsStore {
+					g.tally.StoreTaken(m, w.storeReading(m))
+				}
+			}
 			for _, r := range g.tally.Pending() {
 				at := w.now.Add(w.late(w.rng))
 				if n := len(g.queue); n > 0 && at.Before(g.queue[n-1].at) {
@@ -118,6 +123,44 @@ func (w *loadedWorld) advance() {
 	}
 }
 
+// storeReading is what a gate reads of the shared counters once minute m
+// is over: every counter the snapshots of m offered, and the new visitors'
+// pool's in the minute after the snapshot's (stale gates take from it).
+func (w *loadedWorld) storeReading(m time.Time) []PoolCount {
+	length := w.room.MinuteLength()
+	var out []PoolCount
+	seen := map[[2]string]bool{}
+	for _, snap := range w.published {
+		if !snap.Minute.Equal(m) && !snap.Minute.Equal(m.Add(-length)) {
+			continue
+		}
+		for _, p := range snap.Pools {
+			if !snap.Minute.Equal(m) && !StaleSpendable(p) {
+				continue
+			}
+			for _, sc := range p.Scopes {
+				k := [2]string{p.Key(), sc.Name}
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				if n, _ := w.counters.Load(context.Background(), CounterKey(w.room.Settings.Name, m, k[0], k[1])); n > 0 {
+					out = append(out, PoolCount{Pool: k[0], Scope: k[1], Count: int(n)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// kill drops a gate's process: what it counted and did not deliver dies
+// with it, and it comes back as a new incarnation with an empty tally.
+func (w *loadedWorld) kill(gateID string) {
+	g := w.gate(gateID)
+	g.tally = NewTally(w.room.Settings.Name, g.Gate, g.tally.incarnation+1)
+	g.queue = nil
+}
+
 // Property: on a loaded machine — minutes of 12 s, the room's timer up to
 // seconds late, snapshot reads that sometimes take longer than a minute,
 // reports delivered seconds late — the gates never admit more than
@@ -138,10 +181,14 @@ func TestLoadedRoomNeverOvershootsAMinute(t *testing.T) {
 type loadLags struct {
 	read, report, timer time.Duration
 	awaitFinals         bool // the room waits for the gates' final reports
+	// killed: ams-1 dies just after the first spike's decisions, before it
+	// reports them; countsStore: the room counts the shared counters'
+	// readings in the gates' final reports.
+	killed, countsStore bool
 }
 
 func (l loadLags) String() string {
-	return fmt.Sprintf("read %s report %s timer %s finals %t", l.read, l.report, l.timer, l.awaitFinals)
+	return fmt.Sprintf("read %s report %s timer %s finals %t killed %t store %t", l.read, l.report, l.timer, l.awaitFinals, l.killed, l.countsStore)
 }
 
 func checkLoadedRoom(t *testing.T, seed uint64, l loadLags) {
@@ -150,7 +197,7 @@ func checkLoadedRoom(t *testing.T, seed uint64, l loadLags) {
 	s := Settings{Name: "it-two-dcs", TotalActiveUsers: 30, NewUsersPerMinute: 20, SessionDuration: 1}
 	gates := []Gate{{"ams", "ams-1"}, {"ams", "ams-2"}, {"fra", "fra-1"}, {"fra", "fra-2"}}
 	w := newLoadedWorld(t, seed, s, minuteSeconds, gates)
-	w.room.AwaitFinals = l.awaitFinals
+	w.room.AwaitFinals, w.room.CountsStore = l.awaitFinals, l.countsStore
 	heavy := func(rng *rand.Rand, typical, worst time.Duration) time.Duration {
 		if worst <= 0 {
 			return 0
@@ -196,6 +243,9 @@ func checkLoadedRoom(t *testing.T, seed uint64, l loadLags) {
 			if d.Outcome != Admit {
 				v.next = w.now.Add(max(d.RefreshIn, time.Second))
 			}
+		}
+		if l.killed && w.now.Equal(t0.Add(4*length)) {
+			w.kill("ams-1")
 		}
 		w.advance()
 	}
@@ -248,9 +298,26 @@ func lagMatrix() []loadLags {
 	for _, r := range []time.Duration{0, 5 * time.Second, 11 * time.Second, 30 * time.Second} {
 		for _, p := range []time.Duration{0, 2 * time.Second, 6 * time.Second} {
 			for _, tm := range []time.Duration{0, 8 * time.Second} {
-				out = append(out, loadLags{r, p, tm, false}, loadLags{r, p, tm, true})
+				out = append(out, loadLags{read: r, report: p, timer: tm}, loadLags{read: r, report: p, timer: tm, awaitFinals: true})
 			}
 		}
 	}
 	return out
+}
+
+// Property: a gate killed right after admitting a spike's visitors, before
+// it reported any of them, costs the active-users limit nothing: the other
+// gates read the shared counters into their final reports, and the room
+// counts what no report did.
+func TestKilledGateCostsNoLimit(t *testing.T) {
+	for _, l := range []loadLags{
+		{awaitFinals: true, killed: true, countsStore: true},
+		{read: 5 * time.Second, report: 2 * time.Second, awaitFinals: true, killed: true, countsStore: true},
+	} {
+		for seed := uint64(1); seed <= 25; seed++ {
+			t.Run(fmt.Sprintf("%s seed %d", l, seed), func(t *testing.T) {
+				checkLoadedRoom(t, seed, l)
+			})
+		}
+	}
 }
