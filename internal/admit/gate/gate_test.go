@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -385,6 +386,9 @@ func TestSuspendedRoomPassesUntouched(t *testing.T) {
 
 func TestStatusEndpoint(t *testing.T) {
 	h := newHarness(t, admit.Settings{Name: "shop", Path: "/shop/", CookieSuffix: "s"})
+	room := h.g.rooms.Room("shop")
+	reading := []admit.PoolCount{{Pool: admit.PoolNew, Scope: admit.Anywhere, Count: 4}}
+	room.tally.StoreTaken(room.Snapshot().Minute, reading)
 	srv := httptest.NewServer(h.g.StatusHandler())
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/status")
@@ -399,6 +403,9 @@ func TestStatusEndpoint(t *testing.T) {
 	if st.Gate.ID != "ams-1" || st.State != StateShared || len(st.Rooms) != 1 || st.Rooms[0].Room != "shop" ||
 		st.Rooms[0].CookieName != CookieName+"_s" || st.Rooms[0].Routes[0].Path != "/shop/" || st.Rooms[0].Stale {
 		t.Errorf("status %+v", st)
+	}
+	if c := st.Rooms[0].Counted; len(c) != 1 || !slices.Equal(c[0].StoreTaken, reading) {
+		t.Errorf("counted %+v, want the minute with the shared counters' reading %+v", c, reading)
 	}
 	if resp, err := http.Get(srv.URL + "/healthz"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("healthz: %v %v", resp, err)

@@ -33,6 +33,10 @@ type MinuteCounted struct {
 	NewVisitors int       `json:"newVisitors"`
 	Admitted    int       `json:"admitted"`
 	Seen        int       `json:"activeSessionsSeen"`
+	Final       bool      `json:"final,omitempty"` // nothing more will be counted in it
+	// StoreTaken is what the shared counters had handed out in the minute
+	// when it was over, by every gate (see admit.Report.StoreTaken).
+	StoreTaken []admit.PoolCount `json:"storeTaken,omitempty"`
 }
 
 // GateStatus is the gate's status document.
@@ -61,7 +65,8 @@ func (g *Gate) Status() GateStatus {
 			Minute: s.Minute, PublishedAt: s.PublishedAt, FetchedAt: st.fetchedAt, Stale: s.Stale(now),
 			CustomPage: st.page != nil, CookieName: st.cookieName, SlotsAvailable: s.SlotsAvailable}
 		for _, rep := range r.tally.Kept() {
-			rs.Counted = append(rs.Counted, MinuteCounted{Minute: rep.Minute, NewVisitors: rep.NewVisitors, Admitted: rep.Admitted, Seen: rep.Seen})
+			rs.Counted = append(rs.Counted, MinuteCounted{Minute: rep.Minute, NewVisitors: rep.NewVisitors, Admitted: rep.Admitted,
+				Seen: rep.Seen, Final: rep.Final, StoreTaken: rep.StoreTaken})
 		}
 		out.Rooms = append(out.Rooms, rs)
 	}
