@@ -2,7 +2,6 @@ package admit
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -57,7 +56,7 @@ func (s BorrowingCounters) TakeSlot(ctx context.Context, req SlotRequest) (strin
 		}
 		ok, err := s.Store.TakeBelow(ctx, CounterKey(snap.Room, snap.Minute, pool.Key(), sc.Name), int64(limit), expire)
 		if err != nil {
-			return "", false, fmt.Errorf("counter: %w", err)
+			return "", false, &TakeError{Minute: snap.Minute, Pool: pool.Key(), Scope: sc.Name, Err: err}
 		}
 		if ok {
 			return sc.Name, true, nil

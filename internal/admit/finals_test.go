@@ -166,6 +166,14 @@ func TestLateReportReplacesUnreported(t *testing.T) {
 	if got := l.Totals(t0); got.Admitted != 7 || got.Unreported != 0 {
 		t.Fatalf("after b's late report: %+v, want 7 admitted, none unreported", got)
 	}
+	// A take whose answer a gate lost may be in the store with nobody
+	// admitted: it is not an admission.
+	l.Add(Report{Room: "shop", DataCenter: "ams", Gate: "c", Minute: t0, Seq: 1,
+		StoreTaken: []PoolCount{{Pool: PoolNew, Scope: Anywhere, Count: 9}},
+		Unsure:     []PoolCount{{Pool: PoolNew, Scope: Anywhere, Count: 2}}})
+	if got := l.Totals(t0); got.Admitted != 7 || got.Unreported != 0 {
+		t.Fatalf("with two lost answers: %+v, want the reports' 7", got)
+	}
 	// A reading below the reports (a gate whose Redis lost keys, or that
 	// read before others finished) takes nothing away.
 	l.Add(rep("a", 2, 3, 2))

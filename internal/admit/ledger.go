@@ -165,9 +165,11 @@ func unreported(reports []Report) []PoolCount {
 	}
 	var extra []PoolCount
 	for _, s := range store {
+		// Takes whose answer a gate did not get may be in the store too,
+		// with nobody admitted: they are not admissions either.
 		reported := 0
 		for _, r := range reports {
-			for _, p := range r.Taken {
+			for _, p := range slices.Concat(r.Taken, r.Unsure) {
 				if comparePoolScope(p, s) == 0 {
 					reported += p.Count
 				}

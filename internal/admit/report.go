@@ -54,6 +54,9 @@ type Report struct {
 	// report's Taken (the admissions of a gate that died before reporting
 	// them). Empty without shared counters.
 	StoreTaken []PoolCount `json:"storeTaken,omitempty"`
+	// Unsure are the takes whose answer the gate did not get (TakeError):
+	// slots the store may have counted that nobody was admitted to.
+	Unsure []PoolCount `json:"unsure,omitempty"`
 	// Final says the gate will count nothing more in this minute: it ended
 	// on the gate's clock and every decision made in it has been counted.
 	// Leaving says the gate is shutting down and reports no later minute.
@@ -80,7 +83,7 @@ func (r Report) Validate(room string, minute time.Duration) error {
 		return fmt.Errorf("report: minute %s is not the start of a minute", r.Minute)
 	case r.NewVisitors < 0 || r.Admitted < 0 || r.AdmittedFromQueue < 0 || r.Seen < 0 || r.EarlyRefreshes < 0 || r.Closed < 0:
 		return fmt.Errorf("report: negative count")
-	case len(r.Queued) > maxReportEntries || len(r.Renewed) > maxReportEntries || len(r.Revoked) > maxReportEntries || len(r.Taken) > maxReportEntries || len(r.StoreTaken) > maxReportEntries:
+	case len(r.Queued) > maxReportEntries || len(r.Renewed) > maxReportEntries || len(r.Revoked) > maxReportEntries || len(r.Taken) > maxReportEntries || len(r.StoreTaken) > maxReportEntries || len(r.Unsure) > maxReportEntries:
 		return fmt.Errorf("report: more than %d entries in a list", maxReportEntries)
 	}
 	for _, l := range [][]MinuteCount{r.Renewed, r.Revoked} {
@@ -95,7 +98,7 @@ func (r Report) Validate(room string, minute time.Duration) error {
 			return fmt.Errorf("report: bucket %s is after the report's minute", c.Minute)
 		}
 	}
-	for _, t := range slices.Concat(r.Taken, r.StoreTaken) {
+	for _, t := range slices.Concat(r.Taken, r.StoreTaken, r.Unsure) {
 		if t.Count < 0 || (t.Scope != Anywhere && !validLabel(t.Scope)) || t.Pool == "" || len(t.Pool) > maxNameLength {
 			return fmt.Errorf("report: bad slot entry %+v", t)
 		}
@@ -135,7 +138,7 @@ type tallyMinute struct {
 	minute                                                             time.Time
 	newVisitors, admitted, fromQueue, seen, earlyRefreshes, closedRoom int
 	queued, renewed, revoked                                           map[int64]int // by Unix ms
-	taken                                                              map[[2]string]int
+	taken, unsure                                                      map[[2]string]int
 	dirty                                                              bool
 	storeTaken                                                         []PoolCount
 	deciding                                                           int  // decisions begun in the minute, not yet counted
@@ -153,7 +156,7 @@ func (t *Tally) at(m time.Time) *tallyMinute {
 	i, ok := slices.BinarySearchFunc(t.minutes, m, func(e *tallyMinute, m time.Time) int { return e.minute.Compare(m) })
 	if !ok {
 		t.minutes = slices.Insert(t.minutes, i, &tallyMinute{minute: m, queued: map[int64]int{}, renewed: map[int64]int{},
-			revoked: map[int64]int{}, taken: map[[2]string]int{}})
+			revoked: map[int64]int{}, taken: map[[2]string]int{}, unsure: map[[2]string]int{}})
 	}
 	return t.minutes[i]
 }
@@ -238,6 +241,15 @@ func (t *Tally) Finish(current time.Time) []time.Time {
 		}
 	}
 	return finished
+}
+
+// Unsure counts a take whose answer the gate did not get (see TakeError).
+func (t *Tally) Unsure(e *TakeError) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.at(e.Minute)
+	m.unsure[[2]string{e.Pool, e.Scope}]++
+	m.dirty = true
 }
 
 // StoreTaken records what the shared counters had handed out in a minute
@@ -327,7 +339,7 @@ func (t *Tally) counts(m *tallyMinute) Report {
 		NewVisitors: m.newVisitors, Admitted: m.admitted, AdmittedFromQueue: m.fromQueue, Seen: m.seen,
 		EarlyRefreshes: m.earlyRefreshes, Closed: m.closedRoom,
 		Queued: minuteCounts(m.queued), Renewed: minuteCounts(m.renewed), Revoked: minuteCounts(m.revoked),
-		Taken: poolCounts(m.taken), StoreTaken: slices.Clone(m.storeTaken), Final: m.final, Leaving: t.leaving}
+		Taken: poolCounts(m.taken), StoreTaken: slices.Clone(m.storeTaken), Unsure: poolCounts(m.unsure), Final: m.final, Leaving: t.leaving}
 }
 
 func minuteCounts(m map[int64]int) []MinuteCount {

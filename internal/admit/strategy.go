@@ -137,6 +137,20 @@ func (f Fallback) TakeSlot(ctx context.Context, req SlotRequest) (string, bool, 
 	return f.Secondary.TakeSlot(ctx, req)
 }
 
+// TakeError is a take whose answer the gate did not get (a timeout, a
+// dropped connection): the store may or may not have handed the slot out.
+// The gate reports it (Report.Unsure), so that the room does not count a
+// slot the store counted and nobody was admitted to as an admission no gate
+// reported.
+type TakeError struct {
+	Minute      time.Time
+	Pool, Scope string
+	Err         error
+}
+
+func (e *TakeError) Error() string { return "counter: " + e.Err.Error() }
+func (e *TakeError) Unwrap() error { return e.Err }
+
 // CounterKey names the counter of a pool's scope in a minute; strategies
 // whose counters belong to one gate append the gate.
 func CounterKey(room string, minute time.Time, pool, scope string) string {
@@ -192,7 +206,7 @@ func takeSlot(ctx context.Context, store Counter, req SlotRequest, split func(Sc
 		}
 		ok, err := store.TakeBelow(ctx, CounterKey(snap.Room, current, pool.Key(), sc.Name)+suffix, int64(limit), expire)
 		if err != nil {
-			return "", false, fmt.Errorf("counter: %w", err)
+			return "", false, &TakeError{Minute: current, Pool: pool.Key(), Scope: sc.Name, Err: err}
 		}
 		if ok {
 			return sc.Name, true, nil

@@ -141,3 +141,27 @@ func TestFinalReportWithoutTheStore(t *testing.T) {
 		t.Fatalf("reports %+v, want t0's final report with 1 admitted and no reading", got)
 	}
 }
+
+// A take whose answer is lost (here: Redis does not answer at all) is
+// reported as unsure, so that a slot the store may have counted for nobody
+// is not taken for an admission no gate reported.
+func TestLostTakeIsReportedUnsure(t *testing.T) {
+	client, err := NewRedisClient("redis://127.0.0.1:1/0") // nothing listens on port 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	down := &RedisCounter{Client: client}
+	h := newHarness(t, admit.Settings{Name: "shop"}, func(c *Config) {
+		counters, err := NewCounters(down, down, StrategyCounters, quietLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Counters = counters
+	})
+	mustQueue(t, h.get(newVisitor(), "/"), 200, "a new visitor while the counters do not answer")
+	rep, ok := h.reg.Room("shop").tally.Report(admit.MinuteOf(h.now, time.Minute))
+	if !ok || rep.Admitted != 0 || len(rep.Unsure) != 1 || rep.Unsure[0].Count != 1 || rep.Unsure[0].Pool != admit.PoolNew {
+		t.Fatalf("the minute's report %+v, want one unsure take of the new visitors' pool", rep)
+	}
+}
