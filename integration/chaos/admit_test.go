@@ -431,7 +431,9 @@ func admittedBrowsers(t *testing.T, l *load, gates []*proc, path string, n int) 
 		out[i] = newBrowser()
 	}
 	in := make([]bool, n)
-	eventually(t, 5*admitMinute, "the holders are admitted", func() (bool, string) {
+	// They queue behind every visitor of the load already waiting: about
+	// three room minutes' worth at 12 a minute, more on a loaded machine.
+	eventually(t, 10*admitMinute, "the holders are admitted", func() (bool, string) {
 		all := true
 		for i, b := range out {
 			if in[i] {
@@ -446,7 +448,7 @@ func admittedBrowsers(t *testing.T, l *load, gates []*proc, path string, n int) 
 			}
 			all = all && in[i]
 		}
-		return all, "still queued"
+		return all, fmt.Sprintf("%d of %d still queued", n-countTrue(in), n)
 	})
 	return out
 }
@@ -626,4 +628,14 @@ func (l *load) visitor(gates []*proc, path string, seed uint64) {
 			}
 		}
 	}
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
