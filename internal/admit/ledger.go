@@ -146,10 +146,11 @@ func addTaken(taken []PoolCount, p PoolCount) []PoolCount {
 // unreported is what the shared counters handed out in a minute beyond
 // what its reports (all of that minute) count, by pool and scope. Gates
 // read the counters once the minute is over (Report.StoreTaken); the
-// largest reading of a counter is the most it is known to have handed out,
-// and a gate that died before reporting its admissions is the only way a
-// reading exceeds the reports' sum. A report that arrives later lowers it
-// again, so nothing is counted twice.
+// largest reading of a counter is the most it is known to have handed out.
+// It exceeds the reports' takes, and the takes whose answer a gate lost
+// (Report.Unsure), only by the admissions of a gate that died before
+// reporting them. A report that arrives later lowers it again, so nothing
+// is counted twice.
 func unreported(reports []Report) []PoolCount {
 	var store []PoolCount // the largest reading of each counter
 	for _, r := range reports {
@@ -165,13 +166,13 @@ func unreported(reports []Report) []PoolCount {
 	}
 	var extra []PoolCount
 	for _, s := range store {
-		// Takes whose answer a gate did not get may be in the store too,
-		// with nobody admitted: they are not admissions either.
 		reported := 0
 		for _, r := range reports {
-			for _, p := range slices.Concat(r.Taken, r.Unsure) {
-				if comparePoolScope(p, s) == 0 {
-					reported += p.Count
+			for _, list := range [][]PoolCount{r.Taken, r.Unsure} {
+				for _, p := range list {
+					if comparePoolScope(p, s) == 0 {
+						reported += p.Count
+					}
 				}
 			}
 		}
