@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -18,69 +16,8 @@ import (
 	"github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/testenv"
+	"github.com/edgeflow/edgeflow/internal/testenv/browsertest"
 )
-
-// findChromium locates the browser: $EDGEFLOW_CHROMIUM_BIN, then Debian's
-// chromium on PATH.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("EDGEFLOW_CHROMIUM_BIN"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("the browser test needs a headless Chromium and none was found: install Debian's package " +
-		"(`apt-get update && apt-get install -y chromium`) or set EDGEFLOW_CHROMIUM_BIN")
-	return ""
-}
-
-// newChromium starts a headless Chromium with a fresh profile; it is
-// stopped when the test ends. A start that fails (on a machine busy with
-// other browsers, Chromium now and then exits before it listens) is tried
-// again with a new profile, as the harness does with servers.
-func newChromium(t *testing.T, within time.Duration) context.Context {
-	t.Helper()
-	var lastErr error
-	for attempt := range 3 {
-		if attempt > 0 {
-			t.Logf("chromium did not start (%v); trying again", lastErr)
-			time.Sleep(time.Second)
-		}
-		opts := append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.ExecPath(findChromium(t)),
-			chromedp.Headless,
-			chromedp.NoSandbox,
-			chromedp.DisableGPU,
-			chromedp.NoFirstRun,
-			chromedp.UserDataDir(t.TempDir()),
-			chromedp.Flag("disable-quic", true),
-			chromedp.Flag("disable-background-networking", true),
-			chromedp.Flag("disable-component-update", true),
-			chromedp.Flag("disable-sync", true),
-			chromedp.Flag("disable-dev-shm-usage", true),
-		)
-		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-		ctx, cancelBrowser := chromedp.NewContext(allocCtx)
-		ctx, cancelTimeout := context.WithTimeout(ctx, within)
-		stop := func() {
-			cancelTimeout()
-			cancelBrowser()
-			cancelAlloc()
-		}
-		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-			stop()
-			lastErr = err
-			continue
-		}
-		t.Cleanup(stop)
-		return ctx
-	}
-	t.Fatalf("start chromium: %v", lastErr)
-	return nil
-}
 
 // The demo room as a browser sees it: the one slot is taken, so the
 // browser gets the queue page with the room's status code; the page
@@ -100,7 +37,7 @@ func TestBrowserWaitsInTheDemoRoomAndGetsIn(t *testing.T) {
 		return !g.roomMinute(t, room.Name).IsZero(), ""
 	})
 
-	ctx := newChromium(t, 3*time.Minute) // started first: it takes seconds on a busy machine
+	ctx := browsertest.Start(t, 3*time.Minute) // started first: it takes seconds on a busy machine
 	var mu sync.Mutex
 	var documents []int64 // status of each page the browser loaded
 	if err := chromedp.Listen(ctx, func(ev any) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,55 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/edgeflow/edgeflow/internal/publish/transform"
+	"github.com/edgeflow/edgeflow/internal/testenv/browsertest"
 )
-
-// findChromium locates the browser: $EDGEFLOW_CHROMIUM_BIN, then Debian's
-// chromium on PATH.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("EDGEFLOW_CHROMIUM_BIN"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("the browser test needs a headless Chromium and none was found: install Debian's package " +
-		"(`apt-get update && apt-get install -y chromium`) or set EDGEFLOW_CHROMIUM_BIN")
-	return ""
-}
-
-// newBrowser starts a headless Chromium with a fresh profile and no network
-// chatter of its own; it is stopped when the test ends.
-func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(findChromium(t)),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelBrowser := chromedp.NewContext(allocCtx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() {
-		cancelTimeout()
-		cancelBrowser()
-		cancelAlloc()
-	})
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
-}
 
 // TestBrowserCopiesWorkingSRITag drives the UI like a person would — search
 // with a typo, open the library, open the version, copy the tag — then puts
@@ -70,7 +21,7 @@ func newBrowser(t *testing.T) context.Context {
 // ran the script and applied the stylesheet only when their integrity holds.
 func TestBrowserCopiesWorkingSRITag(t *testing.T) {
 	_, edge, _ := newTestEdge(t, nil)
-	ctx := newBrowser(t)
+	ctx := browsertest.Start(t, 90*time.Second)
 
 	for _, permission := range []string{"clipboard-read", "clipboard-write"} {
 		if _, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
