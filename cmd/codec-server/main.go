@@ -66,21 +66,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(string
 		Handler:           payloadcodec.Server(payloadcodec.Codec{Keys: keys}, payloadcodec.ServerOptions{UIOrigins: uiOrigins, Tokens: tokens}),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("codec server listening", "addr", ln.Addr().String(), "ui_origins", strings.Join(uiOrigins, ","),
-		"keys", strings.Join(keys.IDs(), ","), "auth", authMode(tokens))
-	if ready != nil {
-		ready(ln.Addr().String())
-	}
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
+	return cli.ServeHTTP(ctx, srv, func() error { return srv.Serve(ln) }, 5*time.Second, log, func() {
+		log.Info("codec server listening", "addr", ln.Addr().String(), "ui_origins", strings.Join(uiOrigins, ","),
+			"keys", strings.Join(keys.IDs(), ","), "auth", authMode(tokens))
+		if ready != nil {
+			ready(ln.Addr().String())
+		}
+	})
 }
 
 func authMode(tokens []string) string {

@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -132,28 +131,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(logHandler, slog.LevelWarn),
 	}
-	served := make(chan error, 1)
-	go func() { served <- server.Serve(ln) }()
-	logger.Info("edge listening", "addr", ln.Addr().String(), "primary", storage.Primary.String(),
-		"mirror", mirror.Config().String(), "buckets", fmt.Sprintf("%+v", storage.Buckets), "cache_mib", *cacheMiB,
-		"metrics", metricsURL, "tracing", tracing.Enabled())
-	if ready != nil {
-		ready(ln.Addr().String())
-	}
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down", "grace", shutdownGrace)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := server.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("graceful shutdown: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return cli.ServeHTTP(ctx, server, func() error { return server.Serve(ln) }, shutdownGrace, logger, func() {
+		logger.Info("edge listening", "addr", ln.Addr().String(), "primary", storage.Primary.String(),
+			"mirror", mirror.Config().String(), "buckets", fmt.Sprintf("%+v", storage.Buckets), "cache_mib", *cacheMiB,
+			"metrics", metricsURL, "tracing", tracing.Enabled())
+		if ready != nil {
+			ready(ln.Addr().String())
+		}
+	})
 }

@@ -267,40 +267,25 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		MaxHeaderBytes:    s.maxHeaderKiB << 10,
 		ErrorLog:          slog.NewLogLogger(handler, slog.LevelWarn),
 	}
-	served := make(chan error, 1)
-	go func() {
-		if s.tlsCert != "" {
-			served <- server.ServeTLS(ln, s.tlsCert, s.tlsKey)
-			return
+	serve := func() error { return server.Serve(ln) }
+	if s.tlsCert != "" {
+		serve = func() error { return server.ServeTLS(ln, s.tlsCert, s.tlsKey) }
+	}
+	err = cli.ServeHTTP(ctx, server, serve, shutdownGrace, log, func() {
+		close(ready503)
+		rooms := []string{}
+		for _, r := range registry.Rooms() {
+			rooms = append(rooms, r.Name())
 		}
-		served <- server.Serve(ln)
-	}()
-	close(ready503)
-	rooms := []string{}
-	for _, r := range registry.Rooms() {
-		rooms = append(rooms, r.Name())
-	}
-	log.Info("gate listening", "addr", ln.Addr().String(), "origin", origin.Redacted(), "data_center", s.dataCenter,
-		"counters", counterDesc, "cookie_keys", strings.Join(keys.IDs(), ","), "rooms", strings.Join(rooms, ","))
-	if ready != nil {
-		ready(ln.Addr().String())
-	}
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down", "grace", shutdownGrace)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	err = server.Shutdown(shutdownCtx)
+		log.Info("gate listening", "addr", ln.Addr().String(), "origin", origin.Redacted(), "data_center", s.dataCenter,
+			"counters", counterDesc, "cookie_keys", strings.Join(keys.IDs(), ","), "rooms", strings.Join(rooms, ","))
+		if ready != nil {
+			ready(ln.Addr().String())
+		}
+	})
 	stopBackground() // the reporter sends its last counts
 	<-reporterDone
-	if err != nil {
-		return fmt.Errorf("graceful shutdown: %w", err)
-	}
-	return nil
+	return err
 }
 
 // openCounters connects the Redis servers, if any, and says what the gate

@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // ServerRun is a long-running command's body: it serves until ctx ends
@@ -31,4 +34,31 @@ func Serve(name string, run ServerRun) {
 		fmt.Fprintln(os.Stderr, name+":", err)
 		os.Exit(ExitFailed)
 	}
+}
+
+// ServeHTTP runs serve (server.Serve or ServeTLS on its listener) until
+// ctx ends or serving fails; listening runs once it has started (log the
+// address, tell a test it is ready). On ctx's end the server shuts down,
+// letting in-flight requests finish within grace.
+func ServeHTTP(ctx context.Context, server *http.Server, serve func() error, grace time.Duration, log *slog.Logger, listening func()) error {
+	served := make(chan error, 1)
+	go func() { served <- serve() }()
+	if listening != nil {
+		listening()
+	}
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", grace)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := server.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
 }
