@@ -145,7 +145,8 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil && !errors.Is(err, ErrCountersDown) && !errors.Is(err, ErrCountersBusy) {
 		g.log.Warn("decide", "room", room.name, "err", err)
 	}
-	if unsure := (*admit.TakeError)(nil); errors.As(err, &unsure) {
+	var unsure *admit.TakeError
+	if errors.As(err, &unsure) {
 		room.tally.Unsure(unsure)
 	}
 	if countsNothing(d.Effect) {
