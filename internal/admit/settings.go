@@ -9,8 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/cbroglie/mustache"
 )
 
 // QueueingMethod says who leaves the queue first.
@@ -276,8 +274,8 @@ func validatePage(p *problems, field, page string) {
 	if page == "" {
 		return
 	}
-	if _, err := mustache.ParseString(page); err != nil {
-		p.add(field, "is not a valid Mustache template: %v", err)
+	if _, err := ParsePage(page); err != nil {
+		p.add(field, "%v", err)
 	}
 }
 

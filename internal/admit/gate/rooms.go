@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cbroglie/mustache"
-
 	"github.com/edgeflow/edgeflow/internal/admit"
 )
 
@@ -34,8 +32,15 @@ type roomState struct {
 	routed     bool   // the room takes traffic (not deleted)
 	cookieName string // with the room's cookie_suffix
 	cookiePath string
-	page       *mustache.Template // custom_page_html, nil: the default page
-	fetchedAt  time.Time          // when the gate read the snapshot
+	page       *pageTemplate // custom_page_html, nil: the default page
+	fetchedAt  time.Time     // when the gate read the snapshot
+}
+
+// pageTemplate is a parsed custom page, with the gate's verdict on it once
+// it broke a bound (see Gate.renderCustom).
+type pageTemplate struct {
+	page    *admit.Page
+	verdict atomic.Pointer[pageVerdict]
 }
 
 // Name is the room's name.
@@ -143,7 +148,10 @@ func (g *Registry) Update(snap *admit.Snapshot, page *string, fetchedAt time.Tim
 	case page != nil && *page != "":
 		// The room validated the template; should it still not parse, the
 		// room keeps working on the default page.
-		st.page, err = mustache.ParseString(*page)
+		var p *admit.Page
+		if p, err = admit.ParsePage(*page); err == nil {
+			st.page = &pageTemplate{page: p}
+		}
 	case page == nil && old != nil:
 		st.page = old.page
 	}

@@ -1,0 +1,193 @@
+package admit
+
+import (
+	"errors"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cbroglie/mustache"
+)
+
+// pageVars are variables as the gate renders a page with.
+func pageVars() map[string]any {
+	return map[string]any{
+		"inWaitingRoom": true, "waitTimeKnown": true, "waitTime": 12, "waitTimeFormatted": "12 minutes",
+		"lastUpdated": "2026-12-01T12:00:00.000Z", "queueingMethod": "fifo", "isFIFOQueue": true,
+		"isRandomQueue": false, "refreshIntervalSeconds": 20, "isEventActive": false,
+	}
+}
+
+// secretFile writes a file a hostile page may name, and returns its path
+// and content.
+func secretFile(t testing.TB) (string, string) {
+	path := filepath.Join(t.TempDir(), "secret")
+	const secret = "GATE_COOKIE_KEYS=k1:c2VjcmV0"
+	if err := os.WriteFile(path, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, secret
+}
+
+// A page naming a partial is refused when saved, by the settings and by an
+// event, naming custom_page_html, wherever the partial hides; the page
+// never shows the file's content.
+func TestPageWithPartialIsRefused(t *testing.T) {
+	path, secret := secretFile(t)
+	for _, page := range []string{
+		"{{> " + path + "}}",
+		"<p>{{#inWaitingRoom}}{{> " + path + "}}{{/inWaitingRoom}}</p>",
+		"{{^queueAll}}{{#waitTimeKnown}}{{>" + path + "}}{{/waitTimeKnown}}{{/queueAll}}",
+		"{{=<% %>=}}<%> " + path + "%>",
+		"{{> /dev/zero}}",
+	} {
+		_, err := ParsePage(page)
+		if err == nil || !strings.Contains(err.Error(), "partial") {
+			t.Errorf("%q parses: %v", page, err)
+		}
+		s := Settings{Name: "shop", TotalActiveUsers: 5, NewUsersPerMinute: 5, CustomPageHTML: page}.WithDefaults()
+		if f := firstProblem(s.Validate()); f == nil || f.Field != "custom_page_html" || strings.Contains(f.Reason, secret) {
+			t.Errorf("settings with %q: %v", page, s.Validate())
+		}
+		e := Event{Name: "launch", EventStartTime: t0.Add(time.Hour), EventEndTime: t0.Add(2 * time.Hour), CustomPageHTML: &page}
+		if f := firstProblem(ValidateEvent(e, s.WithDefaults(), nil, t0)); f == nil || f.Field != "custom_page_html" {
+			t.Errorf("event with %q: %v", page, f)
+		}
+	}
+}
+
+func firstProblem(err error) *FieldError {
+	var inv *InvalidError
+	if errors.As(err, &inv) && len(inv.Problems) > 0 {
+		return inv.First()
+	}
+	return nil
+}
+
+// Even a template that got past the check has no partial to read:
+// rendering it fails instead of showing the file.
+func TestPageHasNoPartialProvider(t *testing.T) {
+	path, secret := secretFile(t)
+	tmpl, err := mustache.ParseStringPartials("a{{#inWaitingRoom}}{{> "+path+"}}{{/inWaitingRoom}}b", noPartials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := tmpl.FRender(&out, pageVars()); err == nil || strings.Contains(out.String(), secret) {
+		t.Errorf("rendered %q, %v", out.String(), err)
+	}
+}
+
+// Sections nest at most MaxPageDepth deep.
+func TestPageDepth(t *testing.T) {
+	nested := func(n int) string {
+		return strings.Repeat("{{#inWaitingRoom}}", n) + "x" + strings.Repeat("{{/inWaitingRoom}}", n)
+	}
+	p, err := ParsePage(nested(MaxPageDepth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := p.Render(pageVars(), nil); err != nil || string(out) != "x" {
+		t.Errorf("%d levels render %q, %v", MaxPageDepth, out, err)
+	}
+	if _, err := ParsePage(nested(MaxPageDepth + 1)); err == nil || !strings.Contains(err.Error(), "deeper") {
+		t.Errorf("%d levels: %v", MaxPageDepth+1, err)
+	}
+	s := Settings{Name: "shop", TotalActiveUsers: 5, NewUsersPerMinute: 5, CustomPageHTML: "{{=< >=}}" + strings.Repeat("<#.>", 8000) + strings.Repeat("</.>", 8000)}.WithDefaults()
+	if f := firstProblem(s.Validate()); f == nil || f.Field != "custom_page_html" {
+		t.Errorf("8,000 levels: %v", s.Validate())
+	}
+}
+
+// amplifier is the page of at most MaxCustomPageSize that renders the most:
+// one-character delimiters and a variable of 24 bytes behind every three.
+func amplifier() string {
+	head, tail := "{{=< >=}}<#lastUpdated>", "</lastUpdated>"
+	return head + strings.Repeat("<.>", (MaxCustomPageSize-len(head)-len(tail))/3) + tail
+}
+
+// A page that would render over MaxPageBytes stops there, whatever its
+// size when saved.
+func TestPageOutputIsBounded(t *testing.T) {
+	page := amplifier()
+	s := Settings{Name: "shop", TotalActiveUsers: 5, NewUsersPerMinute: 5, CustomPageHTML: page}.WithDefaults()
+	if err := s.Validate(); err != nil {
+		t.Fatalf("the amplifier is a valid page: %v", err)
+	}
+	p := MustParsePage(page)
+	if out, err := p.Render(pageVars(), nil); !errors.Is(err, ErrPageTooLarge) || out != nil {
+		t.Errorf("the amplifier renders %d bytes, %v", len(out), err)
+	}
+	// Just under the bound it renders.
+	under := "{{=< >=}}<#lastUpdated>" + strings.Repeat("<.>", MaxPageBytes/24) + "</lastUpdated>"
+	if out, err := MustParsePage(under).Render(pageVars(), nil); err != nil || len(out) != MaxPageBytes/24*24 {
+		t.Errorf("under the bound: %d bytes, %v", len(out), err)
+	}
+}
+
+// Rendering stops once the clock says MaxPageRenderTime has passed.
+func TestPageRenderTimeIsBounded(t *testing.T) {
+	clock := t0
+	tick := func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+	var b strings.Builder
+	for i := range 100 {
+		b.WriteString("<p>" + strconv.Itoa(i) + " {{waitTimeFormatted}}</p>")
+	}
+	out, err := MustParsePage(b.String()).Render(pageVars(), tick)
+	if !errors.Is(err, ErrPageTooSlow) || out != nil {
+		t.Errorf("a render 1 ms a write: %d bytes, %v", len(out), err)
+	}
+	// A still clock never stops it.
+	still := func() time.Time { return t0 }
+	if out, err := MustParsePage(b.String()).Render(pageVars(), still); err != nil || !strings.Contains(string(out), "<p>99 12 minutes</p>") {
+		t.Errorf("a still clock: %v", err)
+	}
+}
+
+// Nothing in the module parses or renders Mustache but this package's
+// page.go (and its test): the library's own parsers read partials from
+// files.
+func TestOnlyPageUsesMustache(t *testing.T) {
+	root := filepath.Join("..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{}
+	for _, f := range []string{"page.go", "page_test.go"} {
+		abs, _ := filepath.Abs(f)
+		allowed[abs] = true
+	}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			if strings.Contains(imp.Path.Value, "mustache") {
+				if abs, _ := filepath.Abs(path); !allowed[abs] {
+					t.Errorf("%s imports %s: parse pages with admit.ParsePage", path, imp.Path.Value)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
