@@ -191,3 +191,79 @@ func TestOnlyPageUsesMustache(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// fileMarker in a fuzzed page stands for the path of an existing file.
+const fileMarker = "@FILE@"
+
+// recordingPartials records the partials a template asks for, reading none.
+type recordingPartials struct{ asked []string }
+
+func (r *recordingPartials) Get(name string) (string, error) {
+	r.asked = append(r.asked, name)
+	return "", nil
+}
+
+// Any template: a page that parses is a valid custom_page_html (up to its
+// size) and one that does not is refused naming the field; a template that
+// would ask for a partial does not parse; a rendered page is at most
+// MaxPageBytes and never holds a file's content, even the file it names.
+func FuzzPage(f *testing.F) {
+	for _, seed := range []string{
+		"<p>{{waitTime}} minutes</p>",
+		"{{#isEventActive}}<p>{{timeUntilEventEndFormatted}}</p>{{/isEventActive}}{{^isEventActive}}<p>soon</p>{{/isEventActive}}",
+		"{{> " + fileMarker + "}}",
+		"{{#inWaitingRoom}}{{> " + fileMarker + "}}{{/inWaitingRoom}}",
+		"{{=<% %>=}}<%> " + fileMarker + "%>",
+		"{{=< >=}}<#lastUpdated><.><.><.><.></lastUpdated>",
+		"{{#.}}{{#.}}{{#.}}{{.}}{{/.}}{{/.}}{{/.}}",
+		"{{{waitTimeFormatted}}}{{&lastUpdated}}{{a.b.c}}",
+		"{{#waitTime}}", "{{/x}}", "{{", "}}{{!comment}}",
+	} {
+		f.Add(seed)
+	}
+	dir := f.TempDir()
+	const secret = "GATE_COOKIE_KEYS=k1:c2VjcmV0"
+	file := filepath.Join(dir, "environ")
+	if err := os.WriteFile(file, []byte(secret), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		if strings.Contains(src, secret) {
+			return
+		}
+		src = strings.ReplaceAll(src, fileMarker, file)
+		page, err := ParsePage(src)
+		s := Settings{Name: "shop", TotalActiveUsers: 5, NewUsersPerMinute: 5, CustomPageHTML: src}.WithDefaults()
+		verr := s.Validate()
+		if err != nil {
+			if f := firstProblem(verr); f == nil || f.Field != "custom_page_html" || strings.Contains(f.Reason, secret) {
+				t.Fatalf("a page that does not parse (%v) is not refused as custom_page_html: %v", err, verr)
+			}
+			return
+		}
+		if len(src) <= MaxCustomPageSize && verr != nil {
+			t.Fatalf("a page that parses is refused: %v", verr)
+		}
+		// Rendered by the library's own means, would it ask for a partial?
+		var probe recordingPartials
+		if raw, err := mustache.ParseStringPartials(src, &probe); err == nil {
+			_ = raw.FRender(&boundedWriter{now: time.Now, deadline: time.Now().Add(time.Second)}, pageVars())
+			if len(probe.asked) > 0 {
+				t.Fatalf("a page asking for the partials %q parses", probe.asked)
+			}
+		}
+		out, err := page.Render(pageVars(), nil)
+		switch {
+		case errors.Is(err, ErrPageTooLarge) || errors.Is(err, ErrPageTooSlow):
+			if out != nil {
+				t.Fatalf("a page over a bound rendered %d bytes", len(out))
+			}
+		case err != nil:
+			t.Fatalf("render: %v", err)
+		case len(out) > MaxPageBytes:
+			t.Fatalf("rendered %d bytes", len(out))
+		case strings.Contains(string(out), secret):
+			t.Fatalf("the page shows the file: %q", out)
+		}
+	})
+}
