@@ -63,6 +63,15 @@ func ParsePage(src string) (*Page, error) {
 	return &Page{tmpl: t}, nil
 }
 
+// checkPageSyntax checks a page's Mustache syntax only, as rooms did
+// before pages were restricted (see Room.LegacyPages).
+func checkPageSyntax(src string) error {
+	if _, err := mustache.ParseStringPartials(src, noPartials{}); err != nil {
+		return fmt.Errorf("is not a valid Mustache template: %w", err)
+	}
+	return nil
+}
+
 // MustParsePage parses a page built into the program.
 func MustParsePage(src string) *Page {
 	p, err := ParsePage(src)

@@ -267,3 +267,37 @@ func FuzzPage(f *testing.F) {
 		}
 	})
 }
+
+// A room replaying a run begun before pages were restricted applies a page
+// with a partial, as it did; its checks of new changes still refuse it.
+func TestLegacyPagesApplyOnlyWhatHistoryHolds(t *testing.T) {
+	page := "{{#inWaitingRoom}}{{> x}}{{/inWaitingRoom}}"
+	s := Settings{Name: "shop", TotalActiveUsers: 5, NewUsersPerMinute: 5, CustomPageHTML: page}
+	if _, err := NewRoom(s, 60, t0); firstProblem(err) == nil {
+		t.Fatalf("NewRoom took the page: %v", err)
+	}
+	r, err := NewRoomLegacyPages(s, 60, t0)
+	if err != nil || !r.LegacyPages {
+		t.Fatalf("a legacy room: %v", err)
+	}
+	if f := firstProblem(r.CheckSettings(s, 0)); f == nil || f.Field != "custom_page_html" {
+		t.Errorf("CheckSettings: %v", f)
+	}
+	if _, err := r.SetSettings(s, 0, t0.Add(time.Second)); err != nil {
+		t.Errorf("SetSettings in a legacy room: %v", err)
+	}
+	e := Event{Name: "launch", EventStartTime: t0.Add(time.Hour), EventEndTime: t0.Add(2 * time.Hour), CustomPageHTML: &page}
+	if f := firstProblem(r.CheckEvent(e, t0)); f == nil || f.Field != "custom_page_html" {
+		t.Errorf("CheckEvent: %v", f)
+	}
+	if _, err := r.AddEvent(e, t0.Add(2*time.Second)); err != nil {
+		t.Errorf("AddEvent in a legacy room: %v", err)
+	}
+	if err := r.Recreate(s, t0.Add(3*time.Second)); err != nil || !r.LegacyPages {
+		t.Errorf("Recreate in a legacy room: %v (legacy %v)", err, r.LegacyPages)
+	}
+	broken := "{{#a}}"
+	if _, err := r.AddEvent(Event{Name: "bad", EventStartTime: t0.Add(time.Hour), EventEndTime: t0.Add(2 * time.Hour), CustomPageHTML: &broken}, t0.Add(4*time.Second)); firstProblem(err) == nil {
+		t.Errorf("a legacy room took a page that does not parse: %v", err)
+	}
+}

@@ -189,7 +189,11 @@ func ValidName(name string) bool { return namePattern.MatchString(name) }
 
 // Validate checks settings that have had their defaults applied and returns
 // an *InvalidError naming every wrong field, or nil.
-func (s Settings) Validate() error {
+func (s Settings) Validate() error { return s.validate(false) }
+
+// validate checks s; legacyPages checks custom_page_html by its syntax
+// only (see Room.LegacyPages).
+func (s Settings) validate(legacyPages bool) error {
 	var p problems
 	if !ValidName(s.Name) {
 		p.add("name", "must be 1-64 letters, digits, hyphens or underscores, got %q", s.Name)
@@ -223,7 +227,7 @@ func (s Settings) Validate() error {
 			p.add(fmt.Sprintf("enabled_origin_commands[%d]", i), "%q is listed twice", c)
 		}
 	}
-	validatePage(&p, "custom_page_html", s.CustomPageHTML)
+	validatePage(&p, "custom_page_html", s.CustomPageHTML, legacyPages)
 	switch s.CookieAttributes.SameSite {
 	case "auto", "lax", "strict", "none":
 	default:
@@ -266,7 +270,7 @@ func validateLimits(p *problems, prefix string, total, perMinute, session int, m
 	}
 }
 
-func validatePage(p *problems, field, page string) {
+func validatePage(p *problems, field, page string, legacy bool) {
 	if len(page) > MaxCustomPageSize {
 		p.add(field, "must be at most %d bytes, got %d", MaxCustomPageSize, len(page))
 		return
@@ -274,7 +278,11 @@ func validatePage(p *problems, field, page string) {
 	if page == "" {
 		return
 	}
-	if _, err := ParsePage(page); err != nil {
+	check := func(src string) error { _, err := ParsePage(src); return err }
+	if legacy {
+		check = checkPageSyntax
+	}
+	if err := check(page); err != nil {
 		p.add(field, "%v", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/workflow"
+
 	engine "github.com/edgeflow/edgeflow/internal/admit"
 	"github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/workflows/admit/contract"
@@ -61,4 +63,31 @@ func TestRoomPagesForGates(t *testing.T) {
 	shown(begin, theirs)
 	shown(end, ours)
 	_ = rt.run(shopInput(), end.Sub(start)+time.Minute)
+}
+
+// A run begun before pages were restricted applies its history's changes
+// as it did (the replay of testdata/before-strict-pages holds pages with
+// partials), but its validators still refuse a new page with a partial.
+func TestLegacyRunRefusesNewPartials(t *testing.T) {
+	rt := newRoomTest(t)
+	rt.env.OnGetVersion("pages-read-no-files", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	bad := "{{> /etc/hostname}}"
+	s := shopInput().Settings
+	s.CustomPageHTML = bad
+	rt.update(time.Second, contract.UpdateSettings, func(_ contract.Change, err error) {
+		if p := fieldProblems(t, err, contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "custom_page_html" {
+			t.Errorf("settings: %+v", p)
+		}
+	}, contract.SettingsChange{Settings: s})
+	rt.update(2*time.Second, contract.AddEvent, func(_ contract.Change, err error) {
+		if p := fieldProblems(t, err, contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "custom_page_html" {
+			t.Errorf("event: %+v", p)
+		}
+	}, engine.Event{Name: "launch", EventStartTime: minute(50), EventEndTime: minute(51), CustomPageHTML: &bad})
+	rt.at(3*time.Second, func() {
+		if d := rt.describe(); d.Settings.CustomPageHTML != "" || len(d.Events) != 0 {
+			t.Errorf("a page with a partial was stored: %+v", d.Settings)
+		}
+	})
+	_ = rt.run(shopInput(), time.Minute)
 }
