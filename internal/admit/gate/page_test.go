@@ -32,11 +32,14 @@ func TestCustomPageReadsNoFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, queuedRoom("<p>ours</p>"))
-	for _, page := range []string{
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(h.g.Collector())
+	pages := []string{
 		"<p>{{> " + secret + "}}</p>",
 		"{{#inWaitingRoom}}{{#waitTimeKnown}}x{{/waitTimeKnown}}{{>" + secret + "}}{{/inWaitingRoom}}",
 		"{{> /dev/zero}}",
-	} {
+	}
+	for _, page := range pages {
 		if err := h.reg.Update(h.room.Snapshot, &page, h.now); err == nil || !strings.Contains(err.Error(), "partial") {
 			t.Errorf("the gate took %q: %v", page, err)
 		}
@@ -44,6 +47,9 @@ func TestCustomPageReadsNoFile(t *testing.T) {
 		if res.fromOrigin() || strings.Contains(res.body, "GATE_COOKIE_KEYS") || !strings.Contains(res.body, defaultPageMarker) {
 			t.Errorf("page %q: %d %.300s", page, res.status, res.body)
 		}
+	}
+	if v := metricValue(t, reg, "edgeflow_gate_page_fallbacks_total", "room", "shop", "reason", "error"); v != float64(len(pages)) {
+		t.Errorf("fallbacks for error: %v, want %d", v, len(pages))
 	}
 }
 
@@ -54,7 +60,7 @@ func TestCustomPageTooLarge(t *testing.T) {
 	page := head + strings.Repeat("<.>", (admit.MaxCustomPageSize-len(head)-len(tail))/3) + tail
 	h := newHarness(t, queuedRoom(page)) // a valid page: the room takes it
 	var renders atomic.Int64
-	h.g.renderClock = func() time.Time { renders.Add(1); return time.Now() }
+	h.g.renderClock = func() time.Time { renders.Add(1); return t0 } // never too slow: this is about size
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(h.g.Collector())
 	if v := metricValue(t, reg, "edgeflow_gate_page_fallbacks_total", "room", "shop", "reason", "size"); v != 0 {

@@ -92,6 +92,9 @@ func (g *Gate) renderPage(st *roomState, vars map[string]any) []byte {
 // bound is not rendered again for pageRetryAfter; then one request tries
 // it while the others keep the default page.
 func (g *Gate) renderCustom(room string, t *pageTemplate, vars map[string]any) ([]byte, string) {
+	if t.page == nil {
+		return nil, "error" // it did not parse; the watcher said why
+	}
 	now := g.now()
 	v := t.verdict.Load()
 	if v != nil {

@@ -62,7 +62,8 @@ func PagesOf(s admit.Settings, events []admit.Event) Pages {
 }
 
 // pageTemplate is a parsed custom page, with the gate's verdict on it once
-// it broke a bound (see Gate.renderCustom).
+// it broke a bound (see Gate.renderCustom); page is nil when it did not
+// parse, and the default page stands in for it.
 type pageTemplate struct {
 	page    *admit.Page
 	verdict atomic.Pointer[pageVerdict]
@@ -75,8 +76,8 @@ type roomPages struct {
 }
 
 // parsePages parses a room's pages. A page that does not parse (the room
-// validated it, so it should not happen) leaves the default page in its
-// place.
+// validated it, so only a room saved before pages were restricted holds
+// one) is replaced by the default page, counted as an error.
 func parsePages(p Pages) (*roomPages, error) {
 	var errs []error
 	parse := func(what, src string) *pageTemplate {
@@ -86,7 +87,7 @@ func parsePages(p Pages) (*roomPages, error) {
 		page, err := admit.ParsePage(src)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: custom_page_html %w", what, err))
-			return nil
+			return &pageTemplate{}
 		}
 		return &pageTemplate{page: page}
 	}
