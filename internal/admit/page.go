@@ -83,12 +83,13 @@ func MustParsePage(src string) *Page {
 
 func checkTags(tags []mustache.Tag, depth int) error {
 	for _, t := range tags {
+		if t.Type() == mustache.Partial {
+			return fmt.Errorf("includes the partial {{> %.64s}}: pages cannot include partials", t.Name())
+		}
 		if len(t.Name()) > MaxPageNameLength {
 			return fmt.Errorf("names a variable longer than %d bytes (%.20q...)", MaxPageNameLength, t.Name())
 		}
 		switch t.Type() {
-		case mustache.Partial:
-			return fmt.Errorf("includes the partial {{> %s}}: pages cannot include partials", t.Name())
 		case mustache.Section, mustache.InvertedSection:
 			if depth > MaxPageDepth {
 				return fmt.Errorf("nests sections deeper than %d levels (at {{#%s}})", MaxPageDepth, t.Name())

@@ -46,6 +46,7 @@ func TestPageWithPartialIsRefused(t *testing.T) {
 		"{{^queueAll}}{{#waitTimeKnown}}{{>" + path + "}}{{/waitTimeKnown}}{{/queueAll}}",
 		"{{=<% %>=}}<%> " + path + "%>",
 		"{{> /dev/zero}}",
+		"{{> /" + strings.Repeat("long/", 20) + "environ}}",
 	} {
 		_, err := ParsePage(page)
 		if err == nil || !strings.Contains(err.Error(), "partial") {

@@ -235,7 +235,8 @@ func (w *Watcher) watch(ctx context.Context, name string) {
 }
 
 // Refresh reads a room's snapshot (and its pages when its settings or
-// events changed: both change the settings version) into the registry, and says when to read it again (negative: it failed).
+// events changed: both change the settings version) into the registry,
+// and says when to read it again (negative: it failed).
 func (w *Watcher) Refresh(ctx context.Context, name string) time.Duration {
 	w.defaults()
 	qctx, cancel := context.WithTimeout(ctx, w.Timeout)
