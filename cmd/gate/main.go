@@ -256,6 +256,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	// Revoked sessions are checked in memory; this writes the gate's own to
 	// Redis and reads the other gates' in the background.
 	counters.Revocations.Rooms = gate.RevokingRooms(registry)
+	// Read the other gates' before taking traffic, so that a gate that
+	// starts does not honour sessions revoked elsewhere for its first
+	// interval; a Redis that does not answer does not hold the start up.
+	pullCtx, cancelPull := context.WithTimeout(ctx, revocationSyncEvery)
+	if err := counters.Revocations.Pull(pullCtx); err != nil {
+		log.Warn("revoked sessions: could not read the other gates' yet; retrying in the background", "err", err)
+	}
+	cancelPull()
 	revocationsDone := make(chan struct{})
 	go func() { counters.Revocations.Run(bg, revocationSyncEvery); close(revocationsDone) }()
 
