@@ -59,6 +59,8 @@ var (
 		"Slots the room's snapshot leaves for new visitors this minute.", []string{"room"}, nil)
 	ageDesc = prometheus.NewDesc("edgeflow_gate_snapshot_age_seconds",
 		"How old the room snapshot this gate decides on is (since the room published it); past the room's maximum age new visitors are queued.", []string{"room"}, nil)
+	vanishedDesc = prometheus.NewDesc("edgeflow_gate_room_vanished",
+		"1 while the room's workflow is gone without the room having been deleted (terminated or failed): the gate decides on its last snapshot, for 24 h or until the room is back or deleted.", []string{"room"}, nil)
 )
 
 // Collector exports the gate's metrics for Prometheus: per room it knows,
@@ -70,7 +72,7 @@ func (g *Gate) Collector() prometheus.Collector { return gateCollector{g} }
 type gateCollector struct{ g *Gate }
 
 func (c gateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc} {
+	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc, vanishedDesc} {
 		ch <- d
 	}
 }
@@ -91,5 +93,10 @@ func (c gateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(s.ActiveUsers), r.name)
 		ch <- prometheus.MustNewConstMetric(slotsDesc, prometheus.GaugeValue, float64(s.SlotsAvailable), r.name)
 		ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, max(0, now.Sub(s.PublishedAt).Seconds()), r.name)
+		vanished := 0.0
+		if !st.vanishedAt.IsZero() {
+			vanished = 1
+		}
+		ch <- prometheus.MustNewConstMetric(vanishedDesc, prometheus.GaugeValue, vanished, r.name)
 	}
 }
