@@ -127,13 +127,17 @@ func TestRoomBoundsReportersPerMinute(t *testing.T) {
 // largest reports it may — continues as new with an input under 1 MiB.
 func TestContinueAsNewInputAtTheBounds(t *testing.T) {
 	// Three minutes open (11:43 still waiting for the 11:45 snapshot), or
-	// two and the closed totals of the third.
+	// two and the closed totals of the third; reports with every list
+	// long, with queues only (as many buckets as fit), or small ones from
+	// as many gates as there may be.
 	for _, publish := range []bool{false, true} {
-		t.Run(fmt.Sprintf("published-%v", publish), func(t *testing.T) { continueAtTheBounds(t, publish) })
+		for _, shape := range []string{"lists", "queues", "small"} {
+			t.Run(fmt.Sprintf("%s-published-%v", shape, publish), func(t *testing.T) { continueAtTheBounds(t, publish, shape) })
+		}
 	}
 }
 
-func continueAtTheBounds(t *testing.T, publish bool) {
+func continueAtTheBounds(t *testing.T, publish bool, shape string) {
 	now := minute(44).Add(40 * time.Second)
 	s := engine.Settings{Name: strings.Repeat("r", 64), Description: strings.Repeat("d", 1024), TotalActiveUsers: 1 << 30,
 		NewUsersPerMinute: 1 << 30, CustomPageHTML: page(engine.MaxCustomPageSize), Host: strings.Repeat("h", 63) + ".example.com",
@@ -171,12 +175,21 @@ func continueAtTheBounds(t *testing.T, publish bool) {
 		for g := range engine.DefaultMaxReportersPerMinute + 10 {
 			rep := engine.Report{Room: s.Name, DataCenter: long(g), Gate: long(g), Minute: minute(m), Seq: 1,
 				Incarnation: 1 << 62, NewVisitors: 1 << 30, Admitted: 1 << 30, Seen: 1 << 30, Final: true}
-			for k := range 40 {
-				earlier := minute(m).Add(-time.Duration(k+1) * time.Minute)
-				rep.Queued = append(rep.Queued, engine.MinuteCount{Minute: earlier, Count: 1 << 30})
-				rep.Renewed = append(rep.Renewed, engine.MinuteCount{Minute: earlier, Count: 1 << 30})
-				rep.Taken = append(rep.Taken, engine.PoolCount{Pool: long(k), Scope: long(g), Count: 1 << 30})
-				rep.StoreTaken = append(rep.StoreTaken, engine.PoolCount{Pool: long(k), Scope: long(g), Count: 1 << 30})
+			switch shape {
+			case "lists":
+				for k := range 40 {
+					earlier := minute(m).Add(-time.Duration(k+1) * time.Minute)
+					rep.Queued = append(rep.Queued, engine.MinuteCount{Minute: earlier, Count: 1 << 30})
+					rep.Renewed = append(rep.Renewed, engine.MinuteCount{Minute: earlier, Count: 1 << 30})
+					rep.Taken = append(rep.Taken, engine.PoolCount{Pool: long(k), Scope: long(g), Count: 1 << 30})
+					rep.StoreTaken = append(rep.StoreTaken, engine.PoolCount{Pool: long(k), Scope: long(g), Count: 1 << 30})
+				}
+			case "queues":
+				// Each bucket its own minute, as many as fit in half a
+				// minute's bytes (about 45 bytes a bucket).
+				for k := range engine.MaxMinuteReportBytes / 2 / 45 {
+					rep.Queued = append(rep.Queued, engine.MinuteCount{Minute: minute(m).Add(-time.Duration(g*2000+k) * time.Minute), Count: 1 << 30})
+				}
 			}
 			_ = r.AddReport(rep, minute(45))
 		}
@@ -202,4 +215,39 @@ func continueAtTheBounds(t *testing.T, publish bool) {
 		t.Error("the state lost its page or its events")
 	}
 	t.Logf("input %d bytes; dropped over bytes %d, over reporters %d", size, r.Ledger.OverBytes, r.Ledger.OverReporters)
+}
+
+// A room that took more before the bounds (not Bounded) is trimmed when it
+// continues as new: the minute its snapshot was published from is closed,
+// and the input fits.
+func TestContinueAsNewTrimsAnOldRoom(t *testing.T) {
+	r, err := engine.NewRoom(engine.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, 0, minute(44))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g := range 3000 {
+		rep := engine.Report{Room: "shop", DataCenter: "ams", Gate: fmt.Sprintf("ams-%d", g), Minute: minute(44), Seq: 1, Admitted: 1}
+		for k := range 10 { // sessions renewed from minutes long closed
+			rep.Renewed = append(rep.Renewed, engine.MinuteCount{Minute: minute(44).Add(-time.Duration(100+g*10+k) * time.Minute), Count: 1})
+		}
+		if err := r.AddReport(rep, minute(44).Add(30*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Advance(minute(45).Add(10 * time.Second))
+	st := contract.RoomState{Room: *r, Runs: 1}
+	before, _ := roomwf.InputSize(contract.RoomInput{Settings: r.Settings, State: &st})
+	in, size, err := roomwf.ContinueInput(st, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before <= contract.MaxContinueBytes || size > contract.MaxContinueBytes {
+		t.Fatalf("input of %d bytes trimmed to %d, want from over %d to under", before, size, contract.MaxContinueBytes)
+	}
+	if len(in.State.Room.Ledger.Open) != 0 || in.State.Room.Ledger.Totals(minute(44)).Admitted != 3000 {
+		t.Errorf("11:44 not closed into its totals: %d open, %+v", len(in.State.Room.Ledger.Open), in.State.Room.Ledger.Totals(minute(44)))
+	}
+	if len(r.Ledger.Open) != 3000 {
+		t.Error("trimming the input changed the room")
+	}
 }
