@@ -275,6 +275,11 @@ func (w *Watcher) Refresh(ctx context.Context, name string) time.Duration {
 		}
 		page = &p
 	}
+	if ctx.Err() != nil {
+		// The watch ended meanwhile (the room vanished from the listing):
+		// a late read must not bring it back as present.
+		return -1
+	}
 	if err := w.Registry.Update(&snap, page, w.Now()); err != nil {
 		w.Logger.Warn("custom page does not parse; using the default page", "room", name, "err", err)
 	}

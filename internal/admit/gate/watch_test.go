@@ -207,3 +207,38 @@ func TestWatcherVanishedRoomComesBackDeletedOneGoes(t *testing.T) {
 		t.Error("the room came back but is still vanished")
 	}
 }
+
+// cancelingRooms ends the watch while a snapshot is being read.
+type cancelingRooms struct {
+	*fakeRooms
+	cancel context.CancelFunc
+}
+
+func (c cancelingRooms) Snapshot(ctx context.Context, room string) (admit.Snapshot, error) {
+	c.cancel()
+	return c.fakeRooms.Snapshot(ctx, room)
+}
+
+// A read that ends after its watch was stopped (the room vanished from
+// the listing meanwhile) does not make the room present again.
+func TestWatcherLateReadKeepsTheRoomVanished(t *testing.T) {
+	now := t0.Add(5 * time.Second)
+	reg := NewRegistry(admit.Gate{DataCenter: "ams", ID: "ams-1"})
+	src := &fakeRooms{snaps: map[string]admit.Snapshot{}, pages: map[string]string{}}
+	room, err := admit.NewRoom(admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, 60, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.set(*room.Snapshot, "")
+	w := &Watcher{Source: src, Registry: reg, Logger: quietLogger(), Now: func() time.Time { return now }}
+	w.Refresh(context.Background(), "shop")
+	reg.Vanish("shop", now)
+	ctx, cancel := context.WithCancel(context.Background())
+	w.Source = cancelingRooms{src, cancel}
+	if wait := w.Refresh(ctx, "shop"); wait >= 0 {
+		t.Errorf("a read after the watch ended: next in %s", wait)
+	}
+	if r := reg.Room("shop"); r == nil || r.VanishedAt().IsZero() {
+		t.Error("a late read brought the vanished room back")
+	}
+}
