@@ -143,59 +143,6 @@ func (r *Room) AddReport(rep Report, now time.Time) error {
 	return nil
 }
 
-// CheckPages refuses settings (nil: the room's) or a new event (nil: none)
-// that would take the custom pages the room keeps, its own and all its
-// events' together, past MaxPageBytes.
-func (r *Room) CheckPages(s *Settings, e *Event) error {
-	if s == nil {
-		s = &r.Settings
-	}
-	total := len(s.CustomPageHTML)
-	for _, ev := range r.Events {
-		if ev.CustomPageHTML != nil {
-			total += len(*ev.CustomPageHTML)
-		}
-	}
-	if e != nil && e.CustomPageHTML != nil {
-		total += len(*e.CustomPageHTML)
-	}
-	if total > MaxPageBytes {
-		return &InvalidError{Problems: []*FieldError{{Field: "custom_page_html", Reason: fmt.Sprintf(
-			"the room's pages, its own and its events' together, would hold %d bytes, at most %d", total, MaxPageBytes)}}}
-	}
-	return nil
-}
-
-// Trim sheds state a room can do without, step by step (0, 1, ...), to
-// keep what crosses continue-as-new small; it reports whether step did
-// anything. Step 0 forgets the slots taken in closed minutes before the
-// previous snapshot's (only the allocation of the minutes since reads
-// them) and all but the last 10 recent minutes; step 1 closes the minutes
-// before the current snapshot's, whose reports have all been read into
-// it (a later report of them is dropped and counted); step 2 forgets the
-// recent minutes.
-func (r *Room) Trim(step int) bool {
-	switch step {
-	case 0:
-		for i := range r.Ledger.Closed {
-			if r.Ledger.Closed[i].Minute.Before(r.PrevMinute) {
-				r.Ledger.Closed[i].Taken = nil
-			}
-		}
-		if len(r.Recent) > 10 {
-			r.Recent = slices.Delete(r.Recent, 0, len(r.Recent)-10)
-		}
-	case 1:
-		length := r.MinuteLength()
-		r.Ledger.Close(r.Snapshot.Minute, r.Snapshot.Minute.Add(-time.Duration(ledgerMinutes)*length))
-	case 2:
-		r.Recent = nil
-	default:
-		return false
-	}
-	return true
-}
-
 // NextWake is when Advance has something to do: the next minute's snapshot,
 // or an event beginning, starting or ending.
 func (r *Room) NextWake(now time.Time) time.Time {
