@@ -233,11 +233,11 @@ func (r *room) drain(ctx workflow.Context, reports workflow.ReceiveChannel) {
 		var rep engine.Report
 		queued := reports.Len()
 		ok := reports.ReceiveAsync(&rep)
-		if skipped := queued - reports.Len(); ok {
-			r.Stats.ReportsUndecodable += skipped - 1
-		} else {
-			r.Stats.ReportsUndecodable += skipped
+		skipped := queued - reports.Len()
+		if ok {
+			skipped--
 		}
+		r.Stats.ReportsUndecodable += skipped
 		if !ok {
 			return
 		}
