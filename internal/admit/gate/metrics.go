@@ -65,6 +65,8 @@ var (
 		"Revocations this gate did not keep because it held the room's maximum already: those sessions ended, but a copy of their old cookie passes until they would have ended.", []string{"room"}, nil)
 	revokedUnsentDesc = prometheus.NewDesc("edgeflow_gate_revocations_unsent",
 		"Revocations made at this gate not yet written to Redis (it did not answer): they hold at this gate, and reach the others once written.", nil, nil)
+	vanishedDesc = prometheus.NewDesc("edgeflow_gate_room_vanished",
+		"1 while the room's workflow is gone without the room having been deleted (terminated or failed): the gate decides on its last snapshot, for 24 h or until the room is back or deleted.", []string{"room"}, nil)
 )
 
 // Collector exports the gate's metrics for Prometheus: per room it knows,
@@ -76,7 +78,7 @@ func (g *Gate) Collector() prometheus.Collector { return gateCollector{g} }
 type gateCollector struct{ g *Gate }
 
 func (c gateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc, revokedDesc, revokedDroppedDesc, revokedUnsentDesc} {
+	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc, vanishedDesc, revokedDesc, revokedDroppedDesc, revokedUnsentDesc} {
 		ch <- d
 	}
 }
@@ -106,5 +108,10 @@ func (c gateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(s.ActiveUsers), r.name)
 		ch <- prometheus.MustNewConstMetric(slotsDesc, prometheus.GaugeValue, float64(s.SlotsAvailable), r.name)
 		ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, max(0, now.Sub(s.PublishedAt).Seconds()), r.name)
+		vanished := 0.0
+		if !st.vanishedAt.IsZero() {
+			vanished = 1
+		}
+		ch <- prometheus.MustNewConstMetric(vanishedDesc, prometheus.GaugeValue, vanished, r.name)
 	}
 }
