@@ -13,8 +13,8 @@ import (
 // use the Mustache library (page_test.go holds it to that), because the
 // library's own parsers resolve {{> name}} partials by reading files.
 const (
-	// MaxPageBytes bounds a rendered page: a page over it is not served.
-	MaxPageBytes = 256 << 10
+	// MaxRenderedPageBytes bounds a rendered page: a page over it is not served.
+	MaxRenderedPageBytes = 256 << 10
 	// MaxPageRenderTime bounds how long rendering a page may take.
 	MaxPageRenderTime = 50 * time.Millisecond
 	// MaxPageDepth bounds how deeply sections nest. The page's variables are
@@ -32,7 +32,7 @@ const (
 // The errors a page's rendering stops with; the gate then serves its
 // default page.
 var (
-	ErrPageTooLarge = fmt.Errorf("the rendered page exceeds %d bytes", MaxPageBytes)
+	ErrPageTooLarge = fmt.Errorf("the rendered page exceeds %d bytes", MaxRenderedPageBytes)
 	ErrPageTooSlow  = fmt.Errorf("rendering the page took over %s", MaxPageRenderTime)
 )
 
@@ -104,7 +104,7 @@ func checkTags(tags []mustache.Tag, depth int) error {
 
 // Render renders the page with vars (booleans, numbers and strings only:
 // the library calls functions it finds there), stopping with
-// ErrPageTooLarge once the output passes MaxPageBytes and with
+// ErrPageTooLarge once the output passes MaxRenderedPageBytes and with
 // ErrPageTooSlow once now says MaxPageRenderTime has passed (nil:
 // time.Now). It needs no goroutine: the bounds are checked as the library
 // writes, which it does at least once per element.
@@ -125,7 +125,7 @@ func (p *Page) Render(vars map[string]any, now func() time.Time) ([]byte, error)
 	return w.buf.Bytes(), nil
 }
 
-// boundedWriter collects a page up to MaxPageBytes and until its deadline;
+// boundedWriter collects a page up to MaxRenderedPageBytes and until its deadline;
 // past either it fails every write from then on.
 type boundedWriter struct {
 	buf      bytes.Buffer
@@ -137,7 +137,7 @@ type boundedWriter struct {
 func (w *boundedWriter) Write(b []byte) (int, error) {
 	switch {
 	case w.err != nil:
-	case w.buf.Len()+len(b) > MaxPageBytes:
+	case w.buf.Len()+len(b) > MaxRenderedPageBytes:
 		w.err = ErrPageTooLarge
 	case w.now().After(w.deadline):
 		w.err = ErrPageTooSlow

@@ -116,7 +116,7 @@ func amplifier() string {
 	return head + strings.Repeat("<.>", (MaxCustomPageSize-len(head)-len(tail))/3) + tail
 }
 
-// A page that would render over MaxPageBytes stops there, whatever its
+// A page that would render over MaxRenderedPageBytes stops there, whatever its
 // size when saved.
 func TestPageOutputIsBounded(t *testing.T) {
 	page := amplifier()
@@ -129,8 +129,8 @@ func TestPageOutputIsBounded(t *testing.T) {
 		t.Errorf("the amplifier renders %d bytes, %v", len(out), err)
 	}
 	// Just under the bound it renders.
-	under := "{{=< >=}}<#lastUpdated>" + strings.Repeat("<.>", MaxPageBytes/24) + "</lastUpdated>"
-	if out, err := MustParsePage(under).Render(pageVars(), stillClock); err != nil || len(out) != MaxPageBytes/24*24 {
+	under := "{{=< >=}}<#lastUpdated>" + strings.Repeat("<.>", MaxRenderedPageBytes/24) + "</lastUpdated>"
+	if out, err := MustParsePage(under).Render(pageVars(), stillClock); err != nil || len(out) != MaxRenderedPageBytes/24*24 {
 		t.Errorf("under the bound: %d bytes, %v", len(out), err)
 	}
 }
@@ -209,7 +209,7 @@ func (r *recordingPartials) Get(name string) (string, error) {
 // Any template: a page that parses is a valid custom_page_html (up to its
 // size) and one that does not is refused naming the field; a template that
 // would ask for a partial does not parse; a rendered page is at most
-// MaxPageBytes and never holds a file's content, even the file it names.
+// MaxRenderedPageBytes and never holds a file's content, even the file it names.
 func FuzzPage(f *testing.F) {
 	for _, seed := range []string{
 		"<p>{{waitTime}} minutes</p>",
@@ -263,7 +263,7 @@ func FuzzPage(f *testing.F) {
 			}
 		case err != nil:
 			t.Fatalf("render: %v", err)
-		case len(out) > MaxPageBytes:
+		case len(out) > MaxRenderedPageBytes:
 			t.Fatalf("rendered %d bytes", len(out))
 		case strings.Contains(string(out), secret):
 			t.Fatalf("the page shows the file: %q", out)

@@ -73,6 +73,10 @@ type Settings struct {
 	// queues every new visitor.
 	RefreshIntervalSeconds int `json:"refresh_interval_seconds,omitempty"` // default 20
 	SnapshotMaxAgeSeconds  int `json:"snapshot_max_age_seconds,omitempty"` // default 120
+	// How many gates (reporters) the room takes reports from in one
+	// minute; reports of further ones are dropped and counted, so invented
+	// gate names cannot grow the room's state past what Temporal carries.
+	MaxReportersPerMinute int `json:"max_reporters_per_minute,omitempty"` // default 1000
 }
 
 // The defaults of unset settings, the source product's where it has one.
@@ -85,11 +89,18 @@ const (
 	DefaultCookieSecure           = "auto"
 	DefaultRefreshIntervalSeconds = 20
 	DefaultSnapshotMaxAgeSeconds  = 120
+	DefaultMaxReportersPerMinute  = 1000
 
 	MaxLimit          = 2147483647
 	MaxSessionMinutes = 30
 	MaxCustomPageSize = 64 << 10
 	MaxRoutes         = 20
+	// MaxPageBytes bounds the custom pages a room keeps, its own and all
+	// its events' together: the room's whole state crosses continue-as-new
+	// in one payload, which Temporal refuses above 2 MiB.
+	MaxPageBytes = 512 << 10
+	// MaxReportersLimit is the highest max_reporters_per_minute.
+	MaxReportersLimit = 10000
 )
 
 // WithDefaults returns s with every unset setting at its default.
@@ -118,6 +129,9 @@ func (s Settings) WithDefaults() Settings {
 	if s.SnapshotMaxAgeSeconds == 0 {
 		s.SnapshotMaxAgeSeconds = DefaultSnapshotMaxAgeSeconds
 	}
+	if s.MaxReportersPerMinute == 0 {
+		s.MaxReportersPerMinute = DefaultMaxReportersPerMinute
+	}
 	if len(s.EnabledOriginCommands) == 0 {
 		s.EnabledOriginCommands = nil // [] and absent are the same setting
 	}
@@ -131,6 +145,15 @@ func (s Settings) WithDefaults() Settings {
 		}
 	}
 	return s
+}
+
+// ReportersPerMinute is max_reporters_per_minute, its default for settings
+// kept before it existed.
+func (s Settings) ReportersPerMinute() int {
+	if s.MaxReportersPerMinute <= 0 {
+		return DefaultMaxReportersPerMinute
+	}
+	return s.MaxReportersPerMinute
 }
 
 // RevokeEnabled reports whether the origin may end sessions.
@@ -249,6 +272,9 @@ func (s Settings) validate(legacyPages bool) error {
 	}
 	if s.SnapshotMaxAgeSeconds < 10 || s.SnapshotMaxAgeSeconds > 3600 {
 		p.add("snapshot_max_age_seconds", "must be between 10 and 3600, got %d", s.SnapshotMaxAgeSeconds)
+	}
+	if s.MaxReportersPerMinute < 1 || s.MaxReportersPerMinute > MaxReportersLimit {
+		p.add("max_reporters_per_minute", "must be between 1 and %d, got %d", MaxReportersLimit, s.MaxReportersPerMinute)
 	}
 	return p.err()
 }

@@ -68,7 +68,7 @@ func TestCustomPageTooLarge(t *testing.T) {
 	}
 	for i := range 3 {
 		res := h.get(newVisitor(), "/")
-		if len(res.body) > admit.MaxPageBytes || !strings.Contains(res.body, defaultPageMarker) {
+		if len(res.body) > admit.MaxRenderedPageBytes || !strings.Contains(res.body, defaultPageMarker) {
 			t.Fatalf("request %d: %d bytes, not the default page", i, len(res.body))
 		}
 	}

@@ -71,7 +71,7 @@ func (g *Gate) respondQueued(w http.ResponseWriter, r *http.Request, st *roomSta
 }
 
 // renderPage renders the room's page, or the default page in its place
-// when it has none or it breaks a bound (admit.MaxPageBytes,
+// when it has none or it breaks a bound (admit.MaxRenderedPageBytes,
 // admit.MaxPageRenderTime), counting each such request.
 func (g *Gate) renderPage(st *roomState, vars map[string]any) []byte {
 	if t := st.page; t != nil {
