@@ -70,6 +70,10 @@
 // renewal is disabled). Gates report admissions and the moves of sessions
 // from one minute to a later one; the room counts as active the sessions
 // whose minute lies within the last session_duration minutes (Ledger). A
+// visitor's session moves at most once a minute, from the minute it was
+// last counted in, however many copies of its cookie arrive (Visits: per
+// gate in memory; across the gates of a room through their shared store,
+// settled by each gate's reporter in the background). A
 // queued visitor is counted once per minute, at its first check-in in it,
 // so the waiting counts are exact when every queued visitor checks in each
 // minute (RefreshBase keeps the interval under a third of a minute).

@@ -20,6 +20,7 @@ type Room struct {
 	tally *admit.Tally
 
 	counters counterLog
+	visits   admit.Visits // who was counted in which minute (see Gate.countVisit)
 
 	// reporting, owned by the Reporter
 	nextReport time.Time
