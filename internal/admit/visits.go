@@ -71,16 +71,7 @@ func (v *Visits) Effect(e Effect, visitor string, keep time.Duration, deferred b
 	s := v.shard(visitor)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if minute > s.swept {
-		// Forget visitors whose last minute no opening cookie can name.
-		oldest := e.Minute.Add(-keep).UnixMilli()
-		for k, m := range s.last {
-			if m < oldest {
-				delete(s.last, k)
-			}
-		}
-		s.swept = minute
-	}
+	s.sweep(e.Minute, keep) // no cookie still opening names an older minute
 	last, known := s.last[visitor]
 	switch {
 	case known && last >= minute:
@@ -99,6 +90,47 @@ func (v *Visits) Effect(e Effect, visitor string, keep time.Duration, deferred b
 		e.Seen, e.Renewed = false, time.Time{}
 	}
 	return e
+}
+
+// Once reports whether this is the visitor's first time in minute here,
+// and remembers it for keep: a queued visitor is counted waiting once a
+// minute however many copies of its cookie check in. Past the cap it is
+// always the first time (and Overflow counts it).
+func (v *Visits) Once(minute time.Time, visitor string, keep time.Duration) bool {
+	if visitor == "" {
+		return true
+	}
+	m := minute.UnixMilli()
+	s := v.shard(visitor)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep(minute, keep)
+	last, known := s.last[visitor]
+	switch {
+	case known && last >= m:
+		return false
+	case !known && len(s.last) >= v.shardCap():
+		v.overflow.Add(1)
+		return true
+	}
+	s.last[visitor] = m
+	return true
+}
+
+// sweep forgets, once a minute, the visitors whose last minute is older
+// than keep.
+func (s *visitShard) sweep(minute time.Time, keep time.Duration) {
+	m := minute.UnixMilli()
+	if m <= s.swept {
+		return
+	}
+	oldest := minute.Add(-keep).UnixMilli()
+	for k, last := range s.last {
+		if last < oldest {
+			delete(s.last, k)
+		}
+	}
+	s.swept = m
 }
 
 // Drain returns the sightings waiting for the shared store and forgets

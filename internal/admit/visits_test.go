@@ -104,3 +104,15 @@ func TestVisitsBounded(t *testing.T) {
 		}
 	}
 }
+
+// Once: the first time in a minute only, again in the next.
+func TestVisitsOnce(t *testing.T) {
+	var v Visits
+	m1 := t0.Add(time.Minute)
+	if !v.Once(t0, "q", 2*time.Minute) || v.Once(t0, "q", 2*time.Minute) {
+		t.Fatal("minute 0: want the first time only")
+	}
+	if !v.Once(m1, "q", 2*time.Minute) || v.Once(m1, "q", 2*time.Minute) || !v.Once(m1, "r", 2*time.Minute) {
+		t.Fatal("minute 1: want each visitor's first time only")
+	}
+}

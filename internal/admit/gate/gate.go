@@ -152,6 +152,9 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.Effect.Seen {
 		d.Effect = g.countVisit(room, st.snap, d.Effect, visitor)
 	}
+	if d.Effect.Waiting > 0 && !room.waiting.Once(d.Effect.Minute, visitor, 2*st.snap.MinuteLength()) {
+		d.Effect.Waiting, d.Effect.Bucket = 0, time.Time{} // a copy of a cookie counted this minute
+	}
 	if countsNothing(d.Effect) {
 		d.Effect = admit.Effect{}
 	}

@@ -58,7 +58,7 @@ var (
 	slotsDesc = prometheus.NewDesc("edgeflow_room_slots_available",
 		"Slots the room's snapshot leaves for new visitors this minute.", []string{"room"}, nil)
 	visitsOverflowDesc = prometheus.NewDesc("edgeflow_gate_visits_uncapped_total",
-		"Session moves this gate counted without de-duplicating the visitor, because it remembered as many visitors of the room as it may (admit.DefaultVisitsCap): each such request counted as a session.", []string{"room"}, nil)
+		"Session moves and waiting check-ins this gate counted without de-duplicating the visitor, because it remembered as many visitors of the room as it may (admit.DefaultVisitsCap): each such request counted as a visitor.", []string{"room"}, nil)
 	visitsAloneDesc = prometheus.NewDesc("edgeflow_gate_visits_unsettled_total",
 		"Visitors this gate counted in a minute without the shared store's word on whether another gate counted them first (the store failed): such a visitor may count at two gates.", []string{"room"}, nil)
 	ageDesc = prometheus.NewDesc("edgeflow_gate_snapshot_age_seconds",
@@ -86,7 +86,7 @@ func (c gateCollector) Collect(ch chan<- prometheus.Metric) {
 		for i, o := range outcomes {
 			ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(counts[i].Load()), r.name, string(o))
 		}
-		ch <- prometheus.MustNewConstMetric(visitsOverflowDesc, prometheus.CounterValue, float64(r.visits.Overflow()), r.name)
+		ch <- prometheus.MustNewConstMetric(visitsOverflowDesc, prometheus.CounterValue, float64(r.visits.Overflow()+r.waiting.Overflow()), r.name)
 		ch <- prometheus.MustNewConstMetric(visitsAloneDesc, prometheus.CounterValue, float64(r.visits.Unconfirmed()), r.name)
 		st := r.state.Load()
 		if st == nil || st.snap == nil {

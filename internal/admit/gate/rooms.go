@@ -21,6 +21,7 @@ type Room struct {
 
 	counters counterLog
 	visits   admit.Visits // who was counted in which minute (see Gate.countVisit)
+	waiting  admit.Visits // who was counted waiting in which minute
 
 	// reporting, owned by the Reporter
 	nextReport time.Time

@@ -244,3 +244,29 @@ func TestReporterSettlesVisitsBeforeTheFinalReport(t *testing.T) {
 		t.Fatalf("with the store down: %+v, unsettled %d; want c counted here", r, room.visits.Unconfirmed())
 	}
 }
+
+// Copies of one queued visitor's cookie checking in in a new minute count
+// one visitor waiting, not one per copy.
+func TestCopiesOfAQueuedCookieCountOneWaiting(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1, RefreshIntervalSeconds: 10})
+	mustOrigin(t, h.get(newVisitor(), "/"), "the slot's holder")
+	q := newVisitor()
+	mustQueue(t, h.get(q, "/"), 200, "queued")
+	h.advance(2 * time.Second)
+	mustQueue(t, h.get(q, "/"), 200, "back, counted")
+	h.advance(time.Minute) // every copy is due, in the next minute
+	for i := range 5 {
+		mustQueue(t, h.get(q.clone(), "/"), 200, "copy "+strconv.Itoa(i))
+	}
+	rep, ok := h.reg.Room("shop").Tally().Report(admit.MinuteOf(h.clock(), time.Minute))
+	if !ok {
+		t.Fatal("no report of the minute")
+	}
+	waiting := 0
+	for _, c := range rep.Queued {
+		waiting += c.Count
+	}
+	if waiting != 1 {
+		t.Fatalf("5 copies of one queued cookie: %d waiting in the minute's report (%+v), want 1", waiting, rep.Queued)
+	}
+}
