@@ -270,3 +270,29 @@ func TestCopiesOfAQueuedCookieCountOneWaiting(t *testing.T) {
 		t.Fatalf("5 copies of one queued cookie: %d waiting in the minute's report (%+v), want 1", waiting, rep.Queued)
 	}
 }
+
+// In a random room that queues, a request without a cookie gets a queued
+// cookie (marked as not back yet) and no try: a client dropping its cookie
+// never takes the slot a waiting visitor checks in for.
+func TestCookielessRequestsGetNoTryInARandomQueue(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 1, QueueingMethod: admit.Random, RefreshIntervalSeconds: 10})
+	mustOrigin(t, h.get(newVisitor(), "/"), "the minute's one new visitor")
+	q := newVisitor()
+	mustQueue(t, h.get(q, "/"), 200, "queued")
+	h.advance(13 * time.Second)
+	mustQueue(t, h.get(q, "/"), 200, "back, counted")
+	h.advance(50 * time.Second) // the next minute: one slot, the room queueing
+	if s := h.room.Snapshot; s.Status != admit.StatusQueueing || s.SlotsAvailable != 1 {
+		t.Fatalf("snapshot %s", s)
+	}
+	for i := range 20 {
+		d := newVisitor()
+		mustQueue(t, h.get(d, "/"), 200, "cookieless request "+strconv.Itoa(i))
+		ck, _, err := h.g.codec.Open(d.cookies[CookieName], "shop", h.clock())
+		if err != nil || !ck.Fresh || ck.Admitted() {
+			t.Fatalf("the cookieless request's cookie: %+v, %v; want a fresh queued one", ck, err)
+		}
+	}
+	h.advance(10 * time.Second)
+	mustOrigin(t, h.get(q, "/"), "the waiting visitor, checking in for the minute's slot")
+}
