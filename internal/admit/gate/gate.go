@@ -82,6 +82,9 @@ func New(cfg Config) (*Gate, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
+	if g.counters.Revocations == nil {
+		g.counters.Revocations = &Revocations{}
+	}
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
@@ -120,8 +123,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	https := g.isHTTPS(r)
 	ck, resealNeeded := g.openCookie(r, st, now)
 	if ck != nil && ck.Admitted() && st.snap.Settings.RevokeEnabled() &&
-		g.counters.Marks.revoked(r.Context(), room.name, ck.VisitorID) {
-		ck = nil // a session the origin revoked does not come back with its old cookie
+		g.counters.Revocations.Revoked(room.name, ck.VisitorID, now) {
+		// A session the origin revoked does not come back with its old
+		// cookie. Checked in memory: an admitted visitor never waits on Redis.
+		ck = nil
 	}
 
 	in := admit.Input{Now: now, Snapshot: st.snap, Gate: g.cfg.Gate, Strategy: g.counters.Strategy}

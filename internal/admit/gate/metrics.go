@@ -63,6 +63,12 @@ var (
 		"Visitors this gate counted in a minute without the shared store's word on whether another gate counted them first (the store failed): such a visitor may count at two gates.", []string{"room"}, nil)
 	ageDesc = prometheus.NewDesc("edgeflow_gate_snapshot_age_seconds",
 		"How old the room snapshot this gate decides on is (since the room published it); past the room's maximum age new visitors are queued.", []string{"room"}, nil)
+	revokedDesc = prometheus.NewDesc("edgeflow_gate_revoked_sessions",
+		"Revoked sessions this gate holds for the room (its own and those read from the other gates), until they would have ended.", []string{"room"}, nil)
+	revokedDroppedDesc = prometheus.NewDesc("edgeflow_gate_revocations_dropped_total",
+		"Revocations this gate did not keep because it held the room's maximum already: those sessions ended, but a copy of their old cookie passes until they would have ended.", []string{"room"}, nil)
+	revokedUnsentDesc = prometheus.NewDesc("edgeflow_gate_revocations_unsent",
+		"Revocations made at this gate not yet written to Redis (it did not answer): they hold at this gate, and reach the others once written.", nil, nil)
 )
 
 // Collector exports the gate's metrics for Prometheus: per room it knows,
@@ -74,17 +80,27 @@ func (g *Gate) Collector() prometheus.Collector { return gateCollector{g} }
 type gateCollector struct{ g *Gate }
 
 func (c gateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc, visitsOverflowDesc, visitsAloneDesc} {
+	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc, revokedDesc, revokedDroppedDesc, revokedUnsentDesc,
+		visitsOverflowDesc, visitsAloneDesc} {
 		ch <- d
 	}
 }
 
 func (c gateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.g.now()
+	revs := c.g.counters.Revocations
+	if revs != nil {
+		ch <- prometheus.MustNewConstMetric(revokedUnsentDesc, prometheus.GaugeValue, float64(revs.Unsent()))
+	}
 	for _, r := range c.g.rooms.Rooms() {
 		counts := c.g.tally.counts(r.name)
 		for i, o := range outcomes {
 			ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(counts[i].Load()), r.name, string(o))
+		}
+		if revs != nil {
+			held, dropped := revs.Held(r.name)
+			ch <- prometheus.MustNewConstMetric(revokedDesc, prometheus.GaugeValue, float64(held), r.name)
+			ch <- prometheus.MustNewConstMetric(revokedDroppedDesc, prometheus.CounterValue, float64(dropped), r.name)
 		}
 		ch <- prometheus.MustNewConstMetric(visitsOverflowDesc, prometheus.CounterValue, float64(r.visits.Overflow()+r.waiting.Overflow()), r.name)
 		ch <- prometheus.MustNewConstMetric(visitsAloneDesc, prometheus.CounterValue, float64(r.visits.Unconfirmed()), r.name)
