@@ -70,7 +70,16 @@
 // renewal is disabled). Gates report admissions and the moves of sessions
 // from one minute to a later one; the room counts as active the sessions
 // whose minute lies within the last session_duration minutes (Ledger). A
+// visitor's session moves at most once a minute, from the minute it was
+// last counted in, however many copies of its cookie arrive (Visits: per
+// gate in memory; across the gates of a room through their shared store,
+// settled by each gate's reporter in the background). A
 // queued visitor is counted once per minute, at its first check-in in it,
 // so the waiting counts are exact when every queued visitor checks in each
-// minute (RefreshBase keeps the interval under a third of a minute).
+// minute (RefreshBase keeps the interval under a third of a minute). A
+// request without a ticket counts no one waiting: its ticket (Fresh) counts
+// when it comes back with it, a second later in a FIFO room. A random
+// room that queues gives a new visitor no try at its first request: its
+// first is a refresh interval later, like everyone's next, so dropping the
+// cookie buys nothing.
 package admit
