@@ -74,7 +74,7 @@ func (t TemporalRooms) Page(ctx context.Context, room string) (string, error) {
 // DiscoverEvery (a room created anywhere takes effect within seconds, no
 // restart) and reads each room's snapshot every SnapshotEvery (more often
 // for rooms with a short minute, and while a new minute's snapshot is due).
-// When its RoomSource cannot be reached the gate keeps deciding on the last
+// When the source cannot be reached the gate keeps deciding on the last
 // snapshot; the engine's maximum-age rule then queues new visitors.
 type Watcher struct {
 	Source        RoomSource
