@@ -32,8 +32,9 @@ func TestNewRoomPublishesAtOnce(t *testing.T) {
 	}
 }
 
-// Source document 000's San Jose state, produced by reports: 20 sessions
-// seen in San Jose and 30 in London during 11:44, each admitted then.
+// The "How Waiting Room makes queueing decisions" post's San Jose state,
+// produced by reports: 20 sessions seen in San Jose and 30 in London during
+// 11:44, each admitted then.
 func TestRollupFromReports(t *testing.T) {
 	r, err := NewRoom(Settings{Name: "shop", TotalActiveUsers: 200, NewUsersPerMinute: 200}, 60, t0.Add(-time.Minute))
 	if err != nil {
@@ -173,9 +174,9 @@ func TestWaitingCountsAndHammering(t *testing.T) {
 	}
 }
 
-// Source document 001: users 1..5 wait FIFO (5 → 4 → 3 → 2 → 1, 1 next). The
-// room switches to random and user 4 gets in; switched back to FIFO the
-// order is 5 → 3 → 2 → 1.
+// "Waiting Room: Random Queueing": users 1..5 wait FIFO (5 → 4 → 3 → 2 → 1, 1
+// next). The room switches to random and user 4 gets in; switched back to
+// FIFO the order is 5 → 3 → 2 → 1.
 func TestFIFORandomFIFOKeepsOrder(t *testing.T) {
 	s := Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1, SessionDuration: 30}
 	w := newWorld(t, s, t0, 0, Gate{"ams", "ams-1"})

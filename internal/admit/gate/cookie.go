@@ -27,7 +27,7 @@ func CookieNameFor(suffix string) string {
 
 // Cookie is what the visitor cookie holds, sealed: the engine's ticket (the
 // room, bucketId, acceptedAt, lastCheckInTime, refreshIntervalSeconds; the
-// JSON names are the source's, for logs and tests — sealed, it is a compact
+// JSON names are Cloudflare's, for logs and tests — sealed, it is a compact
 // binary layout, see encode) and what the gate adds to it.
 type Cookie struct {
 	admit.Ticket

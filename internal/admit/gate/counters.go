@@ -57,7 +57,7 @@ func MemoryCounters() Counters {
 // (--strategy, GATE_STRATEGY); the names are the engine's and the
 // simulator's.
 const (
-	// StrategyCounters is admit.SharedCounters, the source's design: a
+	// StrategyCounters is admit.SharedCounters, Cloudflare's design: a
 	// data center's visitors take its own scope, then Anywhere.
 	StrategyCounters = "counters"
 	// StrategyBorrow is admit.BorrowingCounters: SharedCounters that also

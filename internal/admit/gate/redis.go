@@ -12,11 +12,12 @@ import (
 	"github.com/edgeflow/edgeflow/internal/admit"
 )
 
-// RedisCounter is the engine's Counter on Redis: the shared ticket counter
-// of source document 000, for several gates of one data center (their
-// data center's Redis) and for the Anywhere pool (one Redis every gate of
-// the room reaches). Each take is one atomic script call: the count only
-// grows, only below the limit, and the key expires with its minute.
+// RedisCounter is the engine's Counter on Redis: the shared data center
+// counter of "How Waiting Room makes queueing decisions on Cloudflare's
+// highly distributed network", for several gates of one data center (their
+// data center's Redis) and for the Anywhere pool (one Redis every gate of the
+// room reaches). Each take is one atomic script call: the count only grows,
+// only below the limit, and the key expires with its minute.
 type RedisCounter struct{ Client redis.UniversalClient }
 
 // takeBelow adds one to KEYS[1] if it is below ARGV[1], and (re)sets the
