@@ -249,7 +249,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	bg, stopBackground := context.WithCancel(context.Background())
 	defer stopBackground()
 	go watcher.Run(bg)
-	reporter := &gate.Reporter{Registry: registry, Logger: log, Every: s.reportEvery, Store: counters.Shared,
+	reporter := &gate.Reporter{Registry: registry, Logger: log, Every: s.reportEvery, Store: counters.Shared, Visits: counters.Visits,
 		Sink: func(ctx context.Context, r admit.Report) error { return rc.Report(ctx, r, nil) }}
 	reporterDone := make(chan struct{})
 	go func() { reporter.Run(bg); close(reporterDone) }()

@@ -81,7 +81,8 @@ type gate struct {
 func (g *gate) visit(t *testing.T, snap *engine.Snapshot, counters engine.Counter, n int) (admitted, queued int) {
 	t.Helper()
 	for i := range n {
-		d, err := engine.Decide(context.Background(), engine.Input{Now: time.Now(), Snapshot: snap, Gate: g.Gate,
+		now := time.Now()
+		d, err := engine.Decide(context.Background(), engine.Input{Now: now, Snapshot: snap, Gate: g.Gate,
 			Strategy: engine.SharedCounters{Store: counters}, Entropy: uint64(i)})
 		if err != nil {
 			t.Fatal(err)
@@ -92,6 +93,13 @@ func (g *gate) visit(t *testing.T, snap *engine.Snapshot, counters engine.Counte
 			admitted++
 		case engine.Queue:
 			queued++
+			// It comes back when told, and is counted waiting then.
+			back, err := engine.Decide(context.Background(), engine.Input{Now: now.Add(d.RefreshIn), Snapshot: snap, Ticket: d.Ticket,
+				Gate: g.Gate, Strategy: engine.SharedCounters{Store: counters}, Entropy: uint64(i)})
+			if err != nil || back.Outcome != engine.Queue || back.Effect.Waiting != 1 {
+				t.Fatalf("a queued visitor back: %s %+v %v", back.Outcome, back.Effect, err)
+			}
+			g.tally.Add(back.Effect)
 		default:
 			t.Fatalf("outcome %s", d.Outcome)
 		}

@@ -14,7 +14,7 @@ import (
 // QueueingMethod says who leaves the queue first.
 type QueueingMethod string
 
-// The queueing methods, named as the source product names them.
+// The queueing methods, named as Cloudflare Waiting Room names them.
 const (
 	FIFO        QueueingMethod = "fifo"        // oldest minute bucket first
 	Random      QueueingMethod = "random"      // everyone has the same chance at every check-in
@@ -39,7 +39,7 @@ type CookieAttributes struct {
 	Secure   string `json:"secure,omitempty"`   // auto | always | never
 }
 
-// Settings are a room's configuration, under the source product's names.
+// Settings are a room's configuration, under Cloudflare Waiting Room's names.
 // Zero values mean "unset" and take the defaults (see WithDefaults), except
 // the two limits, which every room must give.
 type Settings struct {
@@ -67,7 +67,7 @@ type Settings struct {
 	CookieAttributes CookieAttributes `json:"cookie_attributes"`
 	CookieSuffix     string           `json:"cookie_suffix,omitempty"`
 
-	// Not in the source product's API (it fixes both): how often a queued
+	// Not in Cloudflare Waiting Room's API (it fixes both): how often a queued
 	// visitor checks in (jittered per visitor, and never more than a third
 	// of a minute), and how old a snapshot a gate may decide on before it
 	// queues every new visitor.
@@ -79,7 +79,7 @@ type Settings struct {
 	MaxReportersPerMinute int `json:"max_reporters_per_minute,omitempty"` // default 1000
 }
 
-// The defaults of unset settings, the source product's where it has one.
+// The defaults of unset settings, Cloudflare Waiting Room's where it has one.
 const (
 	DefaultPath                   = "/"
 	DefaultSessionDuration        = 5

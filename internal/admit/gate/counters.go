@@ -27,6 +27,19 @@ type Counters struct {
 	// nil when the gate counts only in its own memory. The reporter reads
 	// it (Reporter.Store).
 	Shared admit.Counter
+	// Visits is where the room's gates settle which of them counts a
+	// visitor's session in a minute (the Anywhere Redis), nil when the
+	// gate counts only in its own memory (Reporter.Visits).
+	Visits VisitStore
+}
+
+// VisitStore settles, for sightings of visitors (admit.Sighting), which
+// ones this gate is the first of the room to count in their minute: first,
+// each moved from the latest minute any gate counted the visitor in. On an
+// error, unsettled are the sightings it could not settle (the gate counts
+// them alone). keep is how long the store remembers a visitor.
+type VisitStore interface {
+	FirstVisits(ctx context.Context, room string, seen []admit.Sighting, keep time.Duration) (first, unsettled []admit.Sighting, err error)
 }
 
 // MemoryCounters counts in this process, for one gate per data center: the
@@ -44,7 +57,7 @@ func MemoryCounters() Counters {
 // (--strategy, GATE_STRATEGY); the names are the engine's and the
 // simulator's.
 const (
-	// StrategyCounters is admit.SharedCounters, the source's design: a
+	// StrategyCounters is admit.SharedCounters, Cloudflare's design: a
 	// data center's visitors take its own scope, then Anywhere.
 	StrategyCounters = "counters"
 	// StrategyBorrow is admit.BorrowingCounters: SharedCounters that also
@@ -112,8 +125,12 @@ func NewCounters(dataCenter, anywhere *RedisCounter, strategy string, logger *sl
 	if anywhere != nil {
 		revs.Client = anywhere.Client
 	}
-	return Counters{Strategy: f, Marks: &Marks{Store: anyStore, Local: mem, Logger: logger, Failover: f},
-		Revocations: revs, Failover: f, Shared: stores}, nil
+	c := Counters{Strategy: f, Marks: &Marks{Store: anyStore, Local: mem, Logger: logger, Failover: f},
+		Revocations: revs, Failover: f, Shared: stores}
+	if anywhere != nil {
+		c.Visits = *anywhere // every gate of the room reaches it
+	}
+	return c, nil
 }
 
 // ErrCountersDown is the error of a decision the shared counters could not

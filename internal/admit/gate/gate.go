@@ -158,6 +158,12 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if errors.As(err, &unsure) {
 		room.tally.Unsure(unsure)
 	}
+	if d.Effect.Seen {
+		d.Effect = g.countVisit(room, st.snap, d.Effect, visitor)
+	}
+	if d.Effect.Waiting > 0 && !room.waiting.Once(d.Effect.Minute, visitor, 2*st.snap.MinuteLength()) {
+		d.Effect.Waiting, d.Effect.Bucket = 0, time.Time{} // a copy of a cookie counted this minute
+	}
 	if countsNothing(d.Effect) {
 		d.Effect = admit.Effect{}
 	}
@@ -199,6 +205,19 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		g.respondQueued(w, r, st, d, now)
 	}
+}
+
+// countVisit counts a session's move into a minute once per visitor: at
+// this gate by the room's Visits, and across gates sharing a store by the
+// reporter, which asks the store in the background (no request waits on it).
+func (g *Gate) countVisit(room *Room, snap *admit.Snapshot, e admit.Effect, visitor string) admit.Effect {
+	return room.visits.Effect(e, visitor, visitKeep(snap), g.counters.Visits != nil)
+}
+
+// visitKeep is how long a visitor's last counted minute is remembered:
+// past a session's length and a minute, no cookie naming it still opens.
+func visitKeep(snap *admit.Snapshot) time.Duration {
+	return time.Duration(snap.Settings.SessionDuration+2) * snap.MinuteLength()
 }
 
 // tryEntropy is the random bits of a visitor's refresh jitter before try

@@ -85,6 +85,10 @@ var (
 		"Admitted sessions running in the room, as of its snapshot.", []string{"room"}, nil)
 	slotsDesc = prometheus.NewDesc("edgeflow_room_slots_available",
 		"Slots the room's snapshot leaves for new visitors this minute.", []string{"room"}, nil)
+	visitsOverflowDesc = prometheus.NewDesc("edgeflow_gate_visits_uncapped_total",
+		"Session moves and waiting check-ins this gate counted without de-duplicating the visitor, because it remembered as many visitors of the room as it may (admit.DefaultVisitsCap): each such request counted as a visitor.", []string{"room"}, nil)
+	visitsAloneDesc = prometheus.NewDesc("edgeflow_gate_visits_unsettled_total",
+		"Visitors this gate counted in a minute without the shared store's word on whether another gate counted them first (the store failed): such a visitor may count at two gates.", []string{"room"}, nil)
 	ageDesc = prometheus.NewDesc("edgeflow_gate_snapshot_age_seconds",
 		"How old the room snapshot this gate decides on is (since the room published it); past the room's maximum age new visitors are queued.", []string{"room"}, nil)
 	revokedDesc = prometheus.NewDesc("edgeflow_gate_revoked_sessions",
@@ -107,7 +111,8 @@ func (g *Gate) Collector() prometheus.Collector { return gateCollector{g} }
 type gateCollector struct{ g *Gate }
 
 func (c gateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc, vanishedDesc, revokedDesc, revokedDroppedDesc, revokedUnsentDesc, fallbacksDesc} {
+	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc, vanishedDesc,
+		revokedDesc, revokedDroppedDesc, revokedUnsentDesc, visitsOverflowDesc, visitsAloneDesc, fallbacksDesc} {
 		ch <- d
 	}
 }
@@ -132,6 +137,8 @@ func (c gateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(revokedDesc, prometheus.GaugeValue, float64(held), r.name)
 			ch <- prometheus.MustNewConstMetric(revokedDroppedDesc, prometheus.CounterValue, float64(dropped), r.name)
 		}
+		ch <- prometheus.MustNewConstMetric(visitsOverflowDesc, prometheus.CounterValue, float64(r.visits.Overflow()+r.waiting.Overflow()), r.name)
+		ch <- prometheus.MustNewConstMetric(visitsAloneDesc, prometheus.CounterValue, float64(r.visits.Unconfirmed()), r.name)
 		st := r.state.Load()
 		if st == nil || st.snap == nil {
 			continue

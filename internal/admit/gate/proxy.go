@@ -42,8 +42,8 @@ func NewTransport(t OriginTimeouts) *http.Transport {
 	}
 }
 
-// RevokeHeader is the origin's command to end a visitor's session (the
-// source product's name), honoured when the room enables "revoke".
+// RevokeHeader is the origin's command to end a visitor's session
+// (Cloudflare Waiting Room's name), honoured when the room enables "revoke".
 const RevokeHeader = "Cf-Waiting-Room-Command"
 
 // newProxy is the reverse proxy to the origin. The visitor's Host header is

@@ -21,6 +21,8 @@ type Room struct {
 	tally *admit.Tally
 
 	counters counterLog
+	visits   admit.Visits // who was counted in which minute (see Gate.countVisit)
+	waiting  admit.Visits // who was counted waiting in which minute
 
 	// reporting, owned by the Reporter
 	nextReport time.Time
