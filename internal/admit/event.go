@@ -128,6 +128,12 @@ func NextEventChange(events []Event, now time.Time) (time.Time, bool) {
 // before it starts, never overlap another event, and every override must be
 // valid for the room.
 func ValidateEvent(e Event, room Settings, others []Event, now time.Time) error {
+	return validateEvent(e, room, others, now, false)
+}
+
+// validateEvent is ValidateEvent; legacyPages checks custom_page_html by its
+// syntax only (see Room.LegacyPages).
+func validateEvent(e Event, room Settings, others []Event, now time.Time, legacyPages bool) error {
 	var p problems
 	if !ValidName(e.Name) {
 		p.add("name", "must be 1-64 letters, digits, hyphens or underscores, got %q", e.Name)
@@ -161,7 +167,7 @@ func ValidateEvent(e Event, room Settings, others []Event, now time.Time) error 
 		p = append(p, fe)
 	}
 	if e.CustomPageHTML != nil {
-		validatePage(&p, "custom_page_html", *e.CustomPageHTML)
+		validatePage(&p, "custom_page_html", *e.CustomPageHTML, legacyPages)
 	}
 	for _, o := range others {
 		if o.Name == e.Name {

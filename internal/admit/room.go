@@ -43,6 +43,14 @@ type Room struct {
 	// Ledger.AddBounded), so its state always crosses continue-as-new.
 	// (Rooms started before the bound keep every report.)
 	Bounded bool `json:"bounded,omitempty"`
+	// LegacyPages makes the room check custom pages, when it applies a
+	// change (SetSettings, AddEvent, Recreate), by their syntax only, as
+	// rooms did before partials and deep sections were refused: set by a
+	// workflow replaying a run begun before, so the changes its history
+	// holds apply as they did. The checks of new changes (CheckSettings,
+	// CheckEvent, NewRoom, Settings.Validate) refuse them regardless, and
+	// gates never render them. Never carried to a new run.
+	LegacyPages bool `json:"-"`
 
 	Shuffles []TimeRange     `json:"shuffles,omitempty"`
 	Recent   []MinuteSummary `json:"recent,omitempty"` // the last RecentMinutes minutes, oldest first
@@ -76,8 +84,18 @@ const (
 // first second). minuteSeconds is the length of the room's minute: 60 in
 // production, shorter in tests.
 func NewRoom(s Settings, minuteSeconds int, now time.Time) (*Room, error) {
+	return newRoom(s, minuteSeconds, now, false)
+}
+
+// NewRoomLegacyPages is NewRoom for a workflow replaying a run begun before
+// pages were restricted (see Room.LegacyPages).
+func NewRoomLegacyPages(s Settings, minuteSeconds int, now time.Time) (*Room, error) {
+	return newRoom(s, minuteSeconds, now, true)
+}
+
+func newRoom(s Settings, minuteSeconds int, now time.Time, legacyPages bool) (*Room, error) {
 	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
+	if err := s.validate(legacyPages); err != nil {
 		return nil, err
 	}
 	if minuteSeconds == 0 {
@@ -86,7 +104,7 @@ func NewRoom(s Settings, minuteSeconds int, now time.Time) (*Room, error) {
 	if minuteSeconds < MinMinuteSecs || minuteSeconds > DefaultMinute {
 		return nil, fmt.Errorf("minute length must be between %d and %d seconds, got %d", MinMinuteSecs, DefaultMinute, minuteSeconds)
 	}
-	r := &Room{Settings: s, SettingsVersion: 1, MinuteSeconds: minuteSeconds, Created: now.UTC()}
+	r := &Room{Settings: s, SettingsVersion: 1, MinuteSeconds: minuteSeconds, Created: now.UTC(), LegacyPages: legacyPages}
 	r.publish(now, MinuteOf(now, r.MinuteLength()))
 	return r, nil
 }
@@ -95,7 +113,7 @@ func NewRoom(s Settings, minuteSeconds int, now time.Time) (*Room, error) {
 // again): no history, no events, but its sequence and settings version keep
 // growing so caches notice.
 func (r *Room) Recreate(s Settings, now time.Time) error {
-	nr, err := NewRoom(s, r.MinuteSeconds, now)
+	nr, err := newRoom(s, r.MinuteSeconds, now, r.LegacyPages)
 	if err != nil {
 		return err
 	}
@@ -196,8 +214,12 @@ var ErrVersion = errors.New("the room's settings changed since they were read; r
 // keep the room's name, and (when ifVersion is not 0) replace the version
 // they were read at.
 func (r *Room) CheckSettings(s Settings, ifVersion int64) error {
+	return r.checkSettings(s, ifVersion, false)
+}
+
+func (r *Room) checkSettings(s Settings, ifVersion int64, legacyPages bool) error {
 	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
+	if err := s.validate(legacyPages); err != nil {
 		return err
 	}
 	if s.Name != r.Settings.Name {
@@ -213,7 +235,7 @@ func (r *Room) CheckSettings(s Settings, ifVersion int64) error {
 // minute's snapshot with it: a change of queueing method takes effect now,
 // and the buckets keep everyone's place.
 func (r *Room) SetSettings(s Settings, ifVersion int64, now time.Time) (*Snapshot, error) {
-	if err := r.CheckSettings(s, ifVersion); err != nil {
+	if err := r.checkSettings(s, ifVersion, r.LegacyPages); err != nil {
 		return nil, err
 	}
 	r.Settings = s.WithDefaults()
@@ -223,7 +245,11 @@ func (r *Room) SetSettings(s Settings, ifVersion int64, now time.Time) (*Snapsho
 
 // CheckEvent validates a new event against the room and its other events.
 func (r *Room) CheckEvent(e Event, now time.Time) error {
-	if err := ValidateEvent(e, r.Settings, r.Events, now); err != nil {
+	return r.checkEvent(e, now, false)
+}
+
+func (r *Room) checkEvent(e Event, now time.Time, legacyPages bool) error {
+	if err := validateEvent(e, r.Settings, r.Events, now, legacyPages); err != nil {
 		return err
 	}
 	if len(r.Events) >= maxEventsStore {
@@ -234,7 +260,7 @@ func (r *Room) CheckEvent(e Event, now time.Time) error {
 
 // AddEvent schedules a checked event.
 func (r *Room) AddEvent(e Event, now time.Time) (*Snapshot, error) {
-	if err := r.CheckEvent(e, now); err != nil {
+	if err := r.checkEvent(e, now, r.LegacyPages); err != nil {
 		return nil, err
 	}
 	r.Events = append(r.Events, e)

@@ -9,8 +9,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/cbroglie/mustache"
 )
 
 // QueueingMethod says who leaves the queue first.
@@ -214,7 +212,11 @@ func ValidName(name string) bool { return namePattern.MatchString(name) }
 
 // Validate checks settings that have had their defaults applied and returns
 // an *InvalidError naming every wrong field, or nil.
-func (s Settings) Validate() error {
+func (s Settings) Validate() error { return s.validate(false) }
+
+// validate checks s; legacyPages checks custom_page_html by its syntax
+// only (see Room.LegacyPages).
+func (s Settings) validate(legacyPages bool) error {
 	var p problems
 	if !ValidName(s.Name) {
 		p.add("name", "must be 1-64 letters, digits, hyphens or underscores, got %q", s.Name)
@@ -248,7 +250,7 @@ func (s Settings) Validate() error {
 			p.add(fmt.Sprintf("enabled_origin_commands[%d]", i), "%q is listed twice", c)
 		}
 	}
-	validatePage(&p, "custom_page_html", s.CustomPageHTML)
+	validatePage(&p, "custom_page_html", s.CustomPageHTML, legacyPages)
 	switch s.CookieAttributes.SameSite {
 	case "auto", "lax", "strict", "none":
 	default:
@@ -294,7 +296,7 @@ func validateLimits(p *problems, prefix string, total, perMinute, session int, m
 	}
 }
 
-func validatePage(p *problems, field, page string) {
+func validatePage(p *problems, field, page string, legacy bool) {
 	if len(page) > MaxCustomPageSize {
 		p.add(field, "must be at most %d bytes, got %d", MaxCustomPageSize, len(page))
 		return
@@ -302,8 +304,12 @@ func validatePage(p *problems, field, page string) {
 	if page == "" {
 		return
 	}
-	if _, err := mustache.ParseString(page); err != nil {
-		p.add(field, "is not a valid Mustache template: %v", err)
+	check := func(src string) error { _, err := ParsePage(src); return err }
+	if legacy {
+		check = checkPageSyntax
+	}
+	if err := check(page); err != nil {
+		p.add(field, "%v", err)
 	}
 }
 

@@ -35,7 +35,12 @@ func Register(w Registry) {
 // so that gates signalling it cannot bring it back (signal-with-start
 // delivers to the running tombstone, which ignores them).
 func Room(ctx workflow.Context, in contract.RoomInput) error {
-	r, err := newRoom(ctx, in)
+	// Rooms from this version on refuse a custom page with a partial (or
+	// sections too deep, or names too long) when they apply a change, as
+	// their validators do; a run begun before applies the changes its
+	// history holds as it did (engine.Room.LegacyPages).
+	legacyPages := workflow.GetVersion(ctx, "pages-read-no-files", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	r, err := newRoom(ctx, in, legacyPages)
 	if err != nil {
 		return err
 	}
@@ -70,16 +75,21 @@ type room struct {
 	neverBlock bool             // reports are read with ReceiveAsync only
 }
 
-func newRoom(ctx workflow.Context, in contract.RoomInput) (*room, error) {
+func newRoom(ctx workflow.Context, in contract.RoomInput, legacyPages bool) (*room, error) {
 	r := &room{budget: in.HistoryBudget, changed: workflow.NewBufferedChannel(ctx, 1)}
 	if r.budget <= 0 {
 		r.budget = contract.DefaultHistoryBudget
 	}
 	if in.State != nil {
 		r.RoomState = *in.State
+		r.Room.LegacyPages = legacyPages
 		return r, nil
 	}
-	rm, err := engine.NewRoom(in.Settings, in.MinuteSeconds, workflow.Now(ctx))
+	create := engine.NewRoom
+	if legacyPages {
+		create = engine.NewRoomLegacyPages
+	}
+	rm, err := create(in.Settings, in.MinuteSeconds, workflow.Now(ctx))
 	if err != nil {
 		return nil, refusal(err)
 	}
@@ -380,9 +390,11 @@ func (r *room) validateRecreate(ctx workflow.Context, s engine.Settings) error {
 }
 
 func (r *room) recreate(ctx workflow.Context, s engine.Settings) (contract.Change, error) {
-	if err := r.validateRecreate(ctx, s); err != nil {
-		return contract.Change{}, err
+	if !r.Deleted {
+		return contract.Change{}, r.validateRecreate(ctx, s)
 	}
+	// Recreate checks the settings and the name as validateRecreate does,
+	// but pages as the run's version says (engine.Room.LegacyPages).
 	if err := r.Room.Recreate(s, workflow.Now(ctx)); err != nil {
 		return contract.Change{}, refusal(err)
 	}

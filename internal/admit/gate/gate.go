@@ -58,6 +58,10 @@ type Gate struct {
 	now      func() time.Time
 	maxBody  int64
 	tally    requestTally // decisions per room, for /metrics
+	// fallbacks count the custom pages replaced by the default page.
+	fallbacks fallbackTally
+	// renderClock times page renders: the wall clock, not the decisions'.
+	renderClock func() time.Time
 }
 
 // New builds a gate.
@@ -75,7 +79,7 @@ func New(cfg Config) (*Gate, error) {
 		return nil, errors.New("gate: the data center and the gate id must be 1-64 letters, digits, '.', '_' or '-'")
 	}
 	g := &Gate{cfg: cfg, codec: Codec{Keys: cfg.Keys}, counters: cfg.Counters, rooms: cfg.Registry,
-		log: cfg.Logger, now: cfg.Now, maxBody: cfg.MaxBodyBytes}
+		log: cfg.Logger, now: cfg.Now, maxBody: cfg.MaxBodyBytes, renderClock: time.Now}
 	if g.log == nil {
 		g.log = slog.Default()
 	}

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -47,7 +48,34 @@ func outcomeIndex(o admit.Outcome) int {
 	return -1
 }
 
+// fallbackTally counts, per room, the requests served the default page in
+// place of a custom page, by reason (fallbackReasons' order); its zero
+// value is ready.
+type fallbackTally struct{ rooms sync.Map } // room name → *[3]atomic.Uint64
+
+func (t *fallbackTally) add(room, reason string) {
+	i := slices.Index(fallbackReasons, reason)
+	if i < 0 {
+		return
+	}
+	c, ok := t.rooms.Load(room)
+	if !ok {
+		c, _ = t.rooms.LoadOrStore(room, new([3]atomic.Uint64))
+	}
+	c.(*[3]atomic.Uint64)[i].Add(1)
+}
+
+func (t *fallbackTally) counts(room string) *[3]atomic.Uint64 {
+	if c, ok := t.rooms.Load(room); ok {
+		return c.(*[3]atomic.Uint64)
+	}
+	return new([3]atomic.Uint64)
+}
+
 var (
+	fallbacksDesc = prometheus.NewDesc("edgeflow_gate_page_fallbacks_total",
+		"Queued requests of a room served the default page in place of its custom page (the room's or its event's), by reason: size, the page rendered over 256 KiB; time, rendering took over 50 ms; error, it failed to render. A page that broke a bound is not rendered again for a minute.",
+		[]string{"room", "reason"}, nil)
 	requestsDesc = prometheus.NewDesc("edgeflow_gate_requests_total",
 		"Requests this gate decided for a room, by outcome: admit is a visitor let in (a slot taken), pass a running session, queue and prequeue the waiting room page, closed a rejecting room, bypass a suspended one.",
 		[]string{"room", "outcome"}, nil)
@@ -75,15 +103,16 @@ var (
 
 // Collector exports the gate's metrics for Prometheus: per room it knows,
 // its decisions by outcome (every outcome from the start, at zero until
-// used) and the room's queue, sessions, free slots and snapshot age, read
-// when scraped.
+// used), the requests served the default page in place of its custom page
+// (by reason, at zero until used) and the room's queue, sessions, free
+// slots and snapshot age, read when scraped.
 func (g *Gate) Collector() prometheus.Collector { return gateCollector{g} }
 
 type gateCollector struct{ g *Gate }
 
 func (c gateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc, vanishedDesc,
-		revokedDesc, revokedDroppedDesc, revokedUnsentDesc, visitsOverflowDesc, visitsAloneDesc} {
+		revokedDesc, revokedDroppedDesc, revokedUnsentDesc, visitsOverflowDesc, visitsAloneDesc, fallbacksDesc} {
 		ch <- d
 	}
 }
@@ -98,6 +127,10 @@ func (c gateCollector) Collect(ch chan<- prometheus.Metric) {
 		counts := c.g.tally.counts(r.name)
 		for i, o := range outcomes {
 			ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(counts[i].Load()), r.name, string(o))
+		}
+		fallbacks := c.g.fallbacks.counts(r.name)
+		for i, reason := range fallbackReasons {
+			ch <- prometheus.MustNewConstMetric(fallbacksDesc, prometheus.CounterValue, float64(fallbacks[i].Load()), r.name, reason)
 		}
 		if revs != nil {
 			held, dropped := revs.Held(r.name)

@@ -3,13 +3,12 @@ package gate
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/cbroglie/mustache"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
 )
@@ -17,14 +16,25 @@ import (
 //go:embed page.html.mustache
 var defaultPageSource string
 
-// defaultPage is the queue page of rooms without custom_page_html.
-var defaultPage = func() *mustache.Template {
-	t, err := mustache.ParseString(defaultPageSource)
-	if err != nil {
-		panic("gate: the default page does not parse: " + err.Error())
-	}
-	return t
-}()
+// defaultPage is the queue page of rooms without custom_page_html, and of
+// those whose page broke a bound.
+var defaultPage = admit.MustParsePage(defaultPageSource)
+
+// pageRetryAfter is how long a custom page that broke a bound is replaced
+// by the default page before the gate renders it again: a hostile page
+// costs a gate one bounded render a minute, not one per queued request,
+// and a page that was slow once (a stalled machine) comes back.
+const pageRetryAfter = time.Minute
+
+// The reasons a custom page is replaced by the default page, as the
+// edgeflow_gate_page_fallbacks_total metric names them.
+var fallbackReasons = []string{"size", "time", "error"}
+
+// pageVerdict is why a custom page is not rendered until when.
+type pageVerdict struct {
+	reason string
+	until  time.Time
+}
 
 // respondQueued answers a visitor who waits (queued, pre-queued, or turned
 // away by a closed room): the room's page, or with Accept: application/json
@@ -52,23 +62,64 @@ func (g *Gate) respondQueued(w http.ResponseWriter, r *http.Request, st *roomSta
 		_, _ = w.Write(append(body, '\n'))
 		return
 	}
-	page := st.page
-	if page == nil {
-		page = defaultPage
-	}
-	body, err := page.Render(vars.mustache())
-	if err != nil && page != defaultPage {
-		g.log.Warn("custom page failed to render; serving the default page", "room", st.snap.Room, "err", err)
-		body, err = defaultPage.Render(vars.mustache())
-	}
-	if err != nil {
-		g.log.Error("queue page", "room", st.snap.Room, "err", err)
-	}
+	body := g.renderPage(st, vars.mustache())
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write([]byte(body))
+		_, _ = w.Write(body)
 	}
+}
+
+// renderPage renders the room's page, or the default page in its place
+// when it has none or it breaks a bound (admit.MaxRenderedPageBytes,
+// admit.MaxPageRenderTime), counting each such request.
+func (g *Gate) renderPage(st *roomState, vars map[string]any) []byte {
+	if t := st.page; t != nil {
+		body, reason := g.renderCustom(st.snap.Room, t, vars)
+		if reason == "" {
+			return body
+		}
+		g.fallbacks.add(st.snap.Room, reason)
+	}
+	body, err := defaultPage.Render(vars, nil)
+	if err != nil {
+		g.log.Error("queue page", "room", st.snap.Room, "err", err)
+	}
+	return body
+}
+
+// renderCustom renders a custom page, or says why not. A page that broke a
+// bound is not rendered again for pageRetryAfter; then one request tries
+// it while the others keep the default page.
+func (g *Gate) renderCustom(room string, t *pageTemplate, vars map[string]any) ([]byte, string) {
+	if t.page == nil {
+		return nil, "error" // it did not parse; the watcher said why
+	}
+	now := g.now()
+	v := t.verdict.Load()
+	if v != nil {
+		if now.Before(v.until) || !t.verdict.CompareAndSwap(v, &pageVerdict{reason: v.reason, until: now.Add(pageRetryAfter)}) {
+			return nil, v.reason
+		}
+	}
+	body, err := t.page.Render(vars, g.renderClock)
+	if err == nil {
+		if v != nil {
+			t.verdict.Store(nil)
+		}
+		return body, ""
+	}
+	reason := "error"
+	switch {
+	case errors.Is(err, admit.ErrPageTooLarge):
+		reason = "size"
+	case errors.Is(err, admit.ErrPageTooSlow):
+		reason = "time"
+	}
+	t.verdict.Store(&pageVerdict{reason: reason, until: now.Add(pageRetryAfter)})
+	g.log.Warn("the room's custom page breaks a bound; serving the default page", "room", room, "reason", reason,
+		"retry_in", pageRetryAfter, "err", err)
+	return nil, reason
 }
 
 // wantsJSON reports whether Accept names application/json.

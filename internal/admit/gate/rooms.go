@@ -1,13 +1,14 @@
 package gate
 
 import (
+	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/cbroglie/mustache"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
 )
@@ -36,11 +37,88 @@ type roomState struct {
 	routed     bool   // the room takes traffic (not deleted)
 	cookieName string // with the room's cookie_suffix
 	cookiePath string
-	page       *mustache.Template // custom_page_html, nil: the default page
-	fetchedAt  time.Time          // when the gate read the snapshot
+	pages      *roomPages    // the room's and its events' custom pages
+	page       *pageTemplate // the one visitors see now, nil: the default page
+	fetchedAt  time.Time     // when the gate read the snapshot
 	// vanishedAt is when the gate found the room's workflow gone without
 	// the room being deleted (zero: it is there); see Registry.Vanish.
 	vanishedAt time.Time
+}
+
+// Pages are a room's custom pages: its custom_page_html, and that of each
+// of its events that overrides it ("" for the default page).
+type Pages struct {
+	Room   string
+	Events map[string]string // by event name
+}
+
+// PagesOf lists the custom pages of a room's settings and events.
+func PagesOf(s admit.Settings, events []admit.Event) Pages {
+	p := Pages{Room: s.CustomPageHTML}
+	for _, e := range events {
+		if e.CustomPageHTML != nil {
+			if p.Events == nil {
+				p.Events = map[string]string{}
+			}
+			p.Events[e.Name] = *e.CustomPageHTML
+		}
+	}
+	return p
+}
+
+// pageTemplate is a parsed custom page, with the gate's verdict on it once
+// it broke a bound (see Gate.renderCustom); page is nil when it did not
+// parse, and the default page stands in for it.
+type pageTemplate struct {
+	page    *admit.Page
+	verdict atomic.Pointer[pageVerdict]
+}
+
+// roomPages are a room's parsed pages; nil: the default page.
+type roomPages struct {
+	room   *pageTemplate
+	events map[string]*pageTemplate // an event that shows the default page maps to nil
+}
+
+// parsePages parses a room's pages. A page that does not parse (the room
+// validated it, so only a room saved before pages were restricted holds
+// one) is replaced by the default page, counted as an error.
+func parsePages(p Pages) (*roomPages, error) {
+	var errs []error
+	parse := func(what, src string) *pageTemplate {
+		if src == "" {
+			return nil
+		}
+		page, err := admit.ParsePage(src)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: custom_page_html %w", what, err))
+			return &pageTemplate{}
+		}
+		return &pageTemplate{page: page}
+	}
+	rp := &roomPages{room: parse("the room", p.Room)}
+	for _, name := range slices.Sorted(maps.Keys(p.Events)) { // errors in a stable order
+		if rp.events == nil {
+			rp.events = map[string]*pageTemplate{}
+		}
+		rp.events[name] = parse("event "+name, p.Events[name])
+	}
+	return rp, errors.Join(errs...)
+}
+
+// at is the page visitors see while ev affects the room (nil: no event):
+// the event's own page while it pre-queues or runs, if it has one (the
+// room applies it the same way, admit.Effective), else the room's.
+func (p *roomPages) at(ev *admit.EventInfo) *pageTemplate {
+	if p == nil {
+		return nil
+	}
+	if ev != nil {
+		if t, ok := p.events[ev.Name]; ok {
+			return t
+		}
+	}
+	return p.room
 }
 
 // Name is the room's name.
@@ -124,10 +202,20 @@ func NewRegistry(g admit.Gate) *Registry {
 }
 
 // Update stores a room's new snapshot; page is its custom_page_html (nil
-// when unchanged since the last call, "" for the default page). The route
-// table is rebuilt when the room's routes, or whether it takes traffic,
-// changed.
+// when unchanged since the last call, "" for the default page), for a room
+// whose events have no pages of their own (else UpdatePages).
 func (g *Registry) Update(snap *admit.Snapshot, page *string, fetchedAt time.Time) error {
+	if page == nil {
+		return g.UpdatePages(snap, nil, fetchedAt)
+	}
+	return g.UpdatePages(snap, &Pages{Room: *page}, fetchedAt)
+}
+
+// UpdatePages stores a room's new snapshot; pages are its custom pages (nil
+// when unchanged since the last call): visitors see the one of the event
+// the snapshot names, else the room's. The route table is rebuilt when the
+// room's routes, or whether it takes traffic, changed.
+func (g *Registry) UpdatePages(snap *admit.Snapshot, pages *Pages, fetchedAt time.Time) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.rooms[snap.Room]
@@ -145,13 +233,12 @@ func (g *Registry) Update(snap *admit.Snapshot, page *string, fetchedAt time.Tim
 	}
 	var err error
 	switch {
-	case page != nil && *page != "":
-		// The room validated the template; should it still not parse, the
-		// room keeps working on the default page.
-		st.page, err = mustache.ParseString(*page)
-	case page == nil && old != nil:
-		st.page = old.page
+	case pages != nil:
+		st.pages, err = parsePages(*pages)
+	case old != nil:
+		st.pages = old.pages
 	}
+	st.page = st.pages.at(snap.Event)
 	r.state.Store(st)
 	r.counters.note(snap)
 	g.rebuildIfRoutesChanged(old, st)

@@ -22,8 +22,8 @@ type RoomSource interface {
 	// List names the rooms that run (deleted ones may be among them).
 	List(ctx context.Context) ([]string, error)
 	Snapshot(ctx context.Context, room string) (admit.Snapshot, error)
-	// Page returns the room's custom_page_html ("" for the default page).
-	Page(ctx context.Context, room string) (string, error)
+	// Pages returns the room's custom pages, its own and its events'.
+	Pages(ctx context.Context, room string) (Pages, error)
 }
 
 // ErrNoRoom is what a RoomSource answers for a room that does not exist.
@@ -64,10 +64,16 @@ func (t TemporalRooms) Snapshot(ctx context.Context, room string) (admit.Snapsho
 	return t.Client.Snapshot(ctx, room)
 }
 
-// Page implements RoomSource.
-func (t TemporalRooms) Page(ctx context.Context, room string) (string, error) {
+// Pages implements RoomSource. An event's page takes effect without a
+// settings change (when the event begins), so the gate holds every event's
+// page from when the event is added (a settings change) and picks by the
+// event its snapshot names.
+func (t TemporalRooms) Pages(ctx context.Context, room string) (Pages, error) {
 	d, err := t.Client.Describe(ctx, room)
-	return d.Settings.CustomPageHTML, err
+	if err != nil {
+		return Pages{}, err
+	}
+	return PagesOf(d.Settings, d.Events), nil
 }
 
 // Watcher keeps a gate's registry current: it discovers rooms every
@@ -250,8 +256,9 @@ func (w *Watcher) watch(ctx context.Context, name string) {
 	}
 }
 
-// Refresh reads a room's snapshot (and its page when its settings changed)
-// into the registry, and says when to read it again (negative: it failed).
+// Refresh reads a room's snapshot (and its pages when its settings or
+// events changed: both change the settings version) into the registry,
+// and says when to read it again (negative: it failed).
 func (w *Watcher) Refresh(ctx context.Context, name string) time.Duration {
 	w.defaults()
 	qctx, cancel := context.WithTimeout(ctx, w.Timeout)
@@ -267,20 +274,20 @@ func (w *Watcher) Refresh(ctx context.Context, name string) time.Duration {
 		}
 		return -1
 	}
-	var page *string
+	var pages *Pages
 	if snap.SettingsVersion != w.Registry.settingsVersion(name) && snap.Status != admit.StatusDeleted {
-		p, err := w.Source.Page(qctx, name)
+		p, err := w.Source.Pages(qctx, name)
 		if err != nil {
-			return -1 // read both again, so the page is never older than the settings
+			return -1 // read both again, so the pages are never older than the settings
 		}
-		page = &p
+		pages = &p
 	}
 	if ctx.Err() != nil {
 		// The watch ended meanwhile (the room vanished from the listing):
 		// a late read must not bring it back as present.
 		return -1
 	}
-	if err := w.Registry.Update(&snap, page, w.Now()); err != nil {
+	if err := w.Registry.UpdatePages(&snap, pages, w.Now()); err != nil {
 		w.Logger.Warn("custom page does not parse; using the default page", "room", name, "err", err)
 	}
 	return w.nextRead(&snap)

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,10 +14,11 @@ import (
 
 // fakeRooms is a RoomSource held in memory.
 type fakeRooms struct {
-	mu    sync.Mutex
-	snaps map[string]admit.Snapshot
-	pages map[string]string
-	reads int // Page calls
+	mu     sync.Mutex
+	snaps  map[string]admit.Snapshot
+	pages  map[string]string
+	events map[string]map[string]string // by room, by event
+	reads  int                          // Pages calls
 }
 
 func (f *fakeRooms) List(context.Context) ([]string, error) {
@@ -39,11 +41,11 @@ func (f *fakeRooms) Snapshot(_ context.Context, room string) (admit.Snapshot, er
 	return s, nil
 }
 
-func (f *fakeRooms) Page(_ context.Context, room string) (string, error) {
+func (f *fakeRooms) Pages(_ context.Context, room string) (Pages, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
-	return f.pages[room], nil
+	return Pages{Room: f.pages[room], Events: f.events[room]}, nil
 }
 
 func (f *fakeRooms) set(s admit.Snapshot, page string) {
@@ -95,6 +97,74 @@ func TestWatcherSeesADeletedRoomCreatedAgain(t *testing.T) {
 	}
 	if src.reads != reads+1 || r.state.Load().page == nil {
 		t.Errorf("the room's new page was not read (%d reads)", src.reads-reads)
+	}
+}
+
+// While an event with its own page pre-queues or runs, queued visitors get
+// the event's page, then the room's again; an event without a page of its
+// own shows the room's, one with an empty page the default page. The gate
+// reads the pages when the event is added (a new settings version), not
+// when it begins: only the snapshot says which event affects the room.
+func TestEventPageReachesTheGate(t *testing.T) {
+	h := newHarness(t, queuedRoom("<p>room</p>"))
+	src := &fakeRooms{snaps: map[string]admit.Snapshot{}, pages: map[string]string{}, events: map[string]map[string]string{}}
+	w := &Watcher{Source: src, Registry: h.reg, Logger: quietLogger(), Now: h.clock}
+	publish := func() {
+		t.Helper()
+		pages := PagesOf(h.room.Settings, h.room.Events) // what TemporalRooms.Pages reads from describe
+		src.mu.Lock()
+		src.snaps["shop"], src.pages["shop"], src.events["shop"] = *h.room.Snapshot, pages.Room, pages.Events
+		src.mu.Unlock()
+		if w.Refresh(context.Background(), "shop") < 0 {
+			t.Fatal("refresh failed")
+		}
+	}
+	at := func(when time.Time) {
+		h.mu.Lock()
+		h.now = when
+		h.mu.Unlock()
+		h.room.Advance(when)
+		publish()
+	}
+	page := func(want string) {
+		t.Helper()
+		if res := h.get(newVisitor(), "/"); !strings.Contains(res.body, want) {
+			t.Errorf("at %s (%s): the page lacks %q: %.200s", h.clock().Format("15:04:05"), h.room.Snapshot.Status, want, res.body)
+		}
+	}
+	event := func(name string, from time.Time, pre bool, html *string) {
+		t.Helper()
+		e := admit.Event{Name: name, EventStartTime: from.Add(10 * time.Minute), EventEndTime: from.Add(20 * time.Minute), CustomPageHTML: html}
+		if pre {
+			e.PrequeueStartTime = &from
+		}
+		if _, err := h.room.AddEvent(e, h.clock()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventPage, empty := "<p>event</p>", ""
+	base := t0.Add(time.Hour)
+	event("launch", base, true, &eventPage)
+	event("plain", base.Add(time.Hour), false, nil)
+	event("blank", base.Add(2*time.Hour), false, &empty)
+	publish()
+	page("<p>room</p>")
+
+	reads := src.reads
+	at(base) // pre-queueing
+	page("<p>event</p>")
+	at(base.Add(10 * time.Minute)) // running
+	page("<p>event</p>")
+	at(base.Add(20 * time.Minute)) // over
+	page("<p>room</p>")
+	at(base.Add(time.Hour + 10*time.Minute)) // an event without a page
+	page("<p>room</p>")
+	at(base.Add(2*time.Hour + 10*time.Minute)) // an event with the default page
+	page(defaultPageMarker)
+	at(base.Add(2*time.Hour + 20*time.Minute))
+	page("<p>room</p>")
+	if src.reads != reads {
+		t.Errorf("the pages were read %d times more; the events changed no settings", src.reads-reads)
 	}
 }
 
