@@ -50,6 +50,9 @@ type Settings struct {
 	Host             string  `json:"host,omitempty"` // empty: every host
 	Path             string  `json:"path,omitempty"` // default "/"; covers every path below it
 	AdditionalRoutes []Route `json:"additional_routes,omitempty"`
+	// PathCaseInsensitive matches the room's paths whatever their case, for
+	// origins that ignore it (where /SHOP/item is /shop/item).
+	PathCaseInsensitive bool `json:"path_case_insensitive,omitempty"`
 
 	TotalActiveUsers  int `json:"total_active_users"`
 	NewUsersPerMinute int `json:"new_users_per_minute"`
@@ -294,6 +297,12 @@ func validateRoute(p *problems, hostField, pathField string, r Route) {
 		p.add(pathField, "must be at most 1024 bytes")
 	case strings.ContainsAny(r.Path, "?#* \t\r\n"):
 		p.add(pathField, "must not hold a query, a fragment, a wildcard or whitespace, got %q", r.Path)
+	default:
+		// A path no request can match would leave its pages unprotected
+		// while the room looks in place.
+		if reason := RoutePathProblem(r.Path); reason != "" {
+			p.add(pathField, "%s, got %q", reason, r.Path)
+		}
 	}
 }
 
