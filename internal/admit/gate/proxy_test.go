@@ -102,3 +102,28 @@ func TestForwardedHeaders(t *testing.T) {
 		}
 	}
 }
+
+// Headers naming the visitor's address reach the origin only from a
+// trusted proxy in front: a visitor could name any address in them.
+func TestClientIPHeadersStripped(t *testing.T) {
+	sent := map[string]string{"X-Real-IP": "203.0.113.1", "True-Client-IP": "203.0.113.2", "CF-Connecting-IP": "203.0.113.3",
+		"X-Client-IP": "203.0.113.4", "X-Cluster-Client-IP": "203.0.113.5", "Fastly-Client-IP": "203.0.113.6"}
+	for _, trust := range []bool{false, true} {
+		h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, func(c *Config) { c.TrustForwarded = trust })
+		var headers []string
+		for name, v := range sent {
+			headers = append(headers, name, v)
+		}
+		headers = append(headers, "Forwarded", "for=203.0.113.7")
+		res := h.get(newVisitor(), "/", headers...)
+		mustOrigin(t, res, "a visitor")
+		for name, v := range sent {
+			if got, want := res.header.Get("X-Saw-"+name), map[bool]string{true: v}[trust]; got != want {
+				t.Errorf("trust %v: the origin got %s %q, want %q", trust, name, got, want)
+			}
+		}
+		if got := res.header.Get("X-Saw-Forwarded"); got != "" {
+			t.Errorf("trust %v: the visitor's Forwarded reached the origin: %q", trust, got)
+		}
+	}
+}
