@@ -102,6 +102,18 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(w, r.Body, g.maxBody)
 	}
+	// The origin gets exactly the path the gate judges, whatever the
+	// origin makes of dot-segments, doubled slashes or escapes.
+	canonical, err := admit.CanonicalPath(requestPath(r.URL))
+	if err != nil {
+		msg := "The request's path is not valid."
+		if errors.Is(err, admit.ErrEncodedSlash) {
+			msg = "The request's path holds an encoded slash or a backslash, which this site does not accept."
+		}
+		plain(w, http.StatusBadRequest, msg)
+		return
+	}
+	setPath(r.URL, canonical)
 	room := g.rooms.Match(r.Host, r.URL.Path)
 	if room == nil {
 		g.proxy.ServeHTTP(w, r) // no room covers it
@@ -190,6 +202,23 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		g.respondQueued(w, r, st, d, now)
 	}
+}
+
+// requestPath is the path as the visitor sent it, escapes included.
+func requestPath(u *url.URL) string {
+	if u.RawPath != "" {
+		return u.RawPath // set only when it differs from the default escaping of Path
+	}
+	return u.EscapedPath()
+}
+
+// setPath makes u carry the canonical path, so the proxy forwards it as is.
+func setPath(u *url.URL, canonical string) {
+	decoded, err := url.PathUnescape(canonical)
+	if err != nil {
+		decoded = canonical // not reached: a canonical path's escapes are valid
+	}
+	u.Path, u.RawPath = decoded, canonical
 }
 
 // tryEntropy is the random bits of a visitor's refresh jitter before try

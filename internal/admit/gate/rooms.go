@@ -154,7 +154,8 @@ func (g *Registry) Update(snap *admit.Snapshot, page *string, fetchedAt time.Tim
 }
 
 func (g *Registry) rebuildIfRoutesChanged(old, st *roomState) {
-	if old != nil && old.routed == st.routed && slices.Equal(old.snap.Settings.Routes(), st.snap.Settings.Routes()) {
+	if old != nil && old.routed == st.routed && slices.Equal(old.snap.Settings.Routes(), st.snap.Settings.Routes()) &&
+		old.snap.Settings.PathCaseInsensitive == st.snap.Settings.PathCaseInsensitive {
 		return
 	}
 	g.rebuild()

@@ -13,6 +13,7 @@ import (
 // route is one host and path a room covers.
 type route struct {
 	host, path string // host "" matches every host
+	fold       bool   // the room's path_case_insensitive: path is lower case, compared with the request's lowered
 	room       *Room
 }
 
@@ -21,6 +22,7 @@ type route struct {
 type routeTable struct {
 	byHost  map[string][]route // rooms with a host, longest path first
 	anyHost []route            // rooms without one, longest path first
+	fold    bool               // some route ignores case
 }
 
 // buildRoutes indexes the routes of live rooms. Two rooms claiming the same
@@ -36,12 +38,17 @@ func buildRoutes(rooms []*Room) *routeTable {
 			continue
 		}
 		for _, rt := range st.snap.Settings.Routes() {
+			fold := st.snap.Settings.PathCaseInsensitive
 			key := admit.Route{Host: strings.ToLower(rt.Host), Path: rt.Path}
+			if fold {
+				key.Path = strings.ToLower(key.Path)
+				t.fold = true
+			}
 			if seen[key] {
 				continue
 			}
 			seen[key] = true
-			e := route{host: key.Host, path: key.Path, room: r}
+			e := route{host: key.Host, path: key.Path, fold: fold, room: r}
 			if key.Host == "" {
 				t.anyHost = append(t.anyHost, e)
 			} else {
@@ -57,18 +64,30 @@ func buildRoutes(rooms []*Room) *routeTable {
 	return t
 }
 
-// match finds the room covering host and path: the longest matching path
-// wins; at equal length a room naming the host beats one without a host.
-// The path is cleaned first, so /public/../shop/ is judged as /shop/, the
-// way the origin will read it.
+// match finds the room covering host and the decoded path: the longest
+// matching path wins; at equal length a room naming the host beats one
+// without a host. The path is compared without its segments' ";"
+// parameters and cleaned, so /public/../shop/ and /shop;v=1/cart are judged
+// under /shop/ (the gate forwards the canonical path, see
+// admit.CanonicalPath, so this only matters to callers that do not).
 func (t *routeTable) match(host, p string) *Room {
 	if t == nil {
 		return nil
 	}
-	p = cleanPath(p)
+	p = cleanPath(admit.SegmentParamsRemoved(p))
+	lower := p
+	if t.fold {
+		lower = strings.ToLower(p)
+	}
+	of := func(r route) string {
+		if r.fold {
+			return lower
+		}
+		return p
+	}
 	best, bestLen := (*Room)(nil), -1
 	for _, r := range t.byHost[normalizeHost(host)] {
-		if pathCovers(r.path, p) {
+		if pathCovers(r.path, of(r)) {
 			best, bestLen = r.room, len(r.path)
 			break
 		}
@@ -77,7 +96,7 @@ func (t *routeTable) match(host, p string) *Room {
 		if len(r.path) <= bestLen {
 			break
 		}
-		if pathCovers(r.path, p) {
+		if pathCovers(r.path, of(r)) {
 			return r.room
 		}
 	}
