@@ -38,6 +38,11 @@ type Config struct {
 	// the origin gets the visitor's address chain, and HTTPS visitors are
 	// told apart for the cookie's attributes. Off, they are replaced.
 	TrustForwarded bool
+	// Hosts are the host names this gate serves (any case, no port): a
+	// request naming another gets 421, one naming none 400, so a
+	// host-scoped room cannot be bypassed with a Host no room names.
+	// Empty: every Host is accepted.
+	Hosts []string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -57,7 +62,8 @@ type Gate struct {
 	log      *slog.Logger
 	now      func() time.Time
 	maxBody  int64
-	tally    requestTally // decisions per room, for /metrics
+	hosts    map[string]bool // nil: every host
+	tally    requestTally    // decisions per room, for /metrics
 }
 
 // New builds a gate.
@@ -85,6 +91,17 @@ func New(cfg Config) (*Gate, error) {
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
+	for _, h := range cfg.Hosts {
+		if n := normalizeHost(h); n != "" {
+			if g.hosts == nil {
+				g.hosts = map[string]bool{}
+			}
+			g.hosts[n] = true
+		}
+	}
+	if g.hosts == nil {
+		g.log.Warn("no hosts given (--hosts): every Host is accepted, so a room that names a host is bypassed by a request with another Host or none")
+	}
 	transport := cfg.Transport
 	if transport == nil {
 		transport = NewTransport(DefaultOriginTimeouts)
@@ -101,6 +118,14 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(w, r.Body, g.maxBody)
+	}
+	switch g.hostStatus(r.Host) {
+	case http.StatusBadRequest:
+		plain(w, http.StatusBadRequest, "The request names no host.")
+		return
+	case http.StatusMisdirectedRequest:
+		plain(w, http.StatusMisdirectedRequest, "This site is not served here.")
+		return
 	}
 	// The origin gets exactly the path the gate judges, whatever the
 	// origin makes of dot-segments, doubled slashes or escapes.
@@ -202,6 +227,22 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		g.respondQueued(w, r, st, d, now)
 	}
+}
+
+// hostStatus is 0 for a Host this gate serves, 400 for none, 421 for
+// another.
+func (g *Gate) hostStatus(host string) int {
+	if g.hosts == nil {
+		return 0
+	}
+	h := normalizeHost(host)
+	switch {
+	case h == "":
+		return http.StatusBadRequest
+	case !g.hosts[h]:
+		return http.StatusMisdirectedRequest
+	}
+	return 0
 }
 
 // requestPath is the path as the visitor sent it, escapes included.

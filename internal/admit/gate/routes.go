@@ -2,6 +2,7 @@ package gate
 
 import (
 	"cmp"
+	"fmt"
 	"net"
 	"path"
 	"slices"
@@ -129,10 +130,13 @@ func cleanPath(p string) string {
 	return c
 }
 
-// normalizeHost lowercases the request's host and drops its port.
+// normalizeHost lowercases the request's host and drops its port (and an
+// IPv6 address's brackets).
 func normalizeHost(h string) string {
 	if host, _, err := net.SplitHostPort(h); err == nil {
 		h = host
+	} else if len(h) > 1 && h[0] == '[' && h[len(h)-1] == ']' {
+		h = h[1 : len(h)-1]
 	}
 	h = strings.TrimSuffix(h, ".")
 	for i := 0; i < len(h); i++ {
@@ -141,4 +145,30 @@ func normalizeHost(h string) string {
 		}
 	}
 	return h
+}
+
+// ParseHosts reads a comma-separated list of the host names a gate serves
+// (Config.Hosts): names or IP addresses, without scheme, port or path.
+func ParseHosts(list string) ([]string, error) {
+	var out []string
+	for h := range strings.SplitSeq(list, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		if strings.ContainsAny(h, "/ \t*") {
+			return nil, fmt.Errorf("%q is not a host name (no scheme, path or wildcard)", h)
+		}
+		if _, _, err := net.SplitHostPort(h); err == nil {
+			return nil, fmt.Errorf("%q: no port (every port of a host is the same host)", h)
+		}
+		n := normalizeHost(h)
+		if n == "" || strings.ContainsAny(n, "[]") {
+			return nil, fmt.Errorf("%q is not a host name", h)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
