@@ -140,8 +140,11 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	setPath(r.URL, canonical)
 	room := g.rooms.Match(r.Host, r.URL.Path)
-	if room == nil {
-		g.proxy.ServeHTTP(w, r) // no room covers it
+	if room == nil || isPreflight(r) {
+		// No room covers it, or a browser asks whether it may send a
+		// cross-origin request: preflights carry no cookie, so judging one
+		// would count a new visitor (and spend a slot) for nothing.
+		g.proxy.ServeHTTP(w, r)
 		return
 	}
 	st := room.state.Load()
@@ -260,6 +263,11 @@ func setPath(u *url.URL, canonical string) {
 		decoded = canonical // not reached: a canonical path's escapes are valid
 	}
 	u.Path, u.RawPath = decoded, canonical
+}
+
+// isPreflight reports a CORS preflight request.
+func isPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
 }
 
 // tryEntropy is the random bits of a visitor's refresh jitter before try

@@ -127,3 +127,31 @@ func TestClientIPHeadersStripped(t *testing.T) {
 		}
 	}
 }
+
+// A CORS preflight reaches the origin without a decision: it carries no
+// cookie, so judging it would count a new visitor and spend a slot.
+func TestCORSPreflightPassesUncounted(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1, QueueingStatusCode: 429})
+	mustOrigin(t, h.get(newVisitor(), "/"), "the room's one visitor")
+	for range 3 {
+		req := httptest.NewRequest(http.MethodOptions, "/api/cart", nil)
+		req.Header.Set("Origin", "https://app.example.com")
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		res := h.do(nil, req)
+		mustOrigin(t, res, "a preflight, the room full")
+		if sc := res.header.Get("Set-Cookie"); strings.Contains(sc, CookieName) {
+			t.Errorf("a preflight got a waiting room cookie: %q", sc)
+		}
+	}
+	n := 0
+	for _, r := range h.reg.Room("shop").Tally().Pending() {
+		n += r.NewVisitors
+	}
+	if n != 1 {
+		t.Errorf("preflights were counted: %d new visitors, want the one admitted", n)
+	}
+	// Without both headers an OPTIONS request is judged like any other.
+	req := httptest.NewRequest(http.MethodOptions, "/api/cart", nil)
+	req.Header.Set("Origin", "https://app.example.com")
+	mustQueue(t, h.do(newVisitor(), req), 429, "OPTIONS without Access-Control-Request-Method")
+}
