@@ -71,9 +71,14 @@ const (
 // snapshot at once (every slot in the Anywhere pool, so it admits from its
 // first second). minuteSeconds is the length of the room's minute: 60 in
 // production, shorter in tests.
+//
+// It checks them as recorded (Settings.ValidateRecorded): a room's history
+// replays with the settings it was started or recreated with; new settings
+// are checked with Validate before (the room workflow's start and its
+// update validators do).
 func NewRoom(s Settings, minuteSeconds int, now time.Time) (*Room, error) {
 	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
+	if err := s.ValidateRecorded(); err != nil {
 		return nil, err
 	}
 	if minuteSeconds == 0 {
@@ -188,8 +193,12 @@ var ErrVersion = errors.New("the room's settings changed since they were read; r
 // keep the room's name, and (when ifVersion is not 0) replace the version
 // they were read at.
 func (r *Room) CheckSettings(s Settings, ifVersion int64) error {
+	return r.checkSettings(s, ifVersion, Settings.Validate)
+}
+
+func (r *Room) checkSettings(s Settings, ifVersion int64, validate func(Settings) error) error {
 	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
+	if err := validate(s); err != nil {
 		return err
 	}
 	if s.Name != r.Settings.Name {
@@ -205,7 +214,8 @@ func (r *Room) CheckSettings(s Settings, ifVersion int64) error {
 // minute's snapshot with it: a change of queueing method takes effect now,
 // and the buckets keep everyone's place.
 func (r *Room) SetSettings(s Settings, ifVersion int64, now time.Time) (*Snapshot, error) {
-	if err := r.CheckSettings(s, ifVersion); err != nil {
+	// As recorded: the validator (CheckSettings) refused anything newer.
+	if err := r.checkSettings(s, ifVersion, Settings.ValidateRecorded); err != nil {
 		return nil, err
 	}
 	r.Settings = s.WithDefaults()

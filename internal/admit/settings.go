@@ -194,7 +194,15 @@ func ValidName(name string) bool { return namePattern.MatchString(name) }
 
 // Validate checks settings that have had their defaults applied and returns
 // an *InvalidError naming every wrong field, or nil.
-func (s Settings) Validate() error {
+func (s Settings) Validate() error { return s.validate(true) }
+
+// ValidateRecorded is Validate without the checks added after rooms were
+// first recorded (route paths no request can match), for settings a room
+// already accepted: replaying its history must accept them again. New
+// settings are checked with Validate (the updates' validators do).
+func (s Settings) ValidateRecorded() error { return s.validate(false) }
+
+func (s Settings) validate(matchablePaths bool) error {
 	var p problems
 	if !ValidName(s.Name) {
 		p.add("name", "must be 1-64 letters, digits, hyphens or underscores, got %q", s.Name)
@@ -202,12 +210,12 @@ func (s Settings) Validate() error {
 	if len(s.Description) > 1024 {
 		p.add("description", "must be at most 1024 bytes, got %d", len(s.Description))
 	}
-	validateRoute(&p, "host", "path", Route{s.Host, s.Path})
+	validateRoute(&p, "host", "path", Route{s.Host, s.Path}, matchablePaths)
 	if len(s.AdditionalRoutes) > MaxRoutes {
 		p.add("additional_routes", "at most %d routes, got %d", MaxRoutes, len(s.AdditionalRoutes))
 	}
 	for i, r := range s.AdditionalRoutes {
-		validateRoute(&p, fmt.Sprintf("additional_routes[%d].host", i), fmt.Sprintf("additional_routes[%d].path", i), r)
+		validateRoute(&p, fmt.Sprintf("additional_routes[%d].host", i), fmt.Sprintf("additional_routes[%d].path", i), r, matchablePaths)
 	}
 	routes := s.Routes()
 	for i := 1; i < len(routes); i++ {
@@ -284,7 +292,7 @@ func validatePage(p *problems, field, page string) {
 	}
 }
 
-func validateRoute(p *problems, hostField, pathField string, r Route) {
+func validateRoute(p *problems, hostField, pathField string, r Route, matchablePaths bool) {
 	if r.Host != "" {
 		if reason := hostProblem(r.Host); reason != "" {
 			p.add(hostField, "%s, got %q", reason, r.Host)
@@ -297,7 +305,7 @@ func validateRoute(p *problems, hostField, pathField string, r Route) {
 		p.add(pathField, "must be at most 1024 bytes")
 	case strings.ContainsAny(r.Path, "?#* \t\r\n"):
 		p.add(pathField, "must not hold a query, a fragment, a wildcard or whitespace, got %q", r.Path)
-	default:
+	case matchablePaths:
 		// A path no request can match would leave its pages unprotected
 		// while the room looks in place.
 		if reason := RoutePathProblem(r.Path); reason != "" {

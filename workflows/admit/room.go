@@ -67,6 +67,13 @@ func newRoom(ctx workflow.Context, in contract.RoomInput) (*room, error) {
 		r.RoomState = *in.State
 		return r, nil
 	}
+	// Rooms started from this version on refuse route paths no request can
+	// match; rooms recorded before replay with the paths they started with.
+	if workflow.GetVersion(ctx, "matchable-route-paths", workflow.DefaultVersion, 1) >= 1 {
+		if err := in.Settings.WithDefaults().Validate(); err != nil {
+			return nil, refusal(err)
+		}
+	}
 	rm, err := engine.NewRoom(in.Settings, in.MinuteSeconds, workflow.Now(ctx))
 	if err != nil {
 		return nil, refusal(err)
@@ -301,11 +308,18 @@ func (r *room) delete(ctx workflow.Context) (contract.Change, error) {
 }
 
 func (r *room) validateRecreate(ctx workflow.Context, s engine.Settings) error {
+	return r.checkRecreate(s, engine.Settings.Validate)
+}
+
+// checkRecreate checks a recreation: with validate = Validate in the
+// validator, ValidateRecorded in the handler (which replays what the
+// validator accepted, perhaps under older rules).
+func (r *room) checkRecreate(s engine.Settings, validate func(engine.Settings) error) error {
 	if !r.Deleted {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("room %q exists; change it with update", r.Room.Settings.Name), contract.ErrRoomNotDeleted, nil)
 	}
 	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
+	if err := validate(s); err != nil {
 		return refusal(err)
 	}
 	if s.Name != r.Room.Settings.Name {
@@ -315,7 +329,7 @@ func (r *room) validateRecreate(ctx workflow.Context, s engine.Settings) error {
 }
 
 func (r *room) recreate(ctx workflow.Context, s engine.Settings) (contract.Change, error) {
-	if err := r.validateRecreate(ctx, s); err != nil {
+	if err := r.checkRecreate(s, engine.Settings.ValidateRecorded); err != nil {
 		return contract.Change{}, err
 	}
 	if err := r.Room.Recreate(s, workflow.Now(ctx)); err != nil {
