@@ -235,3 +235,21 @@ func TestEvents(t *testing.T) {
 		t.Errorf("unknown event field: %v", err)
 	}
 }
+
+// Settings a room recorded before route paths were checked still apply
+// (its history replays); new settings are refused by the validator.
+func TestRecordedRoutePathsStillApply(t *testing.T) {
+	old := Settings{Name: "shop", Path: "/shop/./", TotalActiveUsers: 10, NewUsersPerMinute: 10}
+	r, err := NewRoom(old, 60, time.Unix(0, 0))
+	if err != nil {
+		t.Fatalf("a recorded room's start no longer replays: %v", err)
+	}
+	changed := old
+	changed.AdditionalRoutes = []Route{{Path: "/caf%C3%A9/"}}
+	if err := r.CheckSettings(changed, 0); err == nil {
+		t.Error("the validator accepted a path no request can match")
+	}
+	if _, err := r.SetSettings(changed, 0, time.Unix(1, 0)); err != nil {
+		t.Errorf("a recorded update no longer replays: %v", err)
+	}
+}
