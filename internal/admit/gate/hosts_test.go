@@ -118,7 +118,8 @@ func FuzzHostDecision(f *testing.F) {
 		"", ":", ":80", "evil.example", "shop.example.com.evil", "shop.example.com:1:2", "[shop.example.com]", "[::1", "shop.example.com]:80"} {
 		f.Add(seed)
 	}
-	reg := registryWith(f, admit.Settings{Name: "tickets", Host: "shop.example.com", CookieSuffix: "tickets"})
+	reg := registryWith(f, admit.Settings{Name: "tickets", Host: "shop.example.com", CookieSuffix: "tickets",
+		TotalActiveUsers: admit.MaxLimit, NewUsersPerMinute: admit.MaxLimit}) // every served request reaches the origin
 	origin := &recordingTransport{}
 	g, err := New(Config{Origin: &url.URL{Scheme: "http", Host: "origin.internal"}, Gate: reg.gate, Keys: testRing(f, testKey(f, "k1")),
 		Counters: MemoryCounters(), Registry: reg, Logger: quietLogger(), Transport: origin, Now: func() time.Time { return t0.Add(time.Second) },

@@ -111,20 +111,20 @@ func roomOfResponse(rec *httptest.ResponseRecorder) string {
 // together: for any request target, the gate answers 400, or the origin
 // gets a canonical path (no dot-segments, no empty segments, no encoded
 // slash) which, matched again, falls to the room that judged the request,
-// with the query as sent.
+// with the query as sent (when it parses).
 func FuzzForwardedPath(f *testing.F) {
 	for _, seed := range []string{"/", "/shop/item", "/shop/../public", "/shop/%2e%2e/public", "/shop/..%2fpublic", "/SHOP/item",
 		"/public/../shop/x", "//shop//x", "/shop/cart;jsessionid=abc?a=b", "/Admin/%2E/x", "/caf%c3%a9/", "/shop;x/y", "/public/..;/shop/",
 		"http://example.com/shop/a", "/%7Eadmin/", "*", "/a/b/c/../../..//admin"} {
 		f.Add(seed)
 	}
-	reg := registryWith(f, admit.Settings{Name: "all", CookieSuffix: "all"},
-		admit.Settings{Name: "shop", Path: "/shop/", CookieSuffix: "shop"},
-		admit.Settings{Name: "shopcart", Path: "/shop/cart", CookieSuffix: "shopcart"},
-		admit.Settings{Name: "admin", Path: "/admin/", PathCaseInsensitive: true, CookieSuffix: "admin"},
-		admit.Settings{Name: "cafe", Path: "/café/", CookieSuffix: "cafe"},
-		admit.Settings{Name: "tilde", Path: "/~admin/", CookieSuffix: "tilde"},
-	)
+	rooms := []admit.Settings{{Name: "all"}, {Name: "shop", Path: "/shop/"}, {Name: "shopcart", Path: "/shop/cart"},
+		{Name: "admin", Path: "/admin/", PathCaseInsensitive: true}, {Name: "cafe", Path: "/café/"}, {Name: "tilde", Path: "/~admin/"}}
+	for i := range rooms {
+		// Room enough for every input, so that each reaches the origin.
+		rooms[i].CookieSuffix, rooms[i].TotalActiveUsers, rooms[i].NewUsersPerMinute = rooms[i].Name, admit.MaxLimit, admit.MaxLimit
+	}
+	reg := registryWith(f, rooms...)
 	origin := &recordingTransport{}
 	g, err := New(Config{Origin: &url.URL{Scheme: "http", Host: "origin.internal"}, Gate: reg.gate, Keys: testRing(f, testKey(f, "k1")),
 		Counters: MemoryCounters(), Registry: reg, Logger: quietLogger(), Transport: origin, Now: func() time.Time { return t0.Add(time.Second) }})
@@ -165,7 +165,9 @@ func FuzzForwardedPath(f *testing.F) {
 				t.Fatalf("%q: the origin got a dot-segment in %q", target, p)
 			}
 		}
-		if out.URL.RawQuery != query {
+		// (A query that does not parse is re-encoded by the reverse proxy,
+		// as ever, so that the origin cannot read it differently.)
+		if _, err := url.ParseQuery(query); err == nil && out.URL.RawQuery != query {
 			t.Fatalf("%q: the query %q reached the origin as %q", target, query, out.URL.RawQuery)
 		}
 		decoded, err := url.PathUnescape(p)
