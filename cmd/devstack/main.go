@@ -191,6 +191,9 @@ func run() error {
 		"EDGE_ADDR="+edgeAddr,
 		"GATE_ADDR="+gateAddr, "GATE_HEALTH_ADDR="+gateHealthAddr, "GATE_ORIGIN=http://"+originLn.Addr().String(),
 		"GATE_DATA_CENTER="+config.Env("GATE_DATA_CENTER", "dev"), "GATE_REDIS_URL="+redis.URL,
+		// The names the demo gate is reached by; a room naming another
+		// host is then not bypassed by a request naming a third.
+		"GATE_HOSTS="+config.Env("GATE_HOSTS", "127.0.0.1,localhost"),
 	)
 	// Every worker pool (bin/<queue>, built from workers/<queue>), as many
 	// processes as asked, then the HTTP processes; each on its own ops

@@ -74,6 +74,7 @@ type settings struct {
 	maxBody                                      int64
 	maxHeaderKiB                                 int
 	rewriteHost, trustForwarded                  bool
+	hosts                                        []string
 	logLevel                                     string
 	tlsCert, tlsKey                              string
 	temporal                                     config.Temporal
@@ -101,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 	fs.DurationVar(&s.originTimeout, "origin-timeout", config.EnvDuration("GATE_ORIGIN_TIMEOUT", gate.DefaultOriginTimeouts.ResponseHeader), "how long the origin may take to start answering (env GATE_ORIGIN_TIMEOUT)")
 	fs.Int64Var(&s.maxBody, "max-body-bytes", int64(config.EnvInt("GATE_MAX_BODY_BYTES", gate.DefaultMaxBodyBytes)), "largest request body (env GATE_MAX_BODY_BYTES)")
 	fs.IntVar(&s.maxHeaderKiB, "max-header-kib", config.EnvInt("GATE_MAX_HEADER_KIB", 32), "largest request header block, KiB (env GATE_MAX_HEADER_KIB)")
+	hosts := fs.String("hosts", config.Env("GATE_HOSTS", ""), "comma-separated host names this gate serves: another Host gets 421, none 400; empty: every Host (env GATE_HOSTS)")
 	fs.BoolVar(&s.rewriteHost, "rewrite-host", config.EnvBool("GATE_REWRITE_HOST", false), "send the origin its own host name instead of the visitor's (env GATE_REWRITE_HOST)")
 	fs.BoolVar(&s.trustForwarded, "trust-forwarded", config.EnvBool("GATE_TRUST_FORWARDED", false), "believe X-Forwarded-For and X-Forwarded-Proto from the load balancer or TLS terminator in front (env GATE_TRUST_FORWARDED)")
 	fs.StringVar(&s.tlsCert, "https-cert", config.Env("GATE_TLS_CERT", ""), "serve HTTPS with this certificate file (PEM; with --https-key) (env GATE_TLS_CERT)")
@@ -125,6 +127,10 @@ func parseFlags(args []string, stderr io.Writer) (*settings, error) {
 		return nil, errors.New("--https-cert and --https-key go together")
 	case s.snapshotEvery <= 0 || s.discoverEvery <= 0 || s.reportEvery <= 0:
 		return nil, errors.New("--snapshot-every, --discover-every and --report-every must be positive")
+	}
+	var err error
+	if s.hosts, err = gate.ParseHosts(*hosts); err != nil {
+		return nil, fmt.Errorf("--hosts (env GATE_HOSTS): %w", err)
 	}
 	if s.gateID == "" {
 		s.gateID = defaultGateID(s.dataCenter)
@@ -199,6 +205,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		RewriteHost:    s.rewriteHost,
 		MaxBodyBytes:   s.maxBody,
 		TrustForwarded: s.trustForwarded,
+		Hosts:          s.hosts,
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +24,7 @@ func TestFlagsAreCheckedWithClearMessages(t *testing.T) {
 		{[]string{"--origin", "http://o", "--https-cert", "c.pem"}, "--https-cert and --https-key go together"},
 		{[]string{"--origin", "http://o", "--max-body-bytes", "0"}, "must be positive"},
 		{[]string{"--origin", "http://o", "extra"}, "unexpected arguments"},
+		{[]string{"--origin", "http://o", "--hosts", "shop.example.com:8088"}, `--hosts (env GATE_HOSTS): "shop.example.com:8088": no port`},
 		{[]string{"--origin", "http://o", "--strategy", "even"}, `--strategy "even" (env GATE_STRATEGY): must be one of counters, counters+borrow`},
 		{[]string{"--origin", "http://o", "--strategy", "counters+borrow"}, "needs --redis-url"},
 		{[]string{"--origin", "http://o", "--strategy", "counters+borrow", "--redis-url", "redis://a:6379/0", "--anywhere-redis-url", "redis://b:6379/0"},
@@ -54,11 +56,13 @@ func TestSettingsFromTheEnvironment(t *testing.T) {
 	t.Setenv("GATE_DATA_CENTER", "fra")
 	t.Setenv("GATE_REDIS_URL", "redis://r:6379/0")
 	t.Setenv("GATE_STRATEGY", "counters+borrow")
+	t.Setenv("GATE_HOSTS", "Shop.example.com, 127.0.0.1")
 	s, err := parseFlags(nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.origin != "http://origin:3000" || s.dataCenter != "fra" || s.strategy != "counters+borrow" || s.addr != "127.0.0.1:8088" {
+	if s.origin != "http://origin:3000" || s.dataCenter != "fra" || s.strategy != "counters+borrow" || s.addr != "127.0.0.1:8088" ||
+		!slices.Equal(s.hosts, []string{"shop.example.com", "127.0.0.1"}) {
 		t.Errorf("from the environment: %+v", s)
 	}
 	// A flag wins over its variable.

@@ -83,6 +83,11 @@ const (
 // snapshot at once (every slot in the Anywhere pool, so it admits from its
 // first second). minuteSeconds is the length of the room's minute: 60 in
 // production, shorter in tests.
+//
+// It checks them as recorded (route paths as first accepted, without the
+// later rule that they be matchable): a room's history replays with the
+// settings it was started or recreated with; new settings are checked with
+// Validate before (the room workflow's start and its update validators do).
 func NewRoom(s Settings, minuteSeconds int, now time.Time) (*Room, error) {
 	return newRoom(s, minuteSeconds, now, false)
 }
@@ -95,7 +100,7 @@ func NewRoomLegacyPages(s Settings, minuteSeconds int, now time.Time) (*Room, er
 
 func newRoom(s Settings, minuteSeconds int, now time.Time, legacyPages bool) (*Room, error) {
 	s = s.WithDefaults()
-	if err := s.validate(legacyPages); err != nil {
+	if err := s.validate(checks{legacyPages: legacyPages, recordedPaths: true}); err != nil {
 		return nil, err
 	}
 	if minuteSeconds == 0 {
@@ -214,12 +219,12 @@ var ErrVersion = errors.New("the room's settings changed since they were read; r
 // keep the room's name, and (when ifVersion is not 0) replace the version
 // they were read at.
 func (r *Room) CheckSettings(s Settings, ifVersion int64) error {
-	return r.checkSettings(s, ifVersion, false)
+	return r.checkSettings(s, ifVersion, checks{})
 }
 
-func (r *Room) checkSettings(s Settings, ifVersion int64, legacyPages bool) error {
+func (r *Room) checkSettings(s Settings, ifVersion int64, c checks) error {
 	s = s.WithDefaults()
-	if err := s.validate(legacyPages); err != nil {
+	if err := s.validate(c); err != nil {
 		return err
 	}
 	if s.Name != r.Settings.Name {
@@ -235,7 +240,8 @@ func (r *Room) checkSettings(s Settings, ifVersion int64, legacyPages bool) erro
 // minute's snapshot with it: a change of queueing method takes effect now,
 // and the buckets keep everyone's place.
 func (r *Room) SetSettings(s Settings, ifVersion int64, now time.Time) (*Snapshot, error) {
-	if err := r.checkSettings(s, ifVersion, r.LegacyPages); err != nil {
+	// As recorded: the validator (CheckSettings) refused anything newer.
+	if err := r.checkSettings(s, ifVersion, checks{legacyPages: r.LegacyPages, recordedPaths: true}); err != nil {
 		return nil, err
 	}
 	r.Settings = s.WithDefaults()

@@ -48,6 +48,9 @@ type Settings struct {
 	Host             string  `json:"host,omitempty"` // empty: every host
 	Path             string  `json:"path,omitempty"` // default "/"; covers every path below it
 	AdditionalRoutes []Route `json:"additional_routes,omitempty"`
+	// PathCaseInsensitive matches the room's paths whatever their case, for
+	// origins that ignore it (where /SHOP/item is /shop/item).
+	PathCaseInsensitive bool `json:"path_case_insensitive,omitempty"`
 
 	TotalActiveUsers  int `json:"total_active_users"`
 	NewUsersPerMinute int `json:"new_users_per_minute"`
@@ -212,11 +215,17 @@ func ValidName(name string) bool { return namePattern.MatchString(name) }
 
 // Validate checks settings that have had their defaults applied and returns
 // an *InvalidError naming every wrong field, or nil.
-func (s Settings) Validate() error { return s.validate(false) }
+func (s Settings) Validate() error { return s.validate(checks{}) }
 
-// validate checks s; legacyPages checks custom_page_html by its syntax
-// only (see Room.LegacyPages).
-func (s Settings) validate(legacyPages bool) error {
+// checks picks what a validation relaxes; the zero value checks everything,
+// as new settings are. A room replaying its history relaxes what was added
+// after it was recorded, so it accepts again what it accepted then.
+type checks struct {
+	legacyPages   bool // custom_page_html by its syntax only (see Room.LegacyPages)
+	recordedPaths bool // route paths as first accepted, matchable or not
+}
+
+func (s Settings) validate(c checks) error {
 	var p problems
 	if !ValidName(s.Name) {
 		p.add("name", "must be 1-64 letters, digits, hyphens or underscores, got %q", s.Name)
@@ -224,12 +233,12 @@ func (s Settings) validate(legacyPages bool) error {
 	if len(s.Description) > 1024 {
 		p.add("description", "must be at most 1024 bytes, got %d", len(s.Description))
 	}
-	validateRoute(&p, "host", "path", Route{s.Host, s.Path})
+	validateRoute(&p, "host", "path", Route{s.Host, s.Path}, !c.recordedPaths)
 	if len(s.AdditionalRoutes) > MaxRoutes {
 		p.add("additional_routes", "at most %d routes, got %d", MaxRoutes, len(s.AdditionalRoutes))
 	}
 	for i, r := range s.AdditionalRoutes {
-		validateRoute(&p, fmt.Sprintf("additional_routes[%d].host", i), fmt.Sprintf("additional_routes[%d].path", i), r)
+		validateRoute(&p, fmt.Sprintf("additional_routes[%d].host", i), fmt.Sprintf("additional_routes[%d].path", i), r, !c.recordedPaths)
 	}
 	routes := s.Routes()
 	for i := 1; i < len(routes); i++ {
@@ -250,7 +259,7 @@ func (s Settings) validate(legacyPages bool) error {
 			p.add(fmt.Sprintf("enabled_origin_commands[%d]", i), "%q is listed twice", c)
 		}
 	}
-	validatePage(&p, "custom_page_html", s.CustomPageHTML, legacyPages)
+	validatePage(&p, "custom_page_html", s.CustomPageHTML, c.legacyPages)
 	switch s.CookieAttributes.SameSite {
 	case "auto", "lax", "strict", "none":
 	default:
@@ -313,7 +322,7 @@ func validatePage(p *problems, field, page string, legacy bool) {
 	}
 }
 
-func validateRoute(p *problems, hostField, pathField string, r Route) {
+func validateRoute(p *problems, hostField, pathField string, r Route, matchablePaths bool) {
 	if r.Host != "" {
 		if reason := hostProblem(r.Host); reason != "" {
 			p.add(hostField, "%s, got %q", reason, r.Host)
@@ -326,6 +335,12 @@ func validateRoute(p *problems, hostField, pathField string, r Route) {
 		p.add(pathField, "must be at most 1024 bytes")
 	case strings.ContainsAny(r.Path, "?#* \t\r\n"):
 		p.add(pathField, "must not hold a query, a fragment, a wildcard or whitespace, got %q", r.Path)
+	case matchablePaths:
+		// A path no request can match would leave its pages unprotected
+		// while the room looks in place.
+		if reason := RoutePathProblem(r.Path); reason != "" {
+			p.add(pathField, "%s, got %q", reason, r.Path)
+		}
 	}
 }
 

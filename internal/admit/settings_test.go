@@ -33,12 +33,12 @@ func TestParseSettingsAll(t *testing.T) {
 		"disable_session_renewal":true,"enabled_origin_commands":["revoke"],
 		"json_response_enabled":true,"custom_page_html":"<p>{{waitTime}} minutes</p>",
 		"cookie_attributes":{"samesite":"none","secure":"always"},"cookie_suffix":"shop",
-		"refresh_interval_seconds":10,"snapshot_max_age_seconds":300}`
+		"refresh_interval_seconds":10,"snapshot_max_age_seconds":300,"path_case_insensitive":true}`
 	s, err := ParseSettings([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.QueueingMethod != Random || s.QueueingStatusCode != 429 || !s.RevokeEnabled() || len(s.Routes()) != 3 || s.Routes()[2] != (Route{Path: "/cart"}) {
+	if s.QueueingMethod != Random || !s.PathCaseInsensitive || s.QueueingStatusCode != 429 || !s.RevokeEnabled() || len(s.Routes()) != 3 || s.Routes()[2] != (Route{Path: "/cart"}) {
 		t.Errorf("parsed %+v", s)
 	}
 	// The settings round-trip through JSON under the same names.
@@ -49,7 +49,7 @@ func TestParseSettingsAll(t *testing.T) {
 	}
 	for _, name := range []string{`"total_active_users"`, `"new_users_per_minute"`, `"session_duration"`, `"queueing_method"`,
 		`"queueing_status_code"`, `"disable_session_renewal"`, `"enabled_origin_commands"`, `"json_response_enabled"`,
-		`"custom_page_html"`, `"cookie_attributes"`, `"samesite"`, `"secure"`, `"cookie_suffix"`, `"additional_routes"`} {
+		`"custom_page_html"`, `"cookie_attributes"`, `"samesite"`, `"secure"`, `"cookie_suffix"`, `"additional_routes"`, `"path_case_insensitive"`} {
 		if !strings.Contains(string(data), name) {
 			t.Errorf("JSON lacks %s: %s", name, data)
 		}
@@ -83,6 +83,18 @@ func TestParseSettingsRefuses(t *testing.T) {
 		{`{` + base + `,"host":"shop:8080"}`, "host", "no port"},
 		{`{` + base + `,"path":"shop"}`, "path", "start with /"},
 		{`{` + base + `,"path":"/shop?x=1"}`, "path", "query"},
+		// paths no request can match, since requests are matched on their
+		// decoded, resolved path
+		{`{` + base + `,"path":"/caf%C3%A9/"}`, "path", "decoded"},
+		{`{` + base + `,"path":"/shop/./"}`, "path", ". or .."},
+		{`{` + base + `,"path":"/shop/../admin/"}`, "path", ". or .."},
+		{`{` + base + `,"path":"/shop/.."}`, "path", ". or .."},
+		{`{` + base + `,"path":"//shop/"}`, "path", "//"},
+		{`{` + base + `,"path":"/shop;v=1/"}`, "path", ";"},
+		{`{` + base + `,"path":"/a\\b/"}`, "path", "backslash"},
+		{`{` + base + `,"additional_routes":[{"path":"/x//y"}]}`, "additional_routes[0].path", "//"},
+		{`{` + base + `,"additional_routes":[{"path":"/ok/"},{"path":"/x/%41"}]}`, "additional_routes[1].path", "decoded"},
+		{`{` + base + `,"path_case_insensitive":"yes"}`, "path_case_insensitive", "must be a bool"},
 		{`{` + base + `,"additional_routes":[{"path":"/"}]}`, "additional_routes[0]", "already covered"},
 		{`{` + base + `,"additional_routes":[{"host":"A"}]}`, "additional_routes[0].host", "lower case"},
 		{`{` + base + `,"refresh_interval_seconds":31}`, "refresh_interval_seconds", "between 1 and 30"},
@@ -223,5 +235,23 @@ func TestEvents(t *testing.T) {
 	if _, err := ParseEvent([]byte(`{"name":"x","event_start_time":"2030-01-01T00:00:00Z","event_end_time":"2030-01-01T01:00:00Z","prequeue":1}`)); err == nil ||
 		!strings.Contains(err.Error(), "prequeue: is not a setting") {
 		t.Errorf("unknown event field: %v", err)
+	}
+}
+
+// Settings a room recorded before route paths were checked still apply
+// (its history replays); new settings are refused by the validator.
+func TestRecordedRoutePathsStillApply(t *testing.T) {
+	old := Settings{Name: "shop", Path: "/shop/./", TotalActiveUsers: 10, NewUsersPerMinute: 10}
+	r, err := NewRoom(old, 60, time.Unix(0, 0))
+	if err != nil {
+		t.Fatalf("a recorded room's start no longer replays: %v", err)
+	}
+	changed := old
+	changed.AdditionalRoutes = []Route{{Path: "/caf%C3%A9/"}}
+	if err := r.CheckSettings(changed, 0); err == nil {
+		t.Error("the validator accepted a path no request can match")
+	}
+	if _, err := r.SetSettings(changed, 0, time.Unix(1, 0)); err != nil {
+		t.Errorf("a recorded update no longer replays: %v", err)
 	}
 }

@@ -17,7 +17,7 @@ type settingsFlags struct {
 
 	description, host, path, method, customPage, sameSite, secure, cookieSuffix string
 	total, perMinute, session, statusCode, refresh, maxAge, maxReporters        int
-	queueAll, suspended, noRenewal, jsonResponse                                bool
+	queueAll, suspended, noRenewal, jsonResponse, pathCaseInsensitive           bool
 	routes, commands                                                            listFlag
 }
 
@@ -32,6 +32,7 @@ func (f *settingsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.host, "host", "", "host the room covers (none: every host)")
 	fs.StringVar(&f.path, "path", "", "path the room covers, with everything below it (default /)")
 	fs.Var(&f.routes, "additional-routes", "another HOST/PATH or /PATH the room covers (repeatable)")
+	fs.BoolVar(&f.pathCaseInsensitive, "path-case-insensitive", false, "match the room's paths whatever their case (for origins that ignore case)")
 	fs.IntVar(&f.total, "total-active-users", 0, "sessions allowed at once (required to create)")
 	fs.IntVar(&f.perMinute, "new-users-per-minute", 0, "new visitors admitted a minute (required to create)")
 	fs.IntVar(&f.session, "session-duration", 0, "minutes a session lasts after the last request (default 5)")
@@ -67,6 +68,8 @@ func (f *settingsFlags) apply(s *admit.Settings) error {
 			for _, r := range f.routes {
 				s.AdditionalRoutes = append(s.AdditionalRoutes, parseRoute(r))
 			}
+		case "path-case-insensitive":
+			s.PathCaseInsensitive = f.pathCaseInsensitive
 		case "total-active-users":
 			s.TotalActiveUsers = f.total
 		case "new-users-per-minute":

@@ -23,6 +23,9 @@ func printSettings(d contract.Description) {
 	for _, r := range s.AdditionalRoutes {
 		fmt.Printf("             %s%s\n", r.Host, r.Path)
 	}
+	if s.PathCaseInsensitive {
+		fmt.Println("             (paths in any case)")
+	}
 	fmt.Printf("  limits:    %d active users, %d new users a minute, sessions of %d min", s.TotalActiveUsers, s.NewUsersPerMinute, s.SessionDuration)
 	if s.DisableSessionRenewal {
 		fmt.Print(" (not renewed)")

@@ -85,6 +85,13 @@ func newRoom(ctx workflow.Context, in contract.RoomInput, legacyPages bool) (*ro
 		r.Room.LegacyPages = legacyPages
 		return r, nil
 	}
+	// Rooms started from this version on refuse route paths no request can
+	// match; rooms recorded before replay with the paths they started with.
+	if workflow.GetVersion(ctx, "matchable-route-paths", workflow.DefaultVersion, 1) >= 1 {
+		if err := in.Settings.WithDefaults().Validate(); err != nil {
+			return nil, refusal(err)
+		}
+	}
 	create := engine.NewRoom
 	if legacyPages {
 		create = engine.NewRoomLegacyPages

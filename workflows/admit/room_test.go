@@ -434,3 +434,30 @@ func TestRoomRefusesInvalidStart(t *testing.T) {
 		t.Errorf("problems %+v", p)
 	}
 }
+
+// Route paths no request can match are refused, at the start and by the
+// update's validator, naming the field; the room keeps its settings.
+func TestRoomRefusesUnmatchablePaths(t *testing.T) {
+	rt := newRoomTest(t)
+	in := shopInput()
+	in.Settings.Path = "/shop/./"
+	rt.env.ExecuteWorkflow(contract.WorkflowType, in)
+	if p := fieldProblems(t, rt.env.GetWorkflowError(), contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "path" {
+		t.Errorf("start: problems %+v", p)
+	}
+
+	rt = newRoomTest(t)
+	bad := shopInput().Settings
+	bad.AdditionalRoutes = []engine.Route{{Path: "/caf%C3%A9/"}}
+	rt.update(10*time.Second, contract.UpdateSettings, func(_ contract.Change, err error) {
+		if p := fieldProblems(t, err, contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "additional_routes[0].path" {
+			t.Errorf("update: problems %+v", p)
+		}
+	}, contract.SettingsChange{Settings: bad})
+	rt.at(20*time.Second, func() {
+		if d := rt.describe(); d.SettingsVersion != 1 || len(d.Settings.AdditionalRoutes) != 0 {
+			t.Errorf("a refused update changed the room: %+v", d.Settings)
+		}
+	})
+	_ = rt.run(shopInput(), time.Minute)
+}

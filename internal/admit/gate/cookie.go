@@ -250,8 +250,21 @@ func (a cookieAttributes) header(value string, now time.Time, expires time.Time)
 // cookiePath is the Path attribute of a room's cookie: the longest
 // directory every route of the room shares, so the cookie reaches every
 // route and no other room's cookie of the same name overwrites it where the
-// paths differ.
+// paths differ. Browsers compare it, case and escapes included, with the
+// path they send: it is escaped the way the gate forwards paths, and "/"
+// for a room whose paths match in any case.
 func cookiePath(s admit.Settings) string {
+	if s.PathCaseInsensitive {
+		return "/"
+	}
+	p := commonDirectory(s)
+	if c, err := admit.CanonicalPath(p); err == nil {
+		p = c
+	}
+	return p
+}
+
+func commonDirectory(s admit.Settings) string {
 	routes := s.Routes()
 	common := routes[0].Path
 	for _, r := range routes[1:] {

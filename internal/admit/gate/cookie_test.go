@@ -221,6 +221,8 @@ func TestCookieNameAndPath(t *testing.T) {
 		{"/shop/", []string{"/shop/checkout/"}, "/shop/"},
 		{"/shop/", []string{"/checkout/"}, "/"},
 		{"/shop/a", []string{"/shop/b"}, "/shop/"},
+		{"/café/", nil, "/caf%C3%A9/"}, // as browsers send it
+		{"/a\"b/", nil, "/a%22b/"},
 	} {
 		s := admit.Settings{Path: c.path}
 		for _, p := range c.extra {
@@ -229,6 +231,9 @@ func TestCookieNameAndPath(t *testing.T) {
 		if got := cookiePath(s); got != c.want {
 			t.Errorf("cookiePath(%s + %v) = %s, want %s", c.path, c.extra, got, c.want)
 		}
+	}
+	if got := cookiePath(admit.Settings{Path: "/shop/", PathCaseInsensitive: true}); got != "/" {
+		t.Errorf("a room matching paths in any case: cookie path %q, want / (browsers compare paths by case)", got)
 	}
 	// http.Cookie keeps the name and path as given.
 	if h := (cookieAttributes{name: CookieNameFor("x"), path: "/a/"}).header("v", t0, t0.Add(time.Second)); !strings.HasPrefix(h, CookieNameFor("x")+"=v; Path=/a/") {

@@ -38,6 +38,11 @@ type Config struct {
 	// the origin gets the visitor's address chain, and HTTPS visitors are
 	// told apart for the cookie's attributes. Off, they are replaced.
 	TrustForwarded bool
+	// Hosts are the host names this gate serves (any case, no port): a
+	// request naming another gets 421, one naming none 400, so a
+	// host-scoped room cannot be bypassed with a Host no room names.
+	// Empty: every Host is accepted.
+	Hosts []string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -57,7 +62,8 @@ type Gate struct {
 	log      *slog.Logger
 	now      func() time.Time
 	maxBody  int64
-	tally    requestTally // decisions per room, for /metrics
+	hosts    map[string]bool // nil: every host
+	tally    requestTally    // decisions per room, for /metrics
 	// fallbacks count the custom pages replaced by the default page.
 	fallbacks fallbackTally
 	// renderClock times page renders: the wall clock, not the decisions'.
@@ -92,6 +98,17 @@ func New(cfg Config) (*Gate, error) {
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
+	for _, h := range cfg.Hosts {
+		if n := normalizeHost(h); n != "" {
+			if g.hosts == nil {
+				g.hosts = map[string]bool{}
+			}
+			g.hosts[n] = true
+		}
+	}
+	if g.hosts == nil {
+		g.log.Warn("no hosts given (--hosts): every Host is accepted, so a room that names a host is bypassed by a request with another Host or none")
+	}
 	transport := cfg.Transport
 	if transport == nil {
 		transport = NewTransport(DefaultOriginTimeouts)
@@ -109,9 +126,32 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(w, r.Body, g.maxBody)
 	}
+	switch g.hostStatus(r.Host) {
+	case http.StatusBadRequest:
+		plain(w, http.StatusBadRequest, "The request names no host.")
+		return
+	case http.StatusMisdirectedRequest:
+		plain(w, http.StatusMisdirectedRequest, "This site is not served here.")
+		return
+	}
+	// The origin gets exactly the path the gate judges, whatever the
+	// origin makes of dot-segments, doubled slashes or escapes.
+	canonical, err := admit.CanonicalPath(requestPath(r.URL))
+	if err != nil {
+		msg := "The request's path is not valid."
+		if errors.Is(err, admit.ErrEncodedSlash) {
+			msg = "The request's path holds an encoded slash or a backslash, which this site does not accept."
+		}
+		plain(w, http.StatusBadRequest, msg)
+		return
+	}
+	setPath(r.URL, canonical)
 	room := g.rooms.Match(r.Host, r.URL.Path)
-	if room == nil {
-		g.proxy.ServeHTTP(w, r) // no room covers it
+	if room == nil || isPreflight(r) {
+		// No room covers it, or a browser asks whether it may send a
+		// cross-origin request: preflights carry no cookie, so judging one
+		// would count a new visitor (and spend a slot) for nothing.
+		g.proxy.ServeHTTP(w, r)
 		return
 	}
 	st := room.state.Load()
@@ -218,6 +258,44 @@ func (g *Gate) countVisit(room *Room, snap *admit.Snapshot, e admit.Effect, visi
 // past a session's length and a minute, no cookie naming it still opens.
 func visitKeep(snap *admit.Snapshot) time.Duration {
 	return time.Duration(snap.Settings.SessionDuration+2) * snap.MinuteLength()
+}
+
+// hostStatus is 0 for a Host this gate serves, 400 for none, 421 for
+// another.
+func (g *Gate) hostStatus(host string) int {
+	if g.hosts == nil {
+		return 0
+	}
+	h := normalizeHost(host)
+	switch {
+	case h == "":
+		return http.StatusBadRequest
+	case !g.hosts[h]:
+		return http.StatusMisdirectedRequest
+	}
+	return 0
+}
+
+// requestPath is the path as the visitor sent it, escapes included.
+func requestPath(u *url.URL) string {
+	if u.RawPath != "" {
+		return u.RawPath // set only when it differs from the default escaping of Path
+	}
+	return u.EscapedPath()
+}
+
+// setPath makes u carry the canonical path, so the proxy forwards it as is.
+func setPath(u *url.URL, canonical string) {
+	decoded, err := url.PathUnescape(canonical)
+	if err != nil {
+		decoded = canonical // not reached: a canonical path's escapes are valid
+	}
+	u.Path, u.RawPath = decoded, canonical
+}
+
+// isPreflight reports a CORS preflight request.
+func isPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
 }
 
 // tryEntropy is the random bits of a visitor's refresh jitter before try

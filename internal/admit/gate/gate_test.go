@@ -63,6 +63,12 @@ func newHarness(t *testing.T, s admit.Settings, configure ...func(*Config)) *har
 		w.Header().Set("Set-Cookie", "origin_session=abc; Path=/")
 		w.Header().Set("X-Saw-Forwarded-For", r.Header.Get("X-Forwarded-For"))
 		w.Header().Set("X-Saw-Forwarded-Proto", r.Header.Get("X-Forwarded-Proto"))
+		w.Header().Set("X-Saw-Uri", r.RequestURI)
+		for _, name := range append([]string{"Forwarded"}, clientIPHeaders...) {
+			if v := r.Header.Get(name); v != "" {
+				w.Header().Set("X-Saw-"+name, v)
+			}
+		}
 		_, _ = io.WriteString(w, "origin:"+r.URL.Path+" host:"+r.Host+"\n")
 	}))
 	t.Cleanup(h.origin.Close)

@@ -63,6 +63,13 @@ func (g *Gate) newProxy(origin *url.URL, transport http.RoundTripper, rewriteHos
 					pr.Out.Header.Set("X-Forwarded-Proto", proto)
 				}
 			}
+			if !trustForwarded {
+				// A visitor could name any address in these; origins that
+				// rate-limit or log by them would believe it.
+				for _, h := range clientIPHeaders {
+					pr.Out.Header.Del(h)
+				}
+			}
 			if !rewriteHost {
 				pr.Out.Host = pr.In.Host
 			}
@@ -73,6 +80,11 @@ func (g *Gate) newProxy(origin *url.URL, transport http.RoundTripper, rewriteHos
 		ErrorLog:       slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
 }
+
+// clientIPHeaders name the visitor's address the way proxies and CDNs in
+// front set them; the origin gets them only from a trusted proxy in front
+// (Forwarded and X-Forwarded-* are already replaced by the reverse proxy).
+var clientIPHeaders = []string{"X-Real-Ip", "True-Client-Ip", "Cf-Connecting-Ip", "X-Client-Ip", "X-Cluster-Client-Ip", "Fastly-Client-Ip"}
 
 // requestState travels with a request to the origin, for what the gate does
 // with the response.

@@ -102,3 +102,56 @@ func TestForwardedHeaders(t *testing.T) {
 		}
 	}
 }
+
+// Headers naming the visitor's address reach the origin only from a
+// trusted proxy in front: a visitor could name any address in them.
+func TestClientIPHeadersStripped(t *testing.T) {
+	sent := map[string]string{"X-Real-IP": "203.0.113.1", "True-Client-IP": "203.0.113.2", "CF-Connecting-IP": "203.0.113.3",
+		"X-Client-IP": "203.0.113.4", "X-Cluster-Client-IP": "203.0.113.5", "Fastly-Client-IP": "203.0.113.6"}
+	for _, trust := range []bool{false, true} {
+		h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, func(c *Config) { c.TrustForwarded = trust })
+		var headers []string
+		for name, v := range sent {
+			headers = append(headers, name, v)
+		}
+		headers = append(headers, "Forwarded", "for=203.0.113.7")
+		res := h.get(newVisitor(), "/", headers...)
+		mustOrigin(t, res, "a visitor")
+		for name, v := range sent {
+			if got, want := res.header.Get("X-Saw-"+name), map[bool]string{true: v}[trust]; got != want {
+				t.Errorf("trust %v: the origin got %s %q, want %q", trust, name, got, want)
+			}
+		}
+		if got := res.header.Get("X-Saw-Forwarded"); got != "" {
+			t.Errorf("trust %v: the visitor's Forwarded reached the origin: %q", trust, got)
+		}
+	}
+}
+
+// A CORS preflight reaches the origin without a decision: it carries no
+// cookie, so judging it would count a new visitor and spend a slot.
+func TestCORSPreflightPassesUncounted(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1, QueueingStatusCode: 429})
+	mustOrigin(t, h.get(newVisitor(), "/"), "the room's one visitor")
+	for range 3 {
+		req := httptest.NewRequest(http.MethodOptions, "/api/cart", nil)
+		req.Header.Set("Origin", "https://app.example.com")
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		res := h.do(nil, req)
+		mustOrigin(t, res, "a preflight, the room full")
+		if sc := res.header.Get("Set-Cookie"); strings.Contains(sc, CookieName) {
+			t.Errorf("a preflight got a waiting room cookie: %q", sc)
+		}
+	}
+	n := 0
+	for _, r := range h.reg.Room("shop").Tally().Pending() {
+		n += r.NewVisitors
+	}
+	if n != 1 {
+		t.Errorf("preflights were counted: %d new visitors, want the one admitted", n)
+	}
+	// Without both headers an OPTIONS request is judged like any other.
+	req := httptest.NewRequest(http.MethodOptions, "/api/cart", nil)
+	req.Header.Set("Origin", "https://app.example.com")
+	mustQueue(t, h.do(newVisitor(), req), 429, "OPTIONS without Access-Control-Request-Method")
+}

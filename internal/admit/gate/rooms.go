@@ -246,7 +246,8 @@ func (g *Registry) UpdatePages(snap *admit.Snapshot, pages *Pages, fetchedAt tim
 }
 
 func (g *Registry) rebuildIfRoutesChanged(old, st *roomState) {
-	if old != nil && old.routed == st.routed && slices.Equal(old.snap.Settings.Routes(), st.snap.Settings.Routes()) {
+	if old != nil && old.routed == st.routed && slices.Equal(old.snap.Settings.Routes(), st.snap.Settings.Routes()) &&
+		old.snap.Settings.PathCaseInsensitive == st.snap.Settings.PathCaseInsensitive {
 		return
 	}
 	g.rebuild()

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"cmp"
+	"fmt"
 	"net"
 	"path"
 	"slices"
@@ -13,6 +14,7 @@ import (
 // route is one host and path a room covers.
 type route struct {
 	host, path string // host "" matches every host
+	fold       bool   // the room's path_case_insensitive: path is lower case, compared with the request's lowered
 	room       *Room
 }
 
@@ -21,6 +23,7 @@ type route struct {
 type routeTable struct {
 	byHost  map[string][]route // rooms with a host, longest path first
 	anyHost []route            // rooms without one, longest path first
+	fold    bool               // some route ignores case
 }
 
 // buildRoutes indexes the routes of live rooms. Two rooms claiming the same
@@ -36,12 +39,17 @@ func buildRoutes(rooms []*Room) *routeTable {
 			continue
 		}
 		for _, rt := range st.snap.Settings.Routes() {
+			fold := st.snap.Settings.PathCaseInsensitive
 			key := admit.Route{Host: strings.ToLower(rt.Host), Path: rt.Path}
+			if fold {
+				key.Path = strings.ToLower(key.Path)
+				t.fold = true
+			}
 			if seen[key] {
 				continue
 			}
 			seen[key] = true
-			e := route{host: key.Host, path: key.Path, room: r}
+			e := route{host: key.Host, path: key.Path, fold: fold, room: r}
 			if key.Host == "" {
 				t.anyHost = append(t.anyHost, e)
 			} else {
@@ -57,18 +65,30 @@ func buildRoutes(rooms []*Room) *routeTable {
 	return t
 }
 
-// match finds the room covering host and path: the longest matching path
-// wins; at equal length a room naming the host beats one without a host.
-// The path is cleaned first, so /public/../shop/ is judged as /shop/, the
-// way the origin will read it.
+// match finds the room covering host and the decoded path: the longest
+// matching path wins; at equal length a room naming the host beats one
+// without a host. The path is compared without its segments' ";"
+// parameters and cleaned, so /public/../shop/ and /shop;v=1/cart are judged
+// under /shop/ (the gate forwards the canonical path, see
+// admit.CanonicalPath, so this only matters to callers that do not).
 func (t *routeTable) match(host, p string) *Room {
 	if t == nil {
 		return nil
 	}
-	p = cleanPath(p)
+	p = cleanPath(admit.SegmentParamsRemoved(p))
+	lower := p
+	if t.fold {
+		lower = strings.ToLower(p)
+	}
+	of := func(r route) string {
+		if r.fold {
+			return lower
+		}
+		return p
+	}
 	best, bestLen := (*Room)(nil), -1
 	for _, r := range t.byHost[normalizeHost(host)] {
-		if pathCovers(r.path, p) {
+		if pathCovers(r.path, of(r)) {
 			best, bestLen = r.room, len(r.path)
 			break
 		}
@@ -77,7 +97,7 @@ func (t *routeTable) match(host, p string) *Room {
 		if len(r.path) <= bestLen {
 			break
 		}
-		if pathCovers(r.path, p) {
+		if pathCovers(r.path, of(r)) {
 			return r.room
 		}
 	}
@@ -110,10 +130,13 @@ func cleanPath(p string) string {
 	return c
 }
 
-// normalizeHost lowercases the request's host and drops its port.
+// normalizeHost lowercases the request's host and drops its port (and an
+// IPv6 address's brackets).
 func normalizeHost(h string) string {
 	if host, _, err := net.SplitHostPort(h); err == nil {
 		h = host
+	} else if len(h) > 1 && h[0] == '[' && h[len(h)-1] == ']' {
+		h = h[1 : len(h)-1]
 	}
 	h = strings.TrimSuffix(h, ".")
 	for i := 0; i < len(h); i++ {
@@ -122,4 +145,30 @@ func normalizeHost(h string) string {
 		}
 	}
 	return h
+}
+
+// ParseHosts reads a comma-separated list of the host names a gate serves
+// (Config.Hosts): names or IP addresses, without scheme, port or path.
+func ParseHosts(list string) ([]string, error) {
+	var out []string
+	for h := range strings.SplitSeq(list, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		if strings.ContainsAny(h, "/ \t*") {
+			return nil, fmt.Errorf("%q is not a host name (no scheme, path or wildcard)", h)
+		}
+		if _, _, err := net.SplitHostPort(h); err == nil {
+			return nil, fmt.Errorf("%q: no port (every port of a host is the same host)", h)
+		}
+		n := normalizeHost(h)
+		if n == "" || strings.ContainsAny(n, "[]") {
+			return nil, fmt.Errorf("%q is not a host name", h)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }

@@ -9,7 +9,7 @@ import (
 
 // registryWith puts rooms (their settings) into a registry, each with a
 // fresh snapshot.
-func registryWith(t *testing.T, rooms ...admit.Settings) *Registry {
+func registryWith(t testing.TB, rooms ...admit.Settings) *Registry {
 	t.Helper()
 	reg := NewRegistry(admit.Gate{DataCenter: "ams", ID: "ams-1"})
 	for _, s := range rooms {

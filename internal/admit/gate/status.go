@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
@@ -51,7 +52,13 @@ type GateStatus struct {
 	State    string     `json:"countersState"` // shared, down or recovering (Redis); shared in process
 
 	Rooms []RoomStatus `json:"rooms"`
+	// Warnings are what an operator should fix.
+	Warnings []string `json:"warnings,omitempty"`
 }
+
+// WarningNoHosts is shown while a room names a host and the gate accepts
+// every Host.
+const WarningNoHosts = "a room names a host, but this gate accepts every Host (no --hosts): a request with another Host, or none, bypasses that room"
 
 // Status describes the gate and the rooms it decides for.
 func (g *Gate) Status() GateStatus {
@@ -60,12 +67,16 @@ func (g *Gate) Status() GateStatus {
 	if f := g.counters.Failover; f != nil {
 		out.State = f.State()
 	}
+	hostScoped := false
 	for _, r := range g.rooms.Rooms() {
 		st := r.state.Load()
 		if st == nil {
 			continue
 		}
 		s := st.snap
+		if st.routed && slices.ContainsFunc(s.Settings.Routes(), func(rt admit.Route) bool { return rt.Host != "" }) {
+			hostScoped = true
+		}
 		rs := RoomStatus{Room: r.name, Routes: s.Settings.Routes(), Status: s.Status, Seq: s.Seq,
 			Minute: s.Minute, PublishedAt: s.PublishedAt, FetchedAt: st.fetchedAt, Stale: s.Stale(now),
 			CustomPage: st.page != nil, CookieName: st.cookieName, SlotsAvailable: s.SlotsAvailable,
@@ -75,6 +86,9 @@ func (g *Gate) Status() GateStatus {
 				Seen: rep.Seen, Final: rep.Final, StoreTaken: rep.StoreTaken})
 		}
 		out.Rooms = append(out.Rooms, rs)
+	}
+	if hostScoped && g.hosts == nil {
+		out.Warnings = append(out.Warnings, WarningNoHosts)
 	}
 	return out
 }
