@@ -148,14 +148,6 @@ func (p *Reporter) Leave(ctx context.Context) {
 	}
 }
 
-// Flush sends every room's pending reports now.
-func (p *Reporter) Flush(ctx context.Context) {
-	p.defaults()
-	for _, r := range p.Registry.Rooms() {
-		p.send(ctx, r)
-	}
-}
-
 func (p *Reporter) send(ctx context.Context, r *Room) {
 	for _, rep := range r.tally.Pending() {
 		r.unsent = replaceReport(r.unsent, rep)
