@@ -157,9 +157,7 @@ func ValidateEvent(e Event, room Settings, others []Event, now time.Time) error 
 	eff := e.Apply(room)
 	var sub problems
 	validateLimits(&sub, "", eff.TotalActiveUsers, eff.NewUsersPerMinute, eff.SessionDuration, eff.QueueingMethod)
-	for _, fe := range sub {
-		p = append(p, fe)
-	}
+	p = append(p, sub...)
 	if e.CustomPageHTML != nil {
 		validatePage(&p, "custom_page_html", *e.CustomPageHTML)
 	}
