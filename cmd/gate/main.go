@@ -249,10 +249,23 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	bg, stopBackground := context.WithCancel(context.Background())
 	defer stopBackground()
 	go watcher.Run(bg)
-	reporter := &gate.Reporter{Registry: registry, Logger: log, Every: s.reportEvery, Store: counters.Shared,
+	reporter := &gate.Reporter{Registry: registry, Logger: log, Every: s.reportEvery, Store: counters.Shared, Visits: counters.Visits,
 		Sink: func(ctx context.Context, r admit.Report) error { return rc.Report(ctx, r, nil) }}
 	reporterDone := make(chan struct{})
 	go func() { reporter.Run(bg); close(reporterDone) }()
+	// Revoked sessions are checked in memory; this writes the gate's own to
+	// Redis and reads the other gates' in the background.
+	counters.Revocations.Rooms = gate.RevokingRooms(registry)
+	// Read the other gates' before taking traffic, so that a gate that
+	// starts does not honour sessions revoked elsewhere for its first
+	// interval; a Redis that does not answer does not hold the start up.
+	pullCtx, cancelPull := context.WithTimeout(ctx, revocationSyncEvery)
+	if err := counters.Revocations.Pull(pullCtx); err != nil {
+		log.Warn("revoked sessions: could not read the other gates' yet; retrying in the background", "err", err)
+	}
+	cancelPull()
+	revocationsDone := make(chan struct{})
+	go func() { counters.Revocations.Run(bg, revocationSyncEvery); close(revocationsDone) }()
 
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
@@ -283,10 +296,16 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 			ready(ln.Addr().String())
 		}
 	})
-	stopBackground() // the reporter sends its last counts
+	stopBackground() // the reporter sends its last counts, the revocations their last writes
 	<-reporterDone
+	<-revocationsDone
 	return err
 }
+
+// revocationSyncEvery is how often a gate writes the sessions revoked at it
+// to Redis and reads the other gates': a revoked session stays revoked at
+// every gate within a few seconds while Redis answers.
+const revocationSyncEvery = 2 * time.Second
 
 // openCounters connects the Redis servers, if any, and says what the gate
 // counts on.

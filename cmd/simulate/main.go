@@ -1,8 +1,9 @@
 // Command simulate drives the waiting room's admission engine
 // (internal/admit, through internal/admit/sim) through virtual traffic and
-// writes what it found into a directory: the source's FIFO and random
-// heatmaps and wait estimates as PNG images, the allocation accuracy table,
-// fairness, and how far one room scales, as report.md and report.json.
+// writes what it found into a directory: the FIFO and random heatmaps of the
+// experiment in Cloudflare's "Waiting Room: Random Queueing and Custom
+// Web/Mobile Apps" and wait estimates as PNG images, the allocation accuracy
+// table, fairness, and how far one room scales, as report.md and report.json.
 //
 //	go run ./cmd/simulate --out DIR [--seed N]
 //
@@ -73,8 +74,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.gates, "gates", 4, "gates per data center")
 	fs.DurationVar(&o.delay, "propagation-delay", 5*time.Second, "how long a published snapshot takes to reach the gates (whole seconds)")
 	fs.DurationVar(&o.reports, "report-interval", 5*time.Second, "how often gates report to the room (whole seconds)")
-	fs.IntVar(&o.visitors, "visitors", 10000, "visitors of the source experiment")
-	fs.DurationVar(&o.window, "window", 30*time.Minute, "over how long the source experiment's visitors arrive")
+	fs.IntVar(&o.visitors, "visitors", 10000, "visitors of the FIFO/random experiment")
+	fs.DurationVar(&o.window, "window", 30*time.Minute, "over how long the FIFO/random experiment's visitors arrive")
 	fs.StringVar(&profiles, "profiles", strings.Join(sim.Profiles, ","), "arrival profiles of the allocation table")
 	fs.StringVar(&strategies, "strategies", strings.Join(sim.Strategies, ","), "strategies of the allocation table")
 	fs.BoolVar(&o.scale, "scale", true, "measure the engine's decisions per second and the room's load as it grows")

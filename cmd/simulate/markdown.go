@@ -68,11 +68,11 @@ func roomLine(rm RoomInfo) string {
 func writeSource(b *strings.Builder, r *Report) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	s := r.Source
-	w("## The source's experiment: FIFO against random\n\n")
+	w("## The experiment of Cloudflare's \"Waiting Room: Random Queueing\" post: FIFO against random\n\n")
 	w("%d visitors arrive uniformly at random over %.0f minutes, spread over every gate, into a room with %s (random for the second run). ",
 		s.Visitors, s.WindowMinutes, roomLine(s.Room))
-	w("Once admitted they browse for 45–75 s; nobody gives up and everyone refreshes the moment the page says, as in the source. The runs go on until the queue is empty. ")
-	w("Each heatmap counts the admitted visitors by arrival minute (x) and wait (y) in 30 × 30 buckets over the data's range, as the source's `numpy.histogram2d(x, y, bins=(30, 30))` did; brighter is more.\n\n")
+	w("Once admitted they browse for 45–75 s; nobody gives up and everyone refreshes the moment the page says, as in the post. The runs go on until the queue is empty. ")
+	w("Each heatmap counts the admitted visitors by arrival minute (x) and wait (y) in 30 × 30 buckets over the data's range, as the post's `numpy.histogram2d(x, y, bins=(30, 30))` did; brighter is more.\n\n")
 	w("![FIFO heatmap](%s) ![random heatmap](%s)\n\n", s.FIFO.HeatmapFile, s.Random.HeatmapFile)
 	w("| queue | mean wait | median wait | longest wait | queue empty after | overshoot (total, new) |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, q := range []struct {
@@ -141,7 +141,7 @@ func writeAllocation(b *strings.Builder, r *Report) {
 	for _, p := range r.Profiles {
 		w("- `%s`: %s.\n", p.Name, p.Description)
 	}
-	w("\nStrategies: `even` divides each data center's share by its gates and Anywhere by all gates; `adaptive-N` divides by gates × utilization^N; `counters` are the shared counters (source document 000). ")
+	w("\nStrategies: `even` divides each data center's share by its gates and Anywhere by all gates; `adaptive-N` divides by gates × utilization^N; `counters` are the shared counters of \"How Waiting Room makes queueing decisions\". ")
 	w("**Queueing starts at** is the room's utilization when the first visitor is queued for lack of a slot, the larger of active users ÷ `total_active_users` and admitted this minute ÷ `new_users_per_minute` (above 100 when the first queueing came after an overshoot; 100 if nobody ever was). ")
 	w("**Queueing minutes below the limits** is the share of the minutes with someone queued for lack of a slot in which the room admitted less than 98%% of what its limits allowed that minute. ")
 	w("Overshoots are the peaks, checked after every admission and every simulated second. **Slots used while queueing**: admitted ÷ allowed over the queueing minutes.\n\n")
@@ -166,7 +166,7 @@ func findings(rows []sim.Allocation) []string {
 				n++
 			}
 		}
-		out = append(out, fmt.Sprintf("The even split queues early, as the source found: at %s%% of the limits in `%s`, at or below 85%% in %d of %d profiles; it never overshoots (%s).",
+		out = append(out, fmt.Sprintf("The even split queues early, as Cloudflare found with it: at %s%% of the limits in `%s`, at or below 85%% in %d of %d profiles; it never overshoots (%s).",
 			num(early.QueueingStartPct), early.Profile, n, len(even), maxOvershoot(even)))
 	}
 	for _, s := range []string{sim.StrategyAdaptive1, sim.StrategyAdaptive2, sim.StrategyAdaptive3} {

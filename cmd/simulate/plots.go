@@ -17,9 +17,10 @@ import (
 	"github.com/edgeflow/edgeflow/internal/admit/sim"
 )
 
-// Heatmap is the source's picture: admitted visitors counted by arrival
-// minute (columns) and wait (rows), 30 × 30 buckets over the data's range,
-// as numpy.histogram2d(x, y, bins=(30, 30)) counts them.
+// Heatmap is the picture of Cloudflare's "Waiting Room: Random Queueing"
+// post: admitted visitors counted by arrival minute (columns) and wait
+// (rows), 30 × 30 buckets over the data's range, as
+// numpy.histogram2d(x, y, bins=(30, 30)) counts them.
 type Heatmap struct {
 	Counts      [][]int `json:"-"` // [arrival bucket][wait bucket]
 	ArrivalStep float64 `json:"arrival_bucket_minutes"`

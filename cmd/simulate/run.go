@@ -102,7 +102,8 @@ type ShiftInfo struct {
 // shiftSeeds is how many seeds the shift minute is averaged over.
 const shiftSeeds = 6
 
-// SourceInfo is the source's experiment.
+// SourceInfo is the experiment of Cloudflare's "Waiting Room: Random
+// Queueing" post: FIFO against random on the same arrivals.
 type SourceInfo struct {
 	Visitors      int          `json:"visitors"`
 	WindowMinutes float64      `json:"window_minutes"`
@@ -117,7 +118,7 @@ type SourceInfo struct {
 	RandomMixed      sim.Fairness `json:"random_with_mixed_behaviour"`
 }
 
-// QueueInfo is one queueing method's run of the source experiment.
+// QueueInfo is one queueing method's run of that experiment.
 type QueueInfo struct {
 	Heatmap        Heatmap      `json:"heatmap"`
 	HeatmapFile    string       `json:"heatmap_file"`

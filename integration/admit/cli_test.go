@@ -11,14 +11,14 @@ import (
 	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
-// The README's plain `temporal` CLI example for Admit, run as written (its
-// room renamed): a room started, its settings updated, a gate's report
+// The plain `temporal` CLI example for Admit in docs/operate.md, run as
+// written (its room renamed): a room started, its settings updated, a gate's report
 // signalled and the room queried, each visible in what the room says.
 func TestPlainTemporalCLI(t *testing.T) {
 	startWorker(t)
-	lines := testenv.READMECommands(t, "admit")
+	lines := testenv.DocCommands(t, "admit")
 	if len(lines) != 4 {
-		t.Fatalf("README's admit block: %d commands, want start, update, signal, query", len(lines))
+		t.Fatalf("the docs' admit block: %d commands, want start, update, signal, query", len(lines))
 	}
 	var outs []string
 	for _, line := range lines {

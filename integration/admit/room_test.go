@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/worker"
 
 	engine "github.com/edgeflow/edgeflow/internal/admit"
@@ -79,7 +81,8 @@ type gate struct {
 func (g *gate) visit(t *testing.T, snap *engine.Snapshot, counters engine.Counter, n int) (admitted, queued int) {
 	t.Helper()
 	for i := range n {
-		d, err := engine.Decide(context.Background(), engine.Input{Now: time.Now(), Snapshot: snap, Gate: g.Gate,
+		now := time.Now()
+		d, err := engine.Decide(context.Background(), engine.Input{Now: now, Snapshot: snap, Gate: g.Gate,
 			Strategy: engine.SharedCounters{Store: counters}, Entropy: uint64(i)})
 		if err != nil {
 			t.Fatal(err)
@@ -90,6 +93,13 @@ func (g *gate) visit(t *testing.T, snap *engine.Snapshot, counters engine.Counte
 			admitted++
 		case engine.Queue:
 			queued++
+			// It comes back when told, and is counted waiting then.
+			back, err := engine.Decide(context.Background(), engine.Input{Now: now.Add(d.RefreshIn), Snapshot: snap, Ticket: d.Ticket,
+				Gate: g.Gate, Strategy: engine.SharedCounters{Store: counters}, Entropy: uint64(i)})
+			if err != nil || back.Outcome != engine.Queue || back.Effect.Waiting != 1 {
+				t.Fatalf("a queued visitor back: %s %+v %v", back.Outcome, back.Effect, err)
+			}
+			g.tally.Add(back.Effect)
 		default:
 			t.Fatalf("outcome %s", d.Outcome)
 		}
@@ -276,5 +286,75 @@ func TestSignalWithStartAndDeletedStaysDeleted(t *testing.T) {
 	bad.TotalActiveUsers = -1
 	if _, err := rc.Update(ctx, bad, 0); !errors.As(err, &inv) || inv.First().Field != "total_active_users" {
 		t.Fatalf("invalid update: %v", err)
+	}
+}
+
+// A room given as many events with as large pages as it takes — and reports
+// from more invented gates than a minute holds — continues as new on the
+// real server and keeps running (it used to be terminated:
+// BadContinueAsNewAttributes, input exceeds size limit).
+func TestRoomAtItsBoundsContinuesAsNew(t *testing.T) {
+	startWorker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rc := roomclient.Client{C: env.Client}
+	page := "<p>" + strings.Repeat("x", engine.MaxCustomPageSize-7) + "</p>"
+	s := engine.Settings{Name: "it-bounds", TotalActiveUsers: 10, NewUsersPerMinute: 10, CustomPageHTML: page}
+	if _, err := rc.Create(ctx, s, roomclient.CreateOptions{MinuteSeconds: 3, HistoryBudget: 200}); err != nil {
+		t.Fatal(err)
+	}
+	id := contract.RoomID(s.Name)
+	first, err := env.Client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for i := range 50 {
+		from := time.Now().Add(time.Duration(i+1) * time.Hour)
+		_, err := rc.AddEvent(ctx, s.Name, engine.Event{Name: fmt.Sprintf("e%d", i), EventStartTime: from, EventEndTime: from.Add(time.Minute), CustomPageHTML: &page})
+		var inv *engine.InvalidError
+		switch {
+		case errors.As(err, &inv) && inv.First().Field == "custom_page_html":
+			refused++
+		case err != nil:
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	if refused != 43 {
+		t.Errorf("%d events refused, want the 43 past 512 KiB of pages", refused)
+	}
+	minute := engine.MinuteOf(time.Now(), 3*time.Second)
+	for g := range 300 {
+		rep := engine.Report{Room: s.Name, DataCenter: "xx", Gate: fmt.Sprintf("%060d%04d", 0, g), Minute: minute, Seq: 1, Admitted: 1}
+		if err := rc.Report(ctx, rep, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		d, err := env.Client.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := d.WorkflowExecutionInfo
+		if info.Execution.RunId != first.WorkflowExecutionInfo.Execution.RunId {
+			if info.Status != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				t.Fatalf("the next run is %s", info.Status)
+			}
+			break
+		}
+		if info.Status != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			t.Fatalf("the room ended %s instead of continuing as new", info.Status)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the room never continued as new")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	desc, err := rc.Describe(ctx, s.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.Runs < 1 || len(desc.Events) != 7 || desc.Settings.CustomPageHTML != page {
+		t.Errorf("the next run: %d runs, %d events, page of %d bytes", desc.Runs, len(desc.Events), len(desc.Settings.CustomPageHTML))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -179,5 +180,42 @@ func TestRoomStarter(t *testing.T) {
 	}
 	if code, _, _ := room(t, "frobnicate", "x"); code != 2 {
 		t.Errorf("unknown command: exit %d", code)
+	}
+}
+
+// The pages a room keeps, its own and its events', hold 512 KiB together:
+// an event that would take them past it is refused, the starter exits 2
+// naming custom_page_html, and the room stays as it was.
+func TestRoomStarterRefusesPagesPastTheBound(t *testing.T) {
+	startWorker(t)
+	page := filepath.Join(t.TempDir(), "page.html")
+	if err := os.WriteFile(page, []byte("<p>"+strings.Repeat("x", 64<<10-7)+"</p>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := room(t, "create", "it-pages", "--total-active-users", "10", "--new-users-per-minute", "10",
+		"--custom-page-html", "@"+page); code != 0 {
+		t.Fatalf("create: exit %d: %s", code, errOut)
+	}
+	add := func(i int) (int, string) {
+		code, _, errOut := room(t, "event", "add", "it-pages", "e"+strconv.Itoa(i), "--event-start-time", "+"+strconv.Itoa(i+1)+"h",
+			"--event-end-time", "+"+strconv.Itoa(i+1)+"h30m", "--custom-page-html", "@"+page)
+		return code, errOut
+	}
+	for i := range 7 { // 8 pages of 64 KiB: the bound
+		if code, errOut := add(i); code != 0 {
+			t.Fatalf("event %d: exit %d: %s", i, code, errOut)
+		}
+	}
+	if code, errOut := add(7); code != 2 || !strings.Contains(errOut, "custom_page_html") {
+		t.Errorf("a ninth page: exit %d, want 2 naming custom_page_html: %s", code, errOut)
+	}
+	code, out, errOut := room(t, "event", "list", "it-pages", "--json")
+	var events []map[string]any
+	if code != 0 {
+		t.Fatalf("event list: exit %d: %s", code, errOut)
+	}
+	oneJSON(t, out, &events)
+	if len(events) != 7 {
+		t.Errorf("%d events, want the 7 that fit", len(events))
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
-// The README's plain `temporal` CLI example for Publish, run as written
-// (its package renamed to one the test registry serves): it starts a
+// The plain `temporal` CLI example for Publish in docs/operate.md, run as
+// written (its package renamed to one the test registry serves): it starts a
 // version's publish, queries its progress and waits for its result, and the
 // run is findable by its search attributes.
 func TestPlainTemporalCLI(t *testing.T) {
@@ -22,9 +22,9 @@ func TestPlainTemporalCLI(t *testing.T) {
 	pub.CatalogDir = writeCatalog(t, demoPackage("climitt"))
 	startPools(t, &pub, nil)
 
-	lines := testenv.READMECommands(t, "publish")
+	lines := testenv.DocCommands(t, "publish")
 	if len(lines) != 3 {
-		t.Fatalf("README's publish block: %d commands, want start, query, result", len(lines))
+		t.Fatalf("the docs' publish block: %d commands, want start, query, result", len(lines))
 	}
 	var outs []string
 	for _, line := range lines {

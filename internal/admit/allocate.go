@@ -34,10 +34,10 @@ type DataCenterUsers struct {
 }
 
 // Shares turns the previous minute's users per data center into traffic
-// shares of the room's limit (source document 000): a data center's share is
-// its users over total_active_users (or over all users, when they exceed the
-// limit), and the Anywhere share is what the data centers leave. The result is
-// sorted by data center.
+// shares of the room's limit ("How Waiting Room makes queueing decisions"): a
+// data center's share is its users over total_active_users (or over all
+// users, when they exceed the limit), and the Anywhere share is what the data
+// centers leave. The result is sorted by data center.
 func Shares(users []DataCenterUsers, totalActiveUsers int) ([]TrafficShare, float64) {
 	denom := shareDenominator(users, totalActiveUsers)
 	out := make([]TrafficShare, 0, len(users))

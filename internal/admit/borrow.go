@@ -6,11 +6,11 @@ import (
 )
 
 // BorrowingCounters is SharedCounters with a fix for the one place where
-// the source's design queues early by construction: each data center's
-// scope is its share of the previous minute's traffic, so when traffic
-// moves (anycast shifts a region to another data center, a regional surge
-// ends) the old data center's scope sits unused for up to a minute while
-// the new one's visitors are queued with the room below its limits.
+// Cloudflare's counters queue early by construction: each data center's scope
+// is its share of the previous minute's traffic, so when traffic moves
+// (anycast shifts a region to another data center, a regional surge ends) the
+// old data center's scope sits unused for up to a minute while the new one's
+// visitors are queued with the room below its limits.
 //
 // When the visitor's own scope and Anywhere are spent, it borrows from the
 // other data centers' scopes of the same pool, but only the part their own

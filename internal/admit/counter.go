@@ -7,11 +7,12 @@ import (
 	"time"
 )
 
-// Counter hands out slot tickets: a shared count per key that only grows,
-// and only while it is below a limit (source document 000's data center
-// counters). The gate has two implementations: this package's in-process
-// MemoryCounter (one gate per data center, the fallback, the simulator) and
-// one on Redis (several gates of a data center, and the Anywhere pool).
+// Counter hands out slot tickets: a shared count per key that only grows, and
+// only while it is below a limit (the data center counters of "How Waiting
+// Room makes queueing decisions"). The gate has two implementations: this
+// package's in-process MemoryCounter (one gate per data center, the fallback,
+// the simulator) and one on Redis (several gates of a data center, and the
+// Anywhere pool).
 type Counter interface {
 	// TakeBelow adds one to the count at key if the count is below limit,
 	// and reports whether it did. The key may be forgotten after expireAt.

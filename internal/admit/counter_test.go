@@ -22,10 +22,11 @@ func TestCounterScope(t *testing.T) {
 	}
 }
 
-// Source document 000's San Jose case with the counters where a real
-// deployment keeps them: each data center's scope on its own data center's
-// store, Anywhere on one store every data center shares. San Jose's 15 are
-// counted at San Jose, the 113 Anywhere slots once for everyone.
+// The "How Waiting Room makes queueing decisions" post's San Jose case with
+// the counters where a real deployment keeps them: each data center's scope
+// on its own data center's store, Anywhere on one store every data center
+// shares. San Jose's 15 are counted at San Jose, the 113 Anywhere slots once
+// for everyone.
 func TestScopeStoresKeepAnywhereInOneStoreForAllDataCenters(t *testing.T) {
 	snap := strategySnapshot(150, 0.25,
 		DataCenterUsers{DataCenter: "sjc", Users: 20, Gates: gateIDs("sjc", 3)},

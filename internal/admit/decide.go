@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"cmp"
 	"context"
 	"time"
 )
@@ -27,6 +28,7 @@ const (
 	ReasonStale        = "stale_snapshot" // the snapshot is older than its maximum age
 	ReasonNoSnapshot   = "no_snapshot"    // the gate has no snapshot of the room yet
 	ReasonCounterError = "counter_error"  // the strategy failed; nobody is admitted on a guess
+	ReasonFirstTry     = "first_try"      // a random queue: a new visitor's first try is at its first check-in
 )
 
 // Input is everything Decide needs: the time, the room's snapshot, the
@@ -132,12 +134,30 @@ func Decide(ctx context.Context, in Input) (Decision, error) {
 		}
 	}
 	// counted reports whether this visitor was already counted as waiting
-	// in this minute (its last check-in was in it).
-	counted := queued && !MinuteOf(t.LastCheckIn(), length).Before(minute)
+	// in this minute (it came back in it before).
+	counted := queued && !t.Fresh && !MinuteOf(t.LastCheckIn(), length).Before(minute)
 
-	admitted, pool, scope, reason, err := tryAdmit(ctx, in, bucket, queued)
+	var (
+		admitted            bool
+		pool, scope, reason string
+		err                 error
+	)
+	switch {
+	case !queued && s.QueueingMethod == Random && snap.Status == StatusQueueing:
+		// Every try of a random queue has the same chance, so a new
+		// visitor's first comes a refresh interval after its first request,
+		// as anyone's next: otherwise dropping the cookie would buy a try
+		// at every request.
+		reason = ReasonFirstTry
+	case queued && t.Fresh && s.QueueingMethod == FIFO:
+		// The check-in that counts a new visitor (see firstCheckIn): it
+		// tried at its first request a moment ago.
+		reason = cmp.Or(queuesEveryone(in), ReasonLimits)
+	default:
+		admitted, pool, scope, reason, err = tryAdmit(ctx, in, bucket, queued)
+	}
 	if admitted {
-		next.AcceptedAt, next.LastCheckInTime, next.RefreshIntervalSeconds = millis(now), millis(now), 0
+		next.AcceptedAt, next.LastCheckInTime, next.RefreshIntervalSeconds, next.Fresh = millis(now), millis(now), 0, false
 		if !queued {
 			next.BucketID = millis(minute)
 		}
@@ -148,26 +168,39 @@ func Decide(ctx context.Context, in Input) (Decision, error) {
 		return Decision{Outcome: Admit, Ticket: next, SetTicket: true, Effect: eff}, nil
 	}
 	refresh := JitterRefresh(RefreshBase(s.RefreshIntervalSeconds, length), in.Entropy)
+	// A visitor is counted as waiting when it comes back, not when it is
+	// handed a ticket: requests without one count no one.
+	next.Fresh = !queued
+	if next.Fresh && s.QueueingMethod == FIFO {
+		// Asked back at once, so that it is counted in its arrival minute
+		// and the room reserves for it in the next.
+		refresh = firstCheckIn
+	}
 	next.LastCheckInTime, next.RefreshIntervalSeconds = millis(now), refresh
-	if !counted {
+	switch {
+	case queued && bucket.After(minute):
+		// Back before the minute its place is in (a gate whose clock is
+		// behind): counted at its next check-in.
+		next.Fresh = t.Fresh
+	case queued && !counted:
 		eff.Bucket, eff.Waiting = bucket, 1
 	}
 	return Decision{Outcome: queueOutcome(snap), Ticket: next, SetTicket: true, Effect: eff, Reason: reason,
 		RefreshIn: time.Duration(refresh) * time.Second, Wait: WaitFor(snap, bucketIfCounted(snap, bucket), queueAllAt(snap))}, err
 }
 
+// firstCheckIn is when a new visitor queued in a FIFO room comes back
+// (seconds): it is counted as waiting from then.
+const firstCheckIn = 1
+
 // tryAdmit tries the pools open to the visitor, after the room-wide rules
 // that queue everyone.
 func tryAdmit(ctx context.Context, in Input, bucket time.Time, queued bool) (ok bool, pool, scope, reason string, err error) {
 	snap := in.Snapshot
-	switch {
-	case snap.Status == StatusEventPrequeueing:
-		return false, "", "", ReasonPrequeue, nil
-	case snap.Settings.QueueAll:
-		return false, "", "", ReasonQueueAll, nil
-	case snap.Stale(in.Now):
-		return false, "", "", ReasonStale, nil
-	case snap.Settings.QueueingMethod == Passthrough:
+	if r := queuesEveryone(in); r != "" {
+		return false, "", "", r, nil
+	}
+	if snap.Settings.QueueingMethod == Passthrough {
 		return true, "", "", "", nil
 	}
 	for _, p := range candidatePools(snap, bucket, queued) {
@@ -180,6 +213,19 @@ func tryAdmit(ctx context.Context, in Input, bucket time.Time, queued bool) (ok 
 		}
 	}
 	return false, "", "", ReasonLimits, nil
+}
+
+// queuesEveryone is why the room queues everyone now ("" if it does not).
+func queuesEveryone(in Input) string {
+	switch snap := in.Snapshot; {
+	case snap.Status == StatusEventPrequeueing:
+		return ReasonPrequeue
+	case snap.Settings.QueueAll:
+		return ReasonQueueAll
+	case snap.Stale(in.Now):
+		return ReasonStale
+	}
+	return ""
 }
 
 // candidatePools: random, the one pool. FIFO, a queued visitor's bucket

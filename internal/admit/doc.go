@@ -6,7 +6,15 @@
 // the gate (cmd/gate), the room workflow (workflows/admit) and the
 // simulator (cmd/simulate) all drive exactly this code.
 //
-// # The model (source documents 000 and 001)
+// # The model
+//
+// It is Cloudflare Waiting Room's, as two of Cloudflare's blog posts
+// describe it, cited in this package by their titles' first words:
+// "Waiting Room: Random Queueing and Custom Web/Mobile Apps" (the queueing
+// methods, the cookie, reserved slots, the JSON response and template
+// variables) and "How Waiting Room makes queueing decisions on Cloudflare's
+// highly distributed network" (allocation across data centers, the adaptive
+// split, the shared data center counters).
 //
 // A room has two limits: total_active_users (sessions at once) and
 // new_users_per_minute. Each minute the room may admit
@@ -39,13 +47,13 @@
 //	if d.SetTicket { seal d.Ticket into the cookie }
 //
 // Decide needs a Strategy, which holds the counters: SharedCounters (the
-// source's current design), EvenSplit and Adaptive (its two older ones), on
-// any Counter — MemoryCounter here, Redis in the gate (ScopeStores keeps the
-// Anywhere scope on a store all data centers share). Fallback combines
+// counters Cloudflare uses now), EvenSplit and Adaptive (its two older ones),
+// on any Counter — MemoryCounter here, Redis in the gate (ScopeStores keeps
+// the Anywhere scope on a store all data centers share). Fallback combines
 // two (counters, falling back to the even split while the counter store is
-// unreachable). BorrowingCounters is SharedCounters plus a fix the
-// simulator measured: late in a minute it lends a data center's unused
-// share to the others, for when traffic moves between data centers.
+// unreachable). BorrowingCounters is SharedCounters plus a fix the simulator
+// measured: late in a minute it lends a data center's unused share to the
+// others, for when traffic moves between data centers.
 //
 // # Between minutes
 //
@@ -70,7 +78,16 @@
 // renewal is disabled). Gates report admissions and the moves of sessions
 // from one minute to a later one; the room counts as active the sessions
 // whose minute lies within the last session_duration minutes (Ledger). A
+// visitor's session moves at most once a minute, from the minute it was
+// last counted in, however many copies of its cookie arrive (Visits: per
+// gate in memory; across the gates of a room through their shared store,
+// settled by each gate's reporter in the background). A
 // queued visitor is counted once per minute, at its first check-in in it,
 // so the waiting counts are exact when every queued visitor checks in each
-// minute (RefreshBase keeps the interval under a third of a minute).
+// minute (RefreshBase keeps the interval under a third of a minute). A
+// request without a ticket counts no one waiting: its ticket (Fresh) counts
+// when it comes back with it, a second later in a FIFO room. A random
+// room that queues gives a new visitor no try at its first request: its
+// first is a refresh interval later, like everyone's next, so dropping the
+// cookie buys nothing.
 package admit

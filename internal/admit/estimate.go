@@ -70,7 +70,7 @@ func Estimates(method QueueingMethod, letInPerMinute float64, currentlyWaiting i
 	return e
 }
 
-// Wait is what a queued visitor is told: the source's JSON fields and
+// Wait is what a queued visitor is told: Cloudflare's JSON fields and
 // template variables (waitTime, waitTimeKnown, waitTime25Percentile, …),
 // in whole minutes rounded up.
 type Wait struct {

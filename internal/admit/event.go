@@ -7,7 +7,7 @@ import (
 )
 
 // Event is a scheduled period that overrides some of a room's settings, under
-// the source product's names. Nil overrides inherit the room's value.
+// Cloudflare Waiting Room's names. Nil overrides inherit the room's value.
 type Event struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`

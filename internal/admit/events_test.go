@@ -39,7 +39,12 @@ func TestEventPrequeueAndShuffle(t *testing.T) {
 						t.Fatalf("minute %d user %d: %s %s", m+2, u, d.Outcome, d.Reason)
 					}
 				}
-				w.step(time.Minute)
+				// The new user comes back at once, and is counted.
+				w.step(time.Second)
+				if d := w.request("ams-1", &users[m]); d.Outcome != Prequeue || d.Reason != ReasonPrequeue || d.Effect.Waiting != 1 {
+					t.Fatalf("minute %d user %d, back: %s %s %+v", m+2, m, d.Outcome, d.Reason, d.Effect)
+				}
+				w.step(time.Minute - time.Second)
 			}
 			// 5:10: the event runs; one new user a minute.
 			s := w.room.Snapshot

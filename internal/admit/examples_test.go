@@ -8,9 +8,11 @@ import (
 	"time"
 )
 
-// The worked examples of the source documents, each as a table test. Where
-// an example rounds differently from the engine's round-down rule, the test
-// says so.
+// The worked examples of Cloudflare's blog posts "How Waiting Room makes
+// queueing decisions on Cloudflare's highly distributed network" and "Waiting
+// Room: Random Queueing and Custom Web/Mobile Apps", each as a table test.
+// Where an example rounds differently from the engine's round-down rule, the
+// test says so.
 
 var t0 = time.Date(2023, 9, 11, 11, 45, 0, 0, time.UTC)
 
@@ -41,8 +43,9 @@ func TestSlotsAvailable(t *testing.T) {
 	}
 }
 
-// Source document 000: 50 active users of 200, 20 seen in San Jose and 30
-// in London in the previous minute, so 150 slots this minute.
+// "How Waiting Room makes queueing decisions": 50 active users of 200, 20
+// seen in San Jose and 30 in London in the previous minute, so 150 slots this
+// minute.
 func TestSanJoseLondonSplit(t *testing.T) {
 	shares, anywhere := Shares([]DataCenterUsers{
 		{DataCenter: "London", Users: 30, Gates: gateIDs("lhr", 4)},
@@ -72,8 +75,8 @@ func TestSanJoseLondonSplit(t *testing.T) {
 	}
 }
 
-// Source document 000: Delhi has no share of the previous minute, so its
-// visitors take Anywhere slots only.
+// "How Waiting Room makes queueing decisions": Delhi has no share of the
+// previous minute, so its visitors take Anywhere slots only.
 func TestDelhiHasOnlyAnywhere(t *testing.T) {
 	shares, _ := Shares([]DataCenterUsers{{DataCenter: "London", Users: 30}, {DataCenter: "San Jose", Users: 20}}, 200)
 	pool := &Pool{Slots: 150, Scopes: Split(150, shares, 200)}
@@ -86,7 +89,8 @@ func TestDelhiHasOnlyAnywhere(t *testing.T) {
 	}
 }
 
-// Source document 000: with no traffic history every slot is Anywhere.
+// "How Waiting Room makes queueing decisions": with no traffic history every
+// slot is Anywhere.
 func TestNoHistoryIsAllAnywhere(t *testing.T) {
 	shares, anywhere := Shares(nil, 200)
 	if got := Split(150, shares, 200); len(got) != 1 || got[0] != (Scope{Name: Anywhere, Limit: 150}) || anywhere != 1 {
@@ -117,9 +121,10 @@ func TestSplitNeverSumsPastTheSlots(t *testing.T) {
 	}
 }
 
-// Source document 000, the adaptive allocation: Delhi at 25% utilization,
-// 10 workers worldwide, curveFactor 1: the effective worker count is 2.5 and
-// each worker may admit 113 / 2.5 ≈ 45 Anywhere users.
+// The "How Waiting Room makes queueing decisions" post, the adaptive
+// allocation: Delhi at 25% utilization, 10 workers worldwide, curveFactor 1:
+// the effective worker count is 2.5 and each worker may admit 113 / 2.5 ≈ 45
+// Anywhere users.
 func TestAdaptiveDelhi(t *testing.T) {
 	if m := WorkerMultiplier(0.25, 1); m != 0.25 {
 		t.Fatalf("multiplier %v, want 0.25", m)
@@ -178,8 +183,8 @@ func arrivals(t *testing.T, snap *Snapshot, strategy Strategy, dc string, perGat
 	return admitted, queued
 }
 
-// Source document 000: a data center with ten slots and two workers; seven
-// users arrive at worker1 and one at worker2.
+// "How Waiting Room makes queueing decisions": a data center with ten slots
+// and two workers; seven users arrive at worker1 and one at worker2.
 func TestUnevenArrivalsAcrossTwoWorkers(t *testing.T) {
 	// San Jose's users fill the limit (no Anywhere), so its share of 10
 	// slots is exactly 10.
@@ -223,9 +228,9 @@ func TestUnevenArrivalsAcrossTwoWorkers(t *testing.T) {
 	}
 }
 
-// Source document 000: San Jose has 15 of 150 slots and Anywhere 113. "Even
-// if 128 users (113 Anywhere plus 15 San Jose) all arrive at the same worker,
-// none are queued prematurely."
+// "How Waiting Room makes queueing decisions": San Jose has 15 of 150 slots
+// and Anywhere 113. "Even if 128 users (113 Anywhere plus 15 San Jose) all
+// arrive at the same worker, none are queued prematurely."
 func TestSharedCounterSanJose128(t *testing.T) {
 	snap := strategySnapshot(150, 0.25,
 		DataCenterUsers{DataCenter: "sjc", Users: 20, Gates: gateIDs("sjc", 3)},
@@ -246,8 +251,9 @@ func TestSharedCounterSanJose128(t *testing.T) {
 	}
 }
 
-// Source document 001: 10,000 total active users, 2,000 a minute, 7,000
-// active: 2,000 slots. 500, 1,000 and 1,000 queued at 15:54, 15:55, 15:56.
+// "Waiting Room: Random Queueing": 10,000 total active users, 2,000 a minute,
+// 7,000 active: 2,000 slots. 500, 1,000 and 1,000 queued at 15:54, 15:55,
+// 15:56.
 func TestTenThousandRoomBuckets(t *testing.T) {
 	min54 := time.Date(2021, 5, 27, 15, 54, 0, 0, time.UTC)
 	slots := SlotsAvailable(10000, 7000, 2000)
@@ -304,10 +310,10 @@ func TestTenThousandRoomBuckets(t *testing.T) {
 	}
 }
 
-// Source document 001, the variant: only 200 queued, all at 15:54. 200 slots
-// are reserved for them and 1,800 are left for new visitors: 1,080 for
-// Nairobi (360 per worker), 720 for Dublin. In random mode everyone is new:
-// Nairobi gets 1,200 (400 per worker).
+// "Waiting Room: Random Queueing", the variant: only 200 queued, all at
+// 15:54. 200 slots are reserved for them and 1,800 are left for new visitors:
+// 1,080 for Nairobi (360 per worker), 720 for Dublin. In random mode everyone
+// is new: Nairobi gets 1,200 (400 per worker).
 func TestTwoHundredQueuedVariant(t *testing.T) {
 	min54 := time.Date(2021, 5, 27, 15, 54, 0, 0, time.UTC)
 	buckets, newSlots := Reserve([]Bucket{{Key: min54, Waiting: 200}}, 2000)
@@ -337,8 +343,9 @@ func TestTwoHundredQueuedVariant(t *testing.T) {
 	}
 }
 
-// Source document 001: "n = log(1 - .5) / log(1 - .1) ≈ 6.58 minutes or 6
-// minutes and 35 seconds" for 10 let in a minute and 100 waiting.
+// "Waiting Room: Random Queueing": "n = log(1 - .5) / log(1 - .1) ≈ 6.58
+// minutes or 6 minutes and 35 seconds" for 10 let in a minute and 100
+// waiting.
 func TestRandomWaitSixPointFiveEight(t *testing.T) {
 	if p := LetInProbability(10, 100); p != 0.1 {
 		t.Fatalf("P = %v, want 0.1", p)

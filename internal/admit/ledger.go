@@ -2,6 +2,8 @@ package admit
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +45,70 @@ type Ledger struct {
 	Open         []Report       `json:"open,omitempty"`   // by minute, data center, gate
 	ClosedBefore time.Time      `json:"closedBefore,omitzero"`
 	Dropped      int            `json:"dropped,omitempty"` // reports too late for their minute
+	// Reports a bounded room dropped (AddBounded): from reporters beyond
+	// max_reporters_per_minute, and beyond MaxMinuteReportBytes.
+	OverReporters int `json:"overReporters,omitempty"`
+	OverBytes     int `json:"overBytes,omitempty"`
+}
+
+// MaxMinuteReportBytes bounds the JSON of one minute's reports, all
+// reporters together, in a bounded room: a room carries up to three open
+// minutes across continue-as-new, in one payload under 1 MiB with its
+// settings and pages (see MaxPageBytes).
+const MaxMinuteReportBytes = 64 << 10
+
+// BoundError is what AddBounded refuses a report with.
+type BoundError struct{ Reason string }
+
+func (e *BoundError) Error() string { return e.Reason }
+
+// AddBounded is Add for a room that bounds what a minute holds: a report
+// from a reporter (gate process) new to its minute once the minute has
+// maxReporters is dropped and counted in OverReporters, and one that would
+// take the minute's reports past MaxMinuteReportBytes of JSON together is
+// dropped and counted in OverBytes (a gate's newer report then leaves its
+// older one in place). Nothing is ever stored in part.
+func (l *Ledger) AddBounded(r Report, maxReporters int) (bool, error) {
+	if r.Minute.Before(l.ClosedBefore) {
+		l.Dropped++
+		return false, nil
+	}
+	i, found := slices.BinarySearchFunc(l.Open, r, compareReports)
+	if found && l.Open[i].Seq >= r.Seq {
+		return false, nil
+	}
+	from, _ := slices.BinarySearchFunc(l.Open, r.Minute, func(o Report, m time.Time) int { return o.Minute.Compare(m) })
+	to := from
+	bytes := 0
+	for to < len(l.Open) && l.Open[to].Minute.Equal(r.Minute) {
+		if to != i || !found {
+			bytes += reportSize(&l.Open[to])
+		}
+		to++
+	}
+	if !found && to-from >= maxReporters {
+		l.OverReporters++
+		return false, &BoundError{fmt.Sprintf("minute %s already has reports of %d gates (max_reporters_per_minute)", r.Minute.Format(time.RFC3339), to-from)}
+	}
+	if bytes+reportSize(&r) > MaxMinuteReportBytes {
+		l.OverBytes++
+		return false, &BoundError{fmt.Sprintf("minute %s's reports would hold %d bytes together, at most %d", r.Minute.Format(time.RFC3339), bytes+reportSize(&r), MaxMinuteReportBytes)}
+	}
+	if found {
+		l.Open[i] = r
+	} else {
+		l.Open = slices.Insert(l.Open, i, r)
+	}
+	return true, nil
+}
+
+// reportSize measures a report's JSON once.
+func reportSize(r *Report) int {
+	if r.size == 0 {
+		b, _ := json.Marshal(r)
+		r.size = len(b)
+	}
+	return r.size
 }
 
 func compareReports(a, b Report) int {

@@ -62,6 +62,8 @@ type Report struct {
 	// Leaving says the gate is shutting down and reports no later minute.
 	Final   bool `json:"final,omitempty"`
 	Leaving bool `json:"leaving,omitempty"`
+
+	size int // its JSON's length, once a bounded ledger measured it
 }
 
 // Report limits, so one malformed report cannot bloat a room's state.

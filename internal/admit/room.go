@@ -39,6 +39,10 @@ type Room struct {
 	// admissions of a gate that died before reporting them. (Rooms started
 	// before gates read their counters ignore the readings.)
 	CountsStore bool `json:"countsStore,omitempty"`
+	// Bounded makes the room bound what one minute's reports hold (see
+	// Ledger.AddBounded), so its state always crosses continue-as-new.
+	// (Rooms started before the bound keep every report.)
+	Bounded bool `json:"bounded,omitempty"`
 
 	Shuffles []TimeRange     `json:"shuffles,omitempty"`
 	Recent   []MinuteSummary `json:"recent,omitempty"` // the last RecentMinutes minutes, oldest first
@@ -130,6 +134,10 @@ func (r *Room) AddReport(rep Report, now time.Time) error {
 	}
 	if !r.CountsStore {
 		rep.StoreTaken = nil
+	}
+	if r.Bounded {
+		_, err := r.Ledger.AddBounded(rep, r.Settings.ReportersPerMinute())
+		return err
 	}
 	r.Ledger.Add(rep)
 	return nil

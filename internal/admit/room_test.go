@@ -32,8 +32,9 @@ func TestNewRoomPublishesAtOnce(t *testing.T) {
 	}
 }
 
-// Source document 000's San Jose state, produced by reports: 20 sessions
-// seen in San Jose and 30 in London during 11:44, each admitted then.
+// The "How Waiting Room makes queueing decisions" post's San Jose state,
+// produced by reports: 20 sessions seen in San Jose and 30 in London during
+// 11:44, each admitted then.
 func TestRollupFromReports(t *testing.T) {
 	r, err := NewRoom(Settings{Name: "shop", TotalActiveUsers: 200, NewUsersPerMinute: 200}, 60, t0.Add(-time.Minute))
 	if err != nil {
@@ -136,9 +137,16 @@ func TestWaitingCountsAndHammering(t *testing.T) {
 	if d := w.request("ams-1", &first); d.Outcome != Admit {
 		t.Fatal(d.Outcome)
 	}
+	// A ticket handed out is not a visitor waiting: the second visitor is
+	// counted when it comes back, which a FIFO room asks of it at once.
 	d := w.request("ams-1", &second)
-	if d.Outcome != Queue || d.Reason != ReasonLimits || d.RefreshIn < 16*time.Second || d.RefreshIn > 24*time.Second {
-		t.Fatalf("second visitor: %s %s refresh %s", d.Outcome, d.Reason, d.RefreshIn)
+	if d.Outcome != Queue || d.Reason != ReasonLimits || d.RefreshIn != time.Second || d.Effect.Waiting != 0 {
+		t.Fatalf("second visitor: %s %s refresh %s waiting %d", d.Outcome, d.Reason, d.RefreshIn, d.Effect.Waiting)
+	}
+	w.step(time.Second)
+	d = w.request("ams-1", &second)
+	if d.Outcome != Queue || d.Reason != ReasonLimits || d.Effect.Waiting != 1 || d.RefreshIn < 16*time.Second || d.RefreshIn > 24*time.Second {
+		t.Fatalf("second visitor, back: %s %s refresh %s waiting %d", d.Outcome, d.Reason, d.RefreshIn, d.Effect.Waiting)
 	}
 	held := *second
 	w.step(5 * time.Second)
@@ -166,9 +174,9 @@ func TestWaitingCountsAndHammering(t *testing.T) {
 	}
 }
 
-// Source document 001: users 1..5 wait FIFO (5 → 4 → 3 → 2 → 1, 1 next). The
-// room switches to random and user 4 gets in; switched back to FIFO the
-// order is 5 → 3 → 2 → 1.
+// "Waiting Room: Random Queueing": users 1..5 wait FIFO (5 → 4 → 3 → 2 → 1, 1
+// next). The room switches to random and user 4 gets in; switched back to
+// FIFO the order is 5 → 3 → 2 → 1.
 func TestFIFORandomFIFOKeepsOrder(t *testing.T) {
 	s := Settings{Name: "shop", TotalActiveUsers: 1, NewUsersPerMinute: 1, SessionDuration: 30}
 	w := newWorld(t, s, t0, 0, Gate{"ams", "ams-1"})
@@ -186,7 +194,11 @@ func TestFIFORandomFIFOKeepsOrder(t *testing.T) {
 				t.Fatalf("user %d at minute %d: %s", v, u, d.Outcome)
 			}
 		}
-		w.step(50 * time.Second)
+		w.step(time.Second) // the new user comes back, to be counted
+		if d := w.request("ams-1", &users[u]); d.Outcome != Queue || d.Effect.Waiting != 1 {
+			t.Fatalf("user %d back at minute %d: %s %+v", u, u, d.Outcome, d.Effect)
+		}
+		w.step(49 * time.Second)
 	}
 	w.step(10 * time.Second)
 	checkAll := func(order []int) (admitted []int) {
@@ -245,7 +257,15 @@ func TestRandomKeepsReservations(t *testing.T) {
 	for i := range tickets {
 		w.request("ams-1", &tickets[i])
 	}
-	w.step(65 * time.Second)
+	w.step(25 * time.Second) // the queued come back, and are counted
+	for i := range tickets {
+		if !tickets[i].Admitted() {
+			if d := w.request("ams-1", &tickets[i]); d.Outcome != Queue || d.Effect.Waiting != 1 {
+				t.Fatalf("visitor %d back: %s %+v", i, d.Outcome, d.Effect)
+			}
+		}
+	}
+	w.step(40 * time.Second)
 	s := w.room.Snapshot
 	if s.CurrentlyWaiting != 4 || len(s.Buckets) != 1 || s.Buckets[0].ReservedSlots != 2 || !s.PacedRelease {
 		t.Fatalf("random snapshot %+v", s)

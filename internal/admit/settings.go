@@ -16,7 +16,7 @@ import (
 // QueueingMethod says who leaves the queue first.
 type QueueingMethod string
 
-// The queueing methods, named as the source product names them.
+// The queueing methods, named as Cloudflare Waiting Room names them.
 const (
 	FIFO        QueueingMethod = "fifo"        // oldest minute bucket first
 	Random      QueueingMethod = "random"      // everyone has the same chance at every check-in
@@ -41,7 +41,7 @@ type CookieAttributes struct {
 	Secure   string `json:"secure,omitempty"`   // auto | always | never
 }
 
-// Settings are a room's configuration, under the source product's names.
+// Settings are a room's configuration, under Cloudflare Waiting Room's names.
 // Zero values mean "unset" and take the defaults (see WithDefaults), except
 // the two limits, which every room must give.
 type Settings struct {
@@ -69,15 +69,19 @@ type Settings struct {
 	CookieAttributes CookieAttributes `json:"cookie_attributes"`
 	CookieSuffix     string           `json:"cookie_suffix,omitempty"`
 
-	// Not in the source product's API (it fixes both): how often a queued
+	// Not in Cloudflare Waiting Room's API (it fixes both): how often a queued
 	// visitor checks in (jittered per visitor, and never more than a third
 	// of a minute), and how old a snapshot a gate may decide on before it
 	// queues every new visitor.
 	RefreshIntervalSeconds int `json:"refresh_interval_seconds,omitempty"` // default 20
 	SnapshotMaxAgeSeconds  int `json:"snapshot_max_age_seconds,omitempty"` // default 120
+	// How many gates (reporters) the room takes reports from in one
+	// minute; reports of further ones are dropped and counted, so invented
+	// gate names cannot grow the room's state past what Temporal carries.
+	MaxReportersPerMinute int `json:"max_reporters_per_minute,omitempty"` // default 1000
 }
 
-// The defaults of unset settings, the source product's where it has one.
+// The defaults of unset settings, Cloudflare Waiting Room's where it has one.
 const (
 	DefaultPath                   = "/"
 	DefaultSessionDuration        = 5
@@ -87,11 +91,18 @@ const (
 	DefaultCookieSecure           = "auto"
 	DefaultRefreshIntervalSeconds = 20
 	DefaultSnapshotMaxAgeSeconds  = 120
+	DefaultMaxReportersPerMinute  = 1000
 
 	MaxLimit          = 2147483647
 	MaxSessionMinutes = 30
 	MaxCustomPageSize = 64 << 10
 	MaxRoutes         = 20
+	// MaxPageBytes bounds the custom pages a room keeps, its own and all
+	// its events' together: the room's whole state crosses continue-as-new
+	// in one payload, which Temporal refuses above 2 MiB.
+	MaxPageBytes = 512 << 10
+	// MaxReportersLimit is the highest max_reporters_per_minute.
+	MaxReportersLimit = 10000
 )
 
 // WithDefaults returns s with every unset setting at its default.
@@ -120,6 +131,9 @@ func (s Settings) WithDefaults() Settings {
 	if s.SnapshotMaxAgeSeconds == 0 {
 		s.SnapshotMaxAgeSeconds = DefaultSnapshotMaxAgeSeconds
 	}
+	if s.MaxReportersPerMinute == 0 {
+		s.MaxReportersPerMinute = DefaultMaxReportersPerMinute
+	}
 	if len(s.EnabledOriginCommands) == 0 {
 		s.EnabledOriginCommands = nil // [] and absent are the same setting
 	}
@@ -133,6 +147,15 @@ func (s Settings) WithDefaults() Settings {
 		}
 	}
 	return s
+}
+
+// ReportersPerMinute is max_reporters_per_minute, its default for settings
+// kept before it existed.
+func (s Settings) ReportersPerMinute() int {
+	if s.MaxReportersPerMinute <= 0 {
+		return DefaultMaxReportersPerMinute
+	}
+	return s.MaxReportersPerMinute
 }
 
 // RevokeEnabled reports whether the origin may end sessions.
@@ -247,6 +270,9 @@ func (s Settings) Validate() error {
 	}
 	if s.SnapshotMaxAgeSeconds < 10 || s.SnapshotMaxAgeSeconds > 3600 {
 		p.add("snapshot_max_age_seconds", "must be between 10 and 3600, got %d", s.SnapshotMaxAgeSeconds)
+	}
+	if s.MaxReportersPerMinute < 1 || s.MaxReportersPerMinute > MaxReportersLimit {
+		p.add("max_reporters_per_minute", "must be between 1 and %d, got %d", MaxReportersLimit, s.MaxReportersPerMinute)
 	}
 	return p.err()
 }

@@ -16,7 +16,7 @@ func TestParseSettingsDefaults(t *testing.T) {
 	}
 	want := Settings{Name: "shop", Path: "/", TotalActiveUsers: 200, NewUsersPerMinute: 100, SessionDuration: 5,
 		QueueingMethod: FIFO, QueueingStatusCode: 200, CookieAttributes: CookieAttributes{SameSite: "auto", Secure: "auto"},
-		RefreshIntervalSeconds: 20, SnapshotMaxAgeSeconds: 120}
+		RefreshIntervalSeconds: 20, SnapshotMaxAgeSeconds: 120, MaxReportersPerMinute: 1000}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("got %+v\nwant %+v", s, want)
 	}
@@ -87,6 +87,8 @@ func TestParseSettingsRefuses(t *testing.T) {
 		{`{` + base + `,"additional_routes":[{"host":"A"}]}`, "additional_routes[0].host", "lower case"},
 		{`{` + base + `,"refresh_interval_seconds":31}`, "refresh_interval_seconds", "between 1 and 30"},
 		{`{` + base + `,"snapshot_max_age_seconds":5}`, "snapshot_max_age_seconds", "between 10"},
+		{`{` + base + `,"max_reporters_per_minute":10001}`, "max_reporters_per_minute", "between 1 and 10000"},
+		{`{` + base + `,"max_reporters_per_minute":-1}`, "max_reporters_per_minute", "between 1 and 10000"},
 		{`{` + base + `,"total_active_user":5}`, "total_active_user", "is not a setting"},
 		{`{` + base + `,"total_active_users":"200"}`, "total_active_users", "must be a int"},
 		{`{` + base + `,"queue_all":"yes"}`, "queue_all", "must be a bool"},

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Status is the room's state, as the source product's status API names it
+// Status is the room's state, as Cloudflare Waiting Room's status API names it
 // (plus "deleted", which a gate sees for a room that no longer exists).
 type Status string
 
@@ -20,8 +20,9 @@ const (
 	StatusDeleted          Status = "deleted"
 )
 
-// Anywhere names the scope of slots any data center may take (the source's
-// "Anywhere" pool), next to the data centers' own scopes.
+// Anywhere names the scope of slots any data center may take (the "Anywhere"
+// pool of "How Waiting Room makes queueing decisions"), next to the data
+// centers' own scopes.
 const Anywhere = "*"
 
 // Bucket is a minute of first arrivals still waiting, with the slots this
@@ -229,7 +230,7 @@ func (s *Snapshot) Gates(g Gate) (inDataCenter, global int) {
 	return inDataCenter, global
 }
 
-// StatusAPI is the source product's status API answer.
+// StatusAPI is Cloudflare Waiting Room's status API answer.
 type StatusAPI struct {
 	Status                    Status `json:"status"`
 	EventID                   string `json:"event_id"`

@@ -25,11 +25,11 @@ type SlotRequest struct {
 }
 
 // Strategy decides whether a gate may hand out one more slot of a pool. The
-// three the source describes share this interface, so the gate can fall back
-// from one to another and the simulator can compare them on the same
-// traffic:
+// three strategies "How Waiting Room makes queueing decisions" describes
+// share this interface, so the gate can fall back from one to another and the
+// simulator can compare them on the same traffic:
 //
-//   - SharedCounters (the source's current design): one counter per data
+//   - SharedCounters (the design Cloudflare uses now): one counter per data
 //     center scope, shared by the data center's gates, and one Anywhere
 //     counter shared by all. Never queues early because of uneven arrivals
 //     across a data center's gates, never overshoots.
@@ -50,7 +50,7 @@ type Strategy interface {
 	TakeSlot(ctx context.Context, req SlotRequest) (scope string, ok bool, err error)
 }
 
-// SharedCounters is the source's data center counters strategy.
+// SharedCounters is the strategy of Cloudflare's data center counters.
 type SharedCounters struct{ Store Counter }
 
 // EvenSplit divides each scope evenly between gates, on counters that are
@@ -95,8 +95,8 @@ func (a Adaptive) TakeSlot(ctx context.Context, req SlotRequest) (string, bool, 
 	})
 }
 
-// WorkerMultiplier is the adaptive strategy's utilization^curveFactor
-// (source document 000), utilization clamped to [0, 1].
+// WorkerMultiplier is the adaptive strategy's utilization^curveFactor ("How
+// Waiting Room makes queueing decisions"), utilization clamped to [0, 1].
 func WorkerMultiplier(utilization, curveFactor float64) float64 {
 	return math.Pow(min(max(utilization, 0), 1), curveFactor)
 }

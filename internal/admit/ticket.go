@@ -18,6 +18,10 @@ type Ticket struct {
 	LastCheckInTime int64 `json:"lastCheckInTime"`
 	// RefreshIntervalSeconds is this visitor's jittered interval while queued.
 	RefreshIntervalSeconds int `json:"refreshIntervalSeconds,omitempty"`
+	// Fresh marks the ticket a queued visitor got at its first request: it
+	// has not come back with it yet, so it is not counted as waiting (a
+	// ticket handed out is not a visitor waiting; one that comes back is).
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // Admitted reports whether the ticket records an admission (which may have

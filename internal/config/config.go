@@ -124,7 +124,7 @@ var retiredEnv = map[string]string{
 func (t *Temporal) Options(logger *slog.Logger) (client.Options, error) {
 	for old, name := range retiredEnv {
 		if os.Getenv(old) != "" {
-			return client.Options{}, fmt.Errorf("%s is no longer read: set %s (the SDK's environment configuration; see the README's configuration table)", old, name)
+			return client.Options{}, fmt.Errorf("%s is no longer read: set %s (the SDK's environment configuration; see the configuration table in docs/operate.md)", old, name)
 		}
 	}
 	opts, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{ConfigFilePath: t.ConfigFile, ConfigFileProfile: t.Profile,

@@ -317,7 +317,7 @@ func FuzzOpen(f *testing.F) {
 			return
 		}
 		// Only a genuine seal opens: the fuzzer cannot forge a tag, so
-		// anything that opens must be the seed (or a re-seal of the same).
+		// anything that opens must be the corpus's good seal (or a re-seal of it).
 		again, err := r.Seal(plain, ad)
 		if err != nil {
 			t.Fatal(err)

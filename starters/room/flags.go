@@ -16,7 +16,7 @@ type settingsFlags struct {
 	fs *flag.FlagSet
 
 	description, host, path, method, customPage, sameSite, secure, cookieSuffix string
-	total, perMinute, session, statusCode, refresh, maxAge                      int
+	total, perMinute, session, statusCode, refresh, maxAge, maxReporters        int
 	queueAll, suspended, noRenewal, jsonResponse                                bool
 	routes, commands                                                            listFlag
 }
@@ -48,6 +48,7 @@ func (f *settingsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cookieSuffix, "cookie-suffix", "", "suffix of the cookie name")
 	fs.IntVar(&f.refresh, "refresh-interval-seconds", 0, "queued visitors' check-in interval (default 20)")
 	fs.IntVar(&f.maxAge, "snapshot-max-age-seconds", 0, "how old a snapshot gates may admit new visitors on (default 120)")
+	fs.IntVar(&f.maxReporters, "max-reporters-per-minute", 0, "gates whose reports the room takes in a minute; further ones are dropped and counted (default 1000)")
 }
 
 // apply sets the settings whose flags were given.
@@ -108,6 +109,8 @@ func (f *settingsFlags) apply(s *admit.Settings) error {
 			s.RefreshIntervalSeconds = f.refresh
 		case "snapshot-max-age-seconds":
 			s.SnapshotMaxAgeSeconds = f.maxAge
+		case "max-reporters-per-minute":
+			s.MaxReportersPerMinute = f.maxReporters
 		}
 	})
 	return err

@@ -46,6 +46,10 @@ func printSettings(d contract.Description) {
 	}
 	fmt.Printf("\n  page:      %s; visitors check in every %d s; gates admit on snapshots up to %d s old\n", page, s.RefreshIntervalSeconds, s.SnapshotMaxAgeSeconds)
 	fmt.Printf("  version:   %d, minute of %d s, %d events\n", d.SettingsVersion, d.MinuteSeconds, len(d.Events))
+	if l := d.Ledger; l.OverReporters+l.OverBytes+d.Stats.ReportsUndecodable > 0 {
+		fmt.Printf("  reports dropped: %d past max_reporters_per_minute (%d), %d past a minute's %d bytes, %d undecodable\n",
+			l.OverReporters, s.ReportersPerMinute(), l.OverBytes, admit.MaxMinuteReportBytes, d.Stats.ReportsUndecodable)
+	}
 	if d.Deleted {
 		fmt.Printf("  DELETED at %s\n", d.DeletedAt.Format(time.RFC3339))
 	}

@@ -27,7 +27,7 @@ import (
 //	EDGEFLOW_RECORD_HISTORY=127.0.0.1:7388 go test ./workflows/admit/ -run TestRecordHistories -v
 //
 // A room with a 3-second minute takes reports from gates running the real
-// engine, continues as new, switches method, runs and cancels events, is
+// engine (and one signal that is no report), continues as new, switches method, runs and cancels events, is
 // deleted (and ignores a report), is created again and is finally cancelled.
 // Rerun it after any intended change to the workflow, and check the new
 // histories in (keeping the old ones in a subfolder while runs of the old
@@ -51,6 +51,11 @@ func TestRecordHistories(t *testing.T) {
 	gates := []engine.Gate{{DataCenter: "ams", ID: "ams-1"}, {DataCenter: "fra", ID: "fra-1"}}
 	tallies := []*engine.Tally{engine.NewTally(settings.Name, gates[0], 0), engine.NewTally(settings.Name, gates[1], 0)}
 	counters := engine.NewMemoryCounter(nil)
+	// A report signal that does not decode: dropped and counted, the
+	// rollup goes on.
+	if err := c.SignalWorkflow(ctx, id, "", contract.ReportSignal, "not a report"); err != nil {
+		t.Fatal(err)
+	}
 	var tickets []*engine.Ticket
 	for i := 0; runID(t, ctx, c, id) == first; i++ {
 		if i > 80 {

@@ -59,7 +59,8 @@ func TestRecordedHistoriesCoverTheRoom(t *testing.T) {
 				if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &next); err != nil {
 					t.Fatal(err)
 				}
-				if next.State == nil || next.State.Runs != 1 || next.State.Stats.Reports == 0 || next.State.Room.Snapshot == nil || next.MinuteSeconds != 3 {
+				if next.State == nil || next.State.Runs != 1 || next.State.Stats.Reports == 0 || next.State.Room.Snapshot == nil || next.MinuteSeconds != 3 ||
+					!next.State.Room.Bounded || next.State.Stats.ReportsUndecodable != 1 {
 					t.Errorf("continue-as-new input %+v", next)
 				}
 			}
@@ -70,9 +71,10 @@ func TestRecordedHistoriesCoverTheRoom(t *testing.T) {
 	// A minute's snapshot is published on the last gate's final report
 	// or on the timer, whichever comes first: timers are started every
 	// minute, and most are cancelled. The markers are the versions
-	// await-final-reports and count-unreported-slots.
+	// await-final-reports, count-unreported-slots, bound-room-state and
+	// drop-undecodable-reports.
 	if first[enums.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED] < 10 || first[enums.EVENT_TYPE_TIMER_STARTED] < 3 ||
-		first[enums.EVENT_TYPE_TIMER_FIRED] < 1 || first[enums.EVENT_TYPE_MARKER_RECORDED] != 2 {
+		first[enums.EVENT_TYPE_TIMER_FIRED] < 1 || first[enums.EVENT_TYPE_MARKER_RECORDED] != 4 {
 		t.Errorf("first run: %v", first)
 	}
 	// The gates' final reports carry their readings of the shared counters.

@@ -9,10 +9,13 @@ package admit
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/proto"
 
 	engine "github.com/edgeflow/edgeflow/internal/admit"
 	"github.com/edgeflow/edgeflow/workflows/admit/contract"
@@ -49,13 +52,22 @@ func Room(ctx workflow.Context, in contract.RoomInput) error {
 	if workflow.GetVersion(ctx, "count-unreported-slots", workflow.DefaultVersion, 1) >= 1 {
 		r.Room.CountsStore = true
 	}
+	// and bound what a minute's reports hold, so the state always fits a
+	// continue-as-new input (engine.Ledger.AddBounded);
+	if workflow.GetVersion(ctx, "bound-room-state", workflow.DefaultVersion, 1) >= 1 {
+		r.Room.Bounded = true
+	}
+	// and never block on a report: Receive drops a report that does not
+	// decode and waits for the next one, holding back the minute's rollup.
+	r.neverBlock = workflow.GetVersion(ctx, "drop-undecodable-reports", workflow.DefaultVersion, 1) >= 1
 	return r.run(ctx)
 }
 
 type room struct {
 	contract.RoomState
-	budget  int
-	changed workflow.Channel // update handlers wake the main loop
+	budget     int
+	changed    workflow.Channel // update handlers wake the main loop
+	neverBlock bool             // reports are read with ReceiveAsync only
 }
 
 func newRoom(ctx workflow.Context, in contract.RoomInput) (*room, error) {
@@ -148,9 +160,11 @@ func (r *room) run(ctx workflow.Context) error {
 			})
 		}
 		sel.AddReceive(reports, func(c workflow.ReceiveChannel, _ bool) {
-			var rep engine.Report
-			c.Receive(ctx, &rep)
-			r.report(ctx, rep)
+			if !r.neverBlock {
+				var rep engine.Report
+				c.Receive(ctx, &rep)
+				r.report(ctx, rep)
+			}
 			r.drain(ctx, c)
 			if r.Room.AwaitFinals && !r.Deleted {
 				r.advance(ctx) // the last final report a due snapshot waited for
@@ -170,18 +184,61 @@ func (r *room) continueAsNew(ctx workflow.Context, reports workflow.ReceiveChann
 	r.drain(ctx, reports)
 	st := r.RoomState
 	st.Runs++
-	return workflow.NewContinueAsNewError(ctx, Room, contract.RoomInput{
-		Settings: r.Room.Settings, MinuteSeconds: r.Room.MinuteSeconds, HistoryBudget: r.budget, State: &st,
-	})
+	in, size, err := ContinueInput(st, r.budget)
+	if err != nil {
+		return err
+	}
+	if size > contract.MaxContinueBytes {
+		workflow.GetLogger(ctx).Error("room state too large to continue as new", "bytes", size, "limit", contract.MaxContinueBytes)
+	}
+	return workflow.NewContinueAsNewError(ctx, Room, in)
+}
+
+// ContinueInput is the input a room continues as new with, and its size:
+// measured as it will be sent, and the state trimmed (engine.Room.Trim)
+// until it is under contract.MaxContinueBytes, or nothing more can go.
+func ContinueInput(st contract.RoomState, budget int) (contract.RoomInput, int, error) {
+	// The settings travel in the state; the copy beside it goes without
+	// its page, which would count twice against the input's size.
+	settings := st.Room.Settings
+	settings.CustomPageHTML = ""
+	in := contract.RoomInput{Settings: settings, MinuteSeconds: st.Room.MinuteSeconds, HistoryBudget: budget, State: &st}
+	// Trimming writes to these in place; the caller's stay whole.
+	l := &st.Room.Ledger
+	l.Open, l.Closed, st.Room.Recent = slices.Clone(l.Open), slices.Clone(l.Closed), slices.Clone(st.Room.Recent)
+	for step := 0; ; step++ {
+		size, err := InputSize(in)
+		if err != nil || size <= contract.MaxContinueBytes || !st.Room.Trim(step) {
+			return in, size, err
+		}
+	}
+}
+
+// InputSize is how many bytes a room's input takes as a payload.
+func InputSize(in contract.RoomInput) (int, error) {
+	p, err := converter.GetDefaultDataConverter().ToPayload(in)
+	if err != nil {
+		return 0, err
+	}
+	return proto.Size(p), nil
 }
 
 // drain takes every report already received. Each is decoded into a
 // fresh value: decoding into the last one would keep the fields a report
 // leaves out (zero counts are omitted) at the previous report's values.
+// ReceiveAsync skips the signals that do not decode: what it took beyond
+// the report it returns is counted.
 func (r *room) drain(ctx workflow.Context, reports workflow.ReceiveChannel) {
 	for {
 		var rep engine.Report
-		if !reports.ReceiveAsync(&rep) {
+		queued := reports.Len()
+		ok := reports.ReceiveAsync(&rep)
+		skipped := queued - reports.Len()
+		if ok {
+			skipped--
+		}
+		r.Stats.ReportsUndecodable += skipped
+		if !ok {
 			return
 		}
 		r.report(ctx, rep)
@@ -242,7 +299,12 @@ func (r *room) validateSettings(ctx workflow.Context, ch contract.SettingsChange
 	if r.Deleted {
 		return errDeleted()
 	}
-	return refusal(r.Room.CheckSettings(ch.Settings, ch.IfVersion))
+	if err := r.Room.CheckSettings(ch.Settings, ch.IfVersion); err != nil {
+		return refusal(err)
+	}
+	// Only validators check the pages' total: they never replay, so rooms
+	// that took more before the bound still replay as they ran.
+	return refusal(r.Room.CheckPages(&ch.Settings, nil))
 }
 
 func (r *room) updateSettings(ctx workflow.Context, ch contract.SettingsChange) (contract.Change, error) {
@@ -260,7 +322,10 @@ func (r *room) validateEvent(ctx workflow.Context, e engine.Event) error {
 	if r.Deleted {
 		return errDeleted()
 	}
-	return refusal(r.Room.CheckEvent(e, workflow.Now(ctx)))
+	if err := r.Room.CheckEvent(e, workflow.Now(ctx)); err != nil {
+		return refusal(err)
+	}
+	return refusal(r.Room.CheckPages(nil, &e))
 }
 
 func (r *room) addEvent(ctx workflow.Context, e engine.Event) (contract.Change, error) {

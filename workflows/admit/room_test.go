@@ -215,9 +215,9 @@ func TestRoomCountsSlotsNoGateReported(t *testing.T) {
 	}
 }
 
-// Source document 000's San Jose state, through the workflow: reports
-// during 11:44, the rollup at 11:45 (after 5 s of grace), a method switch,
-// and a refused update that changes nothing.
+// The "How Waiting Room makes queueing decisions" post's San Jose state,
+// through the workflow: reports during 11:44, the rollup at 11:45 (after 5 s
+// of grace), a method switch, and a refused update that changes nothing.
 func TestRoomMinuteBoundaries(t *testing.T) {
 	rt := newRoomTest(t)
 	rt.at(time.Second, func() {

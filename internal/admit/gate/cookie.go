@@ -27,7 +27,7 @@ func CookieNameFor(suffix string) string {
 
 // Cookie is what the visitor cookie holds, sealed: the engine's ticket (the
 // room, bucketId, acceptedAt, lastCheckInTime, refreshIntervalSeconds; the
-// JSON names are the source's, for logs and tests — sealed, it is a compact
+// JSON names are Cloudflare's, for logs and tests — sealed, it is a compact
 // binary layout, see encode) and what the gate adds to it.
 type Cookie struct {
 	admit.Ticket
@@ -93,8 +93,16 @@ func (ck *Cookie) encode() []byte {
 	for _, n := range []int64{ck.BucketID, ck.AcceptedAt, ck.LastCheckInTime, int64(ck.RefreshIntervalSeconds), ck.Attempts, ck.Expires} {
 		b = binary.AppendVarint(b, n)
 	}
+	// Flags follow only when one is set, so that every other cookie reads
+	// as before (gates of an older release still open them).
+	if ck.Fresh {
+		b = binary.AppendUvarint(b, cookieFresh)
+	}
 	return b
 }
+
+// cookieFresh is the flag of admit.Ticket.Fresh.
+const cookieFresh = 1
 
 // decodeCookie reads what encode wrote.
 func decodeCookie(b []byte) (*Cookie, error) {
@@ -127,7 +135,14 @@ func decodeCookie(b []byte) (*Cookie, error) {
 		}
 		*p, b = n, b[k:]
 	}
-	if len(b) != 0 || refresh != int64(int(refresh)) {
+	if len(b) != 0 {
+		flags, k := binary.Uvarint(b)
+		if k <= 0 || k != len(b) || flags != cookieFresh {
+			return nil, ErrCookieMalformed
+		}
+		ck.Fresh, b = true, b[k:]
+	}
+	if refresh != int64(int(refresh)) {
 		return nil, ErrCookieMalformed
 	}
 	ck.RefreshIntervalSeconds = int(refresh)

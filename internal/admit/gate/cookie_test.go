@@ -240,3 +240,29 @@ func keyIDOf(raw []byte) string {
 	id, _ := keyring.KeyID(raw)
 	return id
 }
+
+// A queued visitor's first cookie says it has not come back yet (Fresh);
+// every other cookie is laid out exactly as before the flag existed.
+func TestCookieFreshFlag(t *testing.T) {
+	c := Codec{Keys: testRing(t, testKey(t, "k1"))}
+	in := &Cookie{Ticket: admit.Ticket{Room: "shop", BucketID: t0.UnixMilli(), LastCheckInTime: t0.UnixMilli(), RefreshIntervalSeconds: 1, Fresh: true},
+		VisitorID: "v-1", Expires: t0.Add(time.Hour).UnixMilli()}
+	v, err := c.Seal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := c.Open(v, "shop", t0)
+	if err != nil || *out != *in {
+		t.Fatalf("round trip: %+v, %v", out, err)
+	}
+	plain := *in
+	plain.Fresh = false
+	if got, want := len(in.encode()), len(plain.encode())+1; got != want {
+		t.Fatalf("a fresh cookie is %d bytes, want one more than another's (%d)", got, want)
+	}
+	for _, bad := range [][]byte{append(plain.encode(), 2), append(plain.encode(), 1, 0)} {
+		if _, err := decodeCookie(bad); err == nil {
+			t.Errorf("flags %v opened", bad[len(plain.encode()):])
+		}
+	}
+}

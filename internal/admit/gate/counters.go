@@ -17,6 +17,9 @@ import (
 type Counters struct {
 	Strategy admit.Strategy
 	Marks    *Marks
+	// Revocations are the sessions the origin revoked, checked in memory
+	// (nil: the gate keeps its own, unshared).
+	Revocations *Revocations
 	// Failover is set when the counters are on Redis: its Run probes a
 	// failed store until it answers again.
 	Failover *Failover
@@ -24,6 +27,19 @@ type Counters struct {
 	// nil when the gate counts only in its own memory. The reporter reads
 	// it (Reporter.Store).
 	Shared admit.Counter
+	// Visits is where the room's gates settle which of them counts a
+	// visitor's session in a minute (the Anywhere Redis), nil when the
+	// gate counts only in its own memory (Reporter.Visits).
+	Visits VisitStore
+}
+
+// VisitStore settles, for sightings of visitors (admit.Sighting), which
+// ones this gate is the first of the room to count in their minute: first,
+// each moved from the latest minute any gate counted the visitor in. On an
+// error, unsettled are the sightings it could not settle (the gate counts
+// them alone). keep is how long the store remembers a visitor.
+type VisitStore interface {
+	FirstVisits(ctx context.Context, room string, seen []admit.Sighting, keep time.Duration) (first, unsettled []admit.Sighting, err error)
 }
 
 // MemoryCounters counts in this process, for one gate per data center: the
@@ -34,14 +50,14 @@ type Counters struct {
 // early; give them a Redis for Anywhere to stop that).
 func MemoryCounters() Counters {
 	mem := admit.NewMemoryCounter(nil)
-	return Counters{Strategy: admit.EvenSplit{Store: mem}, Marks: &Marks{Store: mem, Local: mem}}
+	return Counters{Strategy: admit.EvenSplit{Store: mem}, Marks: &Marks{Store: mem, Local: mem}, Revocations: &Revocations{}}
 }
 
 // The strategies a gate with shared counters hands out slots with
 // (--strategy, GATE_STRATEGY); the names are the engine's and the
 // simulator's.
 const (
-	// StrategyCounters is admit.SharedCounters, the source's design: a
+	// StrategyCounters is admit.SharedCounters, Cloudflare's design: a
 	// data center's visitors take its own scope, then Anywhere.
 	StrategyCounters = "counters"
 	// StrategyBorrow is admit.BorrowingCounters: SharedCounters that also
@@ -105,7 +121,16 @@ func NewCounters(dataCenter, anywhere *RedisCounter, strategy string, logger *sl
 		},
 		Logger: logger,
 	}
-	return Counters{Strategy: f, Marks: &Marks{Store: anyStore, Local: mem, Logger: logger}, Failover: f, Shared: stores}, nil
+	revs := &Revocations{Logger: logger}
+	if anywhere != nil {
+		revs.Client = anywhere.Client
+	}
+	c := Counters{Strategy: f, Marks: &Marks{Store: anyStore, Local: mem, Logger: logger, Failover: f},
+		Revocations: revs, Failover: f, Shared: stores}
+	if anywhere != nil {
+		c.Visits = *anywhere // every gate of the room reaches it
+	}
+	return c, nil
 }
 
 // ErrCountersDown is the error of a decision the shared counters could not
@@ -174,6 +199,12 @@ func (f *Failover) TakeSlot(ctx context.Context, req admit.SlotRequest) (string,
 	default:
 		return f.Even.TakeSlot(ctx, req)
 	}
+}
+
+// CountsOnShared reports whether a decision at now counts on the shared
+// store (as TakeSlot would), without a call to it.
+func (f *Failover) CountsOnShared(now time.Time, length time.Duration) bool {
+	return f.mode(now, length) == useShared
 }
 
 // The failover's states, for status pages and tests.
@@ -288,40 +319,46 @@ func (f *Failover) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Marks keeps per-visitor marks on the store every gate of the room shares
-// (the Anywhere store), falling back to this gate's memory while it fails:
-//
-//   - tries: how many times a queued visitor has tried for a slot. A try is
-//     allowed only to a cookie recording every earlier try, so a visitor
-//     replaying an older cookie (or several copies of one) tries no more
-//     often than one who keeps the newest.
-//   - revoked: the origin ended the visitor's session; replaying the cookie
-//     it had before does not bring the session back.
+// Marks keeps queued visitors' tries on the store every gate of the room
+// shares (the Anywhere store) while the failover counts on it, and in this
+// gate's memory otherwise: a try is counted where the slot it tries for is
+// taken. A try is allowed only to a cookie recording every earlier try, so
+// a visitor replaying an older cookie (or several copies of one) tries no
+// more often than one who keeps the newest. (Revoked sessions are kept
+// apart, in Revocations.)
 type Marks struct {
 	Store  admit.Counter
 	Local  *admit.MemoryCounter
 	Logger *slog.Logger
+	// Failover says whether the shared store is in use (nil: always).
+	Failover *Failover
 }
 
 func triesKey(room, visitor string) string { return "admit/" + room + "/visitor/" + visitor + "/tries" }
-func revokedKey(room, visitor string) string {
-	return "admit/" + room + "/visitor/" + visitor + "/revoked"
-}
 
-// claimTry records a try by a cookie that recorded n tries. It is allowed
-// if no other try was made since (the store holds at most n); count is the
-// number of tries recorded now, which the visitor's next cookie records.
-func (m *Marks) claimTry(ctx context.Context, room, visitor string, n int64, expire time.Time) (allowed bool, count int64) {
+// claimTimeout bounds a try's claim on the shared store (its two calls
+// together, a wait for a pooled connection included): a store too slow for
+// it falls back to this gate's memory for the try.
+const claimTimeout = redisIOTimeout
+
+// claimTry records a try by a cookie that recorded n tries, for a slot of
+// the minute of req. It is allowed if no other try was made since (the
+// store holds at most n); count is the number of tries recorded now, which
+// the visitor's next cookie records. While the failover does not count on
+// the shared store (down, or recovering), the try is claimed in this
+// gate's memory without a call to it, as new visitors take the even split's
+// slots there.
+func (m *Marks) claimTry(ctx context.Context, req admit.SlotRequest, room, visitor string, n int64, expire time.Time) (allowed bool, count int64) {
 	key := triesKey(room, visitor)
+	if m.Store == admit.Counter(m.Local) || (m.Failover != nil && !m.Failover.CountsOnShared(req.Now, req.Snapshot.MinuteLength())) {
+		return m.claimLocal(ctx, key, n, expire)
+	}
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
 	ok, err := m.Store.TakeBelow(ctx, key, n+1, expire)
 	if err != nil {
 		m.warn(err)
-		ok, _ = m.Local.TakeBelow(ctx, key, n+1, expire)
-		if ok {
-			return true, n + 1
-		}
-		c, _ := m.Local.Load(ctx, key)
-		return false, max(c, n)
+		return m.claimLocal(ctx, key, n, expire)
 	}
 	if ok {
 		return true, n + 1
@@ -333,31 +370,12 @@ func (m *Marks) claimTry(ctx context.Context, room, visitor string, n int64, exp
 	return false, max(c, n)
 }
 
-// revoke marks a visitor's session revoked until it would have ended.
-func (m *Marks) revoke(ctx context.Context, room, visitor string, until time.Time) {
-	key := revokedKey(room, visitor)
-	_, _ = m.Local.TakeBelow(ctx, key, 1, until)
-	if m.Store != admit.Counter(m.Local) {
-		if _, err := m.Store.TakeBelow(ctx, key, 1, until); err != nil {
-			m.warn(err)
-		}
+func (m *Marks) claimLocal(ctx context.Context, key string, n int64, expire time.Time) (allowed bool, count int64) {
+	if ok, _ := m.Local.TakeBelow(ctx, key, n+1, expire); ok {
+		return true, n + 1
 	}
-}
-
-// revoked reports whether a visitor's session was revoked.
-func (m *Marks) revoked(ctx context.Context, room, visitor string) bool {
-	key := revokedKey(room, visitor)
-	if n, _ := m.Local.Load(ctx, key); n > 0 {
-		return true
-	}
-	if m.Store == admit.Counter(m.Local) {
-		return false
-	}
-	n, err := m.Store.Load(ctx, key)
-	if err != nil {
-		m.warn(err)
-	}
-	return n > 0
+	c, _ := m.Local.Load(ctx, key)
+	return false, max(c, n)
 }
 
 func (m *Marks) warn(err error) {
@@ -383,7 +401,7 @@ type attemptGuard struct {
 func (g *attemptGuard) TakeSlot(ctx context.Context, req admit.SlotRequest) (string, bool, error) {
 	if !g.claimed {
 		g.claimed = true
-		g.allowed, g.count = g.marks.claimTry(ctx, g.room, g.visitor, g.tries, g.expire)
+		g.allowed, g.count = g.marks.claimTry(ctx, req, g.room, g.visitor, g.tries, g.expire)
 	}
 	if !g.allowed {
 		return "", false, nil

@@ -82,6 +82,9 @@ func New(cfg Config) (*Gate, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
+	if g.counters.Revocations == nil {
+		g.counters.Revocations = &Revocations{}
+	}
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
@@ -120,8 +123,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	https := g.isHTTPS(r)
 	ck, resealNeeded := g.openCookie(r, st, now)
 	if ck != nil && ck.Admitted() && st.snap.Settings.RevokeEnabled() &&
-		g.counters.Marks.revoked(r.Context(), room.name, ck.VisitorID) {
-		ck = nil // a session the origin revoked does not come back with its old cookie
+		g.counters.Revocations.Revoked(room.name, ck.VisitorID, now) {
+		// A session the origin revoked does not come back with its old
+		// cookie. Checked in memory: an admitted visitor never waits on Redis.
+		ck = nil
 	}
 
 	in := admit.Input{Now: now, Snapshot: st.snap, Gate: g.cfg.Gate, Strategy: g.counters.Strategy}
@@ -148,6 +153,12 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var unsure *admit.TakeError
 	if errors.As(err, &unsure) {
 		room.tally.Unsure(unsure)
+	}
+	if d.Effect.Seen {
+		d.Effect = g.countVisit(room, st.snap, d.Effect, visitor)
+	}
+	if d.Effect.Waiting > 0 && !room.waiting.Once(d.Effect.Minute, visitor, 2*st.snap.MinuteLength()) {
+		d.Effect.Waiting, d.Effect.Bucket = 0, time.Time{} // a copy of a cookie counted this minute
 	}
 	if countsNothing(d.Effect) {
 		d.Effect = admit.Effect{}
@@ -190,6 +201,19 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		g.respondQueued(w, r, st, d, now)
 	}
+}
+
+// countVisit counts a session's move into a minute once per visitor: at
+// this gate by the room's Visits, and across gates sharing a store by the
+// reporter, which asks the store in the background (no request waits on it).
+func (g *Gate) countVisit(room *Room, snap *admit.Snapshot, e admit.Effect, visitor string) admit.Effect {
+	return room.visits.Effect(e, visitor, visitKeep(snap), g.counters.Visits != nil)
+}
+
+// visitKeep is how long a visitor's last counted minute is remembered:
+// past a session's length and a minute, no cookie naming it still opens.
+func visitKeep(snap *admit.Snapshot) time.Duration {
+	return time.Duration(snap.Settings.SessionDuration+2) * snap.MinuteLength()
 }
 
 // tryEntropy is the random bits of a visitor's refresh jitter before try

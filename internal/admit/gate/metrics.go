@@ -57,8 +57,20 @@ var (
 		"Admitted sessions running in the room, as of its snapshot.", []string{"room"}, nil)
 	slotsDesc = prometheus.NewDesc("edgeflow_room_slots_available",
 		"Slots the room's snapshot leaves for new visitors this minute.", []string{"room"}, nil)
+	visitsOverflowDesc = prometheus.NewDesc("edgeflow_gate_visits_uncapped_total",
+		"Session moves and waiting check-ins this gate counted without de-duplicating the visitor, because it remembered as many visitors of the room as it may (admit.DefaultVisitsCap): each such request counted as a visitor.", []string{"room"}, nil)
+	visitsAloneDesc = prometheus.NewDesc("edgeflow_gate_visits_unsettled_total",
+		"Visitors this gate counted in a minute without the shared store's word on whether another gate counted them first (the store failed): such a visitor may count at two gates.", []string{"room"}, nil)
 	ageDesc = prometheus.NewDesc("edgeflow_gate_snapshot_age_seconds",
 		"How old the room snapshot this gate decides on is (since the room published it); past the room's maximum age new visitors are queued.", []string{"room"}, nil)
+	revokedDesc = prometheus.NewDesc("edgeflow_gate_revoked_sessions",
+		"Revoked sessions this gate holds for the room (its own and those read from the other gates), until they would have ended.", []string{"room"}, nil)
+	revokedDroppedDesc = prometheus.NewDesc("edgeflow_gate_revocations_dropped_total",
+		"Revocations this gate did not keep because it held the room's maximum already: those sessions ended, but a copy of their old cookie passes until they would have ended.", []string{"room"}, nil)
+	revokedUnsentDesc = prometheus.NewDesc("edgeflow_gate_revocations_unsent",
+		"Revocations made at this gate not yet written to Redis (it did not answer): they hold at this gate, and reach the others once written.", nil, nil)
+	vanishedDesc = prometheus.NewDesc("edgeflow_gate_room_vanished",
+		"1 while the room's workflow is gone without the room having been deleted (terminated or failed): the gate decides on its last snapshot, for 24 h or until the room is back or deleted.", []string{"room"}, nil)
 )
 
 // Collector exports the gate's metrics for Prometheus: per room it knows,
@@ -70,18 +82,30 @@ func (g *Gate) Collector() prometheus.Collector { return gateCollector{g} }
 type gateCollector struct{ g *Gate }
 
 func (c gateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc} {
+	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc, vanishedDesc,
+		revokedDesc, revokedDroppedDesc, revokedUnsentDesc, visitsOverflowDesc, visitsAloneDesc} {
 		ch <- d
 	}
 }
 
 func (c gateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.g.now()
+	revs := c.g.counters.Revocations
+	if revs != nil {
+		ch <- prometheus.MustNewConstMetric(revokedUnsentDesc, prometheus.GaugeValue, float64(revs.Unsent()))
+	}
 	for _, r := range c.g.rooms.Rooms() {
 		counts := c.g.tally.counts(r.name)
 		for i, o := range outcomes {
 			ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(counts[i].Load()), r.name, string(o))
 		}
+		if revs != nil {
+			held, dropped := revs.Held(r.name)
+			ch <- prometheus.MustNewConstMetric(revokedDesc, prometheus.GaugeValue, float64(held), r.name)
+			ch <- prometheus.MustNewConstMetric(revokedDroppedDesc, prometheus.CounterValue, float64(dropped), r.name)
+		}
+		ch <- prometheus.MustNewConstMetric(visitsOverflowDesc, prometheus.CounterValue, float64(r.visits.Overflow()+r.waiting.Overflow()), r.name)
+		ch <- prometheus.MustNewConstMetric(visitsAloneDesc, prometheus.CounterValue, float64(r.visits.Unconfirmed()), r.name)
 		st := r.state.Load()
 		if st == nil || st.snap == nil {
 			continue
@@ -91,5 +115,10 @@ func (c gateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(s.ActiveUsers), r.name)
 		ch <- prometheus.MustNewConstMetric(slotsDesc, prometheus.GaugeValue, float64(s.SlotsAvailable), r.name)
 		ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, max(0, now.Sub(s.PublishedAt).Seconds()), r.name)
+		vanished := 0.0
+		if !st.vanishedAt.IsZero() {
+			vanished = 1
+		}
+		ch <- prometheus.MustNewConstMetric(vanishedDesc, prometheus.GaugeValue, vanished, r.name)
 	}
 }

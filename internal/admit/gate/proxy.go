@@ -42,8 +42,8 @@ func NewTransport(t OriginTimeouts) *http.Transport {
 	}
 }
 
-// RevokeHeader is the origin's command to end a visitor's session (the
-// source product's name), honoured when the room enables "revoke".
+// RevokeHeader is the origin's command to end a visitor's session
+// (Cloudflare Waiting Room's name), honoured when the room enables "revoke".
 const RevokeHeader = "Cf-Waiting-Room-Command"
 
 // newProxy is the reverse proxy to the origin. The visitor's Host header is
@@ -110,7 +110,8 @@ func (g *Gate) fromOrigin(resp *http.Response) error {
 	rs.room.tally.Add(eff)
 	s := rs.st.snap.Settings
 	until := rs.ck.SessionStart(s.DisableSessionRenewal).Add(time.Duration(s.SessionDuration+1) * rs.st.snap.MinuteLength())
-	g.counters.Marks.revoke(resp.Request.Context(), rs.room.name, rs.ck.VisitorID, until)
+	// Held here at once; other gates learn it in the background.
+	g.counters.Revocations.Revoke(rs.room.name, rs.ck.VisitorID, until, rs.now)
 	h := rs.w.Header()
 	h.Del("Set-Cookie") // only the gate's own is there yet: the origin's are copied after this
 	h.Add("Set-Cookie", rs.a.header("", rs.now, time.Time{}))

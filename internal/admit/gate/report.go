@@ -31,6 +31,12 @@ type Reporter struct {
 	// in it into its final report (admit.Report.StoreTaken), so the room
 	// also counts the admissions of a gate that died before reporting them.
 	Store admit.Counter
+	// Visits is the gate's Counters.Visits (nil without a shared store):
+	// before each report, the reporter asks it which of the visitors this
+	// gate saw it was the room's first to count in their minute, and counts
+	// only those. Without it, or while it fails, the gate counts every
+	// visitor it saw itself.
+	Visits VisitStore
 
 	failing bool
 }
@@ -98,6 +104,7 @@ func (p *Reporter) Tick(ctx context.Context) {
 		}
 		r.lastMinute = minute
 		r.nextReport = now.Add(min(p.Every, length/24))
+		p.settleVisits(ctx, r)
 		p.send(ctx, r)
 		r.tally.Forget(minute.Add(-3 * length))
 	}
@@ -143,8 +150,38 @@ func (p *Reporter) readStore(ctx context.Context, r *Room, m time.Time) {
 func (p *Reporter) Leave(ctx context.Context) {
 	p.defaults()
 	for _, r := range p.Registry.Rooms() {
+		p.settleVisits(ctx, r)
 		r.tally.Leave()
 		p.send(ctx, r)
+	}
+}
+
+// settleVisits counts the visitors this gate saw since its last report
+// that the shared store says it was first to see in their minute. It runs
+// after Tally.Finish in a tick: a decision is sighted before it is counted,
+// so a minute's last sightings are settled before its final report.
+func (p *Reporter) settleVisits(ctx context.Context, r *Room) {
+	seen := r.visits.Drain()
+	if len(seen) == 0 {
+		return
+	}
+	first := seen
+	if snap := r.Snapshot(); p.Visits != nil && snap != nil {
+		vctx, cancel := context.WithTimeout(ctx, p.Timeout)
+		settled, unsettled, err := p.Visits.FirstVisits(vctx, r.name, seen, visitKeep(snap))
+		cancel()
+		// The unsettled are counted here rather than lost: a visitor seen
+		// at another gate too in the minute counts there as well.
+		first = append(settled, unsettled...)
+		r.visits.Alone(len(unsettled))
+		if err != nil {
+			p.Logger.Debug("cannot settle visitors on the shared store; counting them at this gate", "room", r.name, "err", err)
+		}
+	} else {
+		r.visits.Alone(len(seen))
+	}
+	for _, s := range first {
+		r.tally.Add(s.Effect())
 	}
 }
 

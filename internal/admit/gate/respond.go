@@ -28,8 +28,8 @@ var defaultPage = func() *mustache.Template {
 
 // respondQueued answers a visitor who waits (queued, pre-queued, or turned
 // away by a closed room): the room's page, or with Accept: application/json
-// and json_response_enabled the source product's JSON object; both with the
-// room's queueing_status_code and a Refresh header.
+// and json_response_enabled Cloudflare Waiting Room's JSON object; both with
+// the room's queueing_status_code and a Refresh header.
 func (g *Gate) respondQueued(w http.ResponseWriter, r *http.Request, st *roomState, d admit.Decision, now time.Time) {
 	vars := templateVars(st.snap, d, now)
 	refresh := vars.RefreshIntervalSeconds
@@ -83,8 +83,8 @@ func wantsJSON(accept []string) bool {
 	return false
 }
 
-// jsonRoom is the source product's JSON response, field for field, so apps
-// written for it work unchanged.
+// jsonRoom is Cloudflare Waiting Room's JSON response, field for field, so
+// apps written for it work unchanged.
 type jsonRoom struct {
 	InWaitingRoom          bool   `json:"inWaitingRoom"`
 	WaitTimeKnown          bool   `json:"waitTimeKnown"`
@@ -100,7 +100,7 @@ type jsonRoom struct {
 	QueueingMethod         string `json:"queueingMethod"`
 	IsFIFOQueue            bool   `json:"isFIFOQueue"`
 	IsRandomQueue          bool   `json:"isRandomQueue"`
-	// Events, as the source's template variables name them.
+	// Events, as Cloudflare Waiting Room's template variables name them.
 	IsEventActive                bool   `json:"isEventActive"`
 	IsEventPrequeueing           bool   `json:"isEventPrequeueing"`
 	TimeUntilEventStart          int    `json:"timeUntilEventStart,omitempty"`

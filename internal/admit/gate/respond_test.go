@@ -54,9 +54,10 @@ func TestJSONResponse(t *testing.T) {
 	}
 }
 
-// Every variable of the source document reaches a custom Mustache page,
-// with the values the JSON answer gives, HTML-escaped where Mustache
-// escapes; sections work on the booleans.
+// Every template variable "Waiting Room: Random Queueing and Custom
+// Web/Mobile Apps" lists reaches a custom Mustache page, with the values the
+// JSON answer gives, HTML-escaped where Mustache escapes; sections work on
+// the booleans.
 func TestCustomPage(t *testing.T) {
 	vars := []string{"waitTime", "waitTimeKnown", "waitTime25Percentile", "waitTime50Percentile", "waitTime75Percentile",
 		"waitTimeFormatted", "queueIsFull", "queueAll", "lastUpdated", "refreshIntervalSeconds", "queueingMethod",

@@ -20,6 +20,8 @@ type Room struct {
 	tally *admit.Tally
 
 	counters counterLog
+	visits   admit.Visits // who was counted in which minute (see Gate.countVisit)
+	waiting  admit.Visits // who was counted waiting in which minute
 
 	// reporting, owned by the Reporter
 	nextReport time.Time
@@ -36,6 +38,9 @@ type roomState struct {
 	cookiePath string
 	page       *mustache.Template // custom_page_html, nil: the default page
 	fetchedAt  time.Time          // when the gate read the snapshot
+	// vanishedAt is when the gate found the room's workflow gone without
+	// the room being deleted (zero: it is there); see Registry.Vanish.
+	vanishedAt time.Time
 }
 
 // Name is the room's name.
@@ -158,6 +163,61 @@ func (g *Registry) rebuildIfRoutesChanged(old, st *roomState) {
 		return
 	}
 	g.rebuild()
+}
+
+// Vanish marks a room whose workflow is gone without the room having been
+// deleted (terminated, failed, or no longer found): the gate keeps it and
+// goes on deciding on its last snapshot, under the rules of a room that
+// cannot publish (the snapshot ages; past snapshot_max_age_seconds every
+// new visitor is queued while admitted sessions pass), rather than pass
+// its traffic to the origin. A room whose last snapshot says it was
+// deleted is forgotten. It reports whether the room was newly marked.
+func (g *Registry) Vanish(name string, at time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.rooms[name]
+	if r == nil {
+		return false
+	}
+	old := r.state.Load()
+	if old == nil || old.snap.Status == admit.StatusDeleted {
+		delete(g.rooms, name)
+		g.rebuild()
+		return false
+	}
+	if !old.vanishedAt.IsZero() {
+		return false
+	}
+	st := *old
+	st.vanishedAt = at
+	r.state.Store(&st)
+	return true
+}
+
+// ForgetVanished forgets the rooms that vanished before a time, and says
+// which.
+func (g *Registry) ForgetVanished(before time.Time) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var gone []string
+	for name, r := range g.rooms {
+		if st := r.state.Load(); st != nil && !st.vanishedAt.IsZero() && st.vanishedAt.Before(before) {
+			delete(g.rooms, name)
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		g.rebuild()
+	}
+	return gone
+}
+
+// VanishedAt is when the room vanished (zero: it has not; see Vanish).
+func (r *Room) VanishedAt() time.Time {
+	if st := r.state.Load(); st != nil {
+		return st.vanishedAt
+	}
+	return time.Time{}
 }
 
 // Remove forgets a room.

@@ -22,6 +22,11 @@ type RoomStatus struct {
 	CustomPage     bool          `json:"customPage"`
 	CookieName     string        `json:"cookieName"`
 	SlotsAvailable int           `json:"slotsAvailable"`
+	// Vanished says the room's workflow is gone without the room having
+	// been deleted (since VanishedAt): the gate decides on its last
+	// snapshot, stale once past its maximum age.
+	Vanished   bool      `json:"vanished,omitempty"`
+	VanishedAt time.Time `json:"vanishedAt,omitzero"`
 	// Counted is what this gate counted in the room's recent minutes, as
 	// it reports them to the room.
 	Counted []MinuteCounted `json:"counted,omitempty"`
@@ -63,7 +68,8 @@ func (g *Gate) Status() GateStatus {
 		s := st.snap
 		rs := RoomStatus{Room: r.name, Routes: s.Settings.Routes(), Status: s.Status, Seq: s.Seq,
 			Minute: s.Minute, PublishedAt: s.PublishedAt, FetchedAt: st.fetchedAt, Stale: s.Stale(now),
-			CustomPage: st.page != nil, CookieName: st.cookieName, SlotsAvailable: s.SlotsAvailable}
+			CustomPage: st.page != nil, CookieName: st.cookieName, SlotsAvailable: s.SlotsAvailable,
+			Vanished: !st.vanishedAt.IsZero(), VanishedAt: st.vanishedAt}
 		for _, rep := range r.tally.Kept() {
 			rs.Counted = append(rs.Counted, MinuteCounted{Minute: rep.Minute, NewVisitors: rep.NewVisitors, Admitted: rep.Admitted,
 				Seen: rep.Seen, Final: rep.Final, StoreTaken: rep.StoreTaken})

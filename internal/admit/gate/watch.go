@@ -75,13 +75,16 @@ func (t TemporalRooms) Page(ctx context.Context, room string) (string, error) {
 // restart) and reads each room's snapshot every SnapshotEvery (more often
 // for rooms with a short minute, and while a new minute's snapshot is due).
 // When the source cannot be reached the gate keeps deciding on the last
-// snapshot; the engine's maximum-age rule then queues new visitors.
+// snapshot; the engine's maximum-age rule then queues new visitors. A room
+// whose workflow is gone without the room being deleted is kept the same
+// way, for VanishedFor (see Registry.Vanish).
 type Watcher struct {
 	Source        RoomSource
 	Registry      *Registry
 	SnapshotEvery time.Duration // default 2s
 	DiscoverEvery time.Duration // default 3s
 	Timeout       time.Duration // per call, default 5s
+	VanishedFor   time.Duration // how long a vanished room is kept, default 24h
 	Logger        *slog.Logger
 	Now           func() time.Time
 
@@ -104,6 +107,9 @@ func (w *Watcher) defaults() {
 	if w.Timeout <= 0 {
 		w.Timeout = 5 * time.Second
 	}
+	if w.VanishedFor <= 0 {
+		w.VanishedFor = DefaultVanishedFor
+	}
 	if w.Logger == nil {
 		w.Logger = slog.Default()
 	}
@@ -112,8 +118,12 @@ func (w *Watcher) defaults() {
 	}
 }
 
-// Discover lists the rooms once, starting to watch new ones and dropping
-// those gone for two listings in a row.
+// DefaultVanishedFor is how long a gate keeps a room that vanished.
+const DefaultVanishedFor = 24 * time.Hour
+
+// Discover lists the rooms once, starting to watch new ones and marking
+// vanished those gone for two listings in a row (deleted ones are
+// forgotten), and forgets the rooms vanished for longer than VanishedFor.
 func (w *Watcher) Discover(ctx context.Context) error {
 	w.defaults()
 	lctx, cancel := context.WithTimeout(ctx, w.Timeout)
@@ -149,10 +159,22 @@ func (w *Watcher) Discover(ctx context.Context) error {
 		if wr.misses++; wr.misses >= 2 {
 			wr.cancel()
 			delete(w.watched, n)
-			w.Registry.Remove(n)
+			w.vanish(n)
 		}
 	}
+	for _, n := range w.Registry.ForgetVanished(w.Now().Add(-w.VanishedFor)) {
+		w.Logger.Info("forgetting a room that vanished", "room", n, "after", w.VanishedFor)
+	}
 	return nil
+}
+
+// vanish marks a room gone without a delete (a terminated or failed
+// workflow): the gate keeps deciding on its last snapshot.
+func (w *Watcher) vanish(name string) {
+	if w.Registry.Vanish(name, w.Now()) {
+		w.Logger.Warn("room vanished without being deleted; deciding on its last snapshot, new visitors queued once it is too old",
+			"room", name, "for", w.VanishedFor)
+	}
 }
 
 // Sync lists the rooms and reads every snapshot once, before a gate takes
@@ -236,7 +258,7 @@ func (w *Watcher) Refresh(ctx context.Context, name string) time.Duration {
 	defer cancel()
 	snap, err := w.Source.Snapshot(qctx, name)
 	if errors.Is(err, ErrNoRoom) {
-		w.Registry.Remove(name)
+		w.vanish(name)
 		return w.DiscoverEvery
 	}
 	if err != nil {
@@ -252,6 +274,11 @@ func (w *Watcher) Refresh(ctx context.Context, name string) time.Duration {
 			return -1 // read both again, so the page is never older than the settings
 		}
 		page = &p
+	}
+	if ctx.Err() != nil {
+		// The watch ended meanwhile (the room vanished from the listing):
+		// a late read must not bring it back as present.
+		return -1
 	}
 	if err := w.Registry.Update(&snap, page, w.Now()); err != nil {
 		w.Logger.Warn("custom page does not parse; using the default page", "room", name, "err", err)

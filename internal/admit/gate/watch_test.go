@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/edgeflow/edgeflow/internal/admit"
 )
 
@@ -93,5 +95,150 @@ func TestWatcherSeesADeletedRoomCreatedAgain(t *testing.T) {
 	}
 	if src.reads != reads+1 || r.state.Load().page == nil {
 		t.Errorf("the room's new page was not read (%d reads)", src.reads-reads)
+	}
+}
+
+// A room whose workflow vanished without being deleted (terminated, so no
+// longer listed, its query NotFound) is kept: the gate decides on its last
+// snapshot as when the room cannot publish — sessions pass, and once the
+// snapshot is past its maximum age every new visitor is queued — says so
+// on /status and in a metric, and forgets it after 24 hours. (The gate
+// used to drop it and pass its traffic to the origin.)
+func TestWatcherKeepsAVanishedRoom(t *testing.T) {
+	h := newHarness(t, admit.Settings{Name: "shop", Path: "/shop/", TotalActiveUsers: 10, NewUsersPerMinute: 10, SnapshotMaxAgeSeconds: 120})
+	src := &fakeRooms{snaps: map[string]admit.Snapshot{}, pages: map[string]string{}}
+	src.set(*h.room.Snapshot, "")
+	w := &Watcher{Source: src, Registry: h.reg, Logger: quietLogger(), Now: h.clock}
+	ctx := context.Background()
+	if err := w.Discover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := newVisitor()
+	mustOrigin(t, h.get(a, "/shop/x"), "admitted")
+	metrics := prometheus.NewPedanticRegistry()
+	metrics.MustRegister(h.g.Collector())
+	if v := metricValue(t, metrics, "edgeflow_gate_room_vanished", "room", "shop"); v != 0 {
+		t.Errorf("vanished %v before it vanished", v)
+	}
+
+	// Terminated: gone from the listing, its query NotFound.
+	src.mu.Lock()
+	delete(src.snaps, "shop")
+	src.mu.Unlock()
+	w.Refresh(ctx, "shop")
+	for range 3 {
+		if err := w.Discover(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.reg.Match("h", "/shop/x") == nil {
+		t.Fatal("the vanished room no longer takes its traffic")
+	}
+	mustOrigin(t, h.get(a, "/shop/x"), "a session in a vanished room")
+	mustOrigin(t, h.get(newVisitor(), "/shop/x"), "a new visitor on the last snapshot, still fresh")
+	st := h.g.Status()
+	if len(st.Rooms) != 1 || !st.Rooms[0].Vanished || !st.Rooms[0].VanishedAt.Equal(h.clock()) {
+		t.Errorf("status %+v, want the room vanished since %s", st.Rooms, h.clock())
+	}
+	if v := metricValue(t, metrics, "edgeflow_gate_room_vanished", "room", "shop"); v != 1 {
+		t.Errorf("vanished %v, want 1", v)
+	}
+
+	// Past the snapshot's maximum age: no overshoot.
+	h.mu.Lock()
+	h.now = h.now.Add(3 * time.Minute)
+	h.mu.Unlock()
+	mustOrigin(t, h.get(a, "/shop/x"), "a session, on the vanished room's stale snapshot")
+	hits := h.hits.Load()
+	mustQueue(t, h.get(newVisitor(), "/shop/x"), 200, "a new visitor, on the vanished room's stale snapshot")
+	if h.hits.Load() != hits {
+		t.Error("a queued visitor reached the origin")
+	}
+
+	// 24 hours on, it is forgotten.
+	h.mu.Lock()
+	h.now = h.now.Add(24 * time.Hour)
+	h.mu.Unlock()
+	if err := w.Discover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h.reg.Room("shop") != nil {
+		t.Error("a room vanished for a day is still kept")
+	}
+}
+
+// A room that comes back is no longer vanished; a deleted room's workflow
+// ending is no vanishing: its tombstone said deleted, and it is forgotten.
+func TestWatcherVanishedRoomComesBackDeletedOneGoes(t *testing.T) {
+	now := t0.Add(5 * time.Second)
+	reg := NewRegistry(admit.Gate{DataCenter: "ams", ID: "ams-1"})
+	src := &fakeRooms{snaps: map[string]admit.Snapshot{}, pages: map[string]string{}}
+	w := &Watcher{Source: src, Registry: reg, Logger: quietLogger(), Now: func() time.Time { return now }}
+	ctx := context.Background()
+	for _, name := range []string{"shop", "gone"} {
+		room, err := admit.NewRoom(admit.Settings{Name: name, Path: "/" + name + "/", TotalActiveUsers: 10, NewUsersPerMinute: 10}, 60, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.set(*room.Snapshot, "")
+	}
+	if err := w.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	shop, gone := src.snaps["shop"], src.snaps["gone"]
+	gone.Status = admit.StatusDeleted
+	src.set(gone, "")
+	w.Refresh(ctx, "gone")
+	src.mu.Lock()
+	delete(src.snaps, "shop")
+	delete(src.snaps, "gone")
+	src.mu.Unlock()
+	w.Refresh(ctx, "shop")
+	w.Refresh(ctx, "gone")
+	if r := reg.Room("shop"); r == nil || r.VanishedAt().IsZero() {
+		t.Fatal("shop is not kept as vanished")
+	}
+	if reg.Room("gone") != nil {
+		t.Error("a deleted room whose workflow ended is kept")
+	}
+	src.set(shop, "")
+	w.Refresh(ctx, "shop")
+	if r := reg.Room("shop"); r == nil || !r.VanishedAt().IsZero() {
+		t.Error("the room came back but is still vanished")
+	}
+}
+
+// cancelingRooms ends the watch while a snapshot is being read.
+type cancelingRooms struct {
+	*fakeRooms
+	cancel context.CancelFunc
+}
+
+func (c cancelingRooms) Snapshot(ctx context.Context, room string) (admit.Snapshot, error) {
+	c.cancel()
+	return c.fakeRooms.Snapshot(ctx, room)
+}
+
+// A read that ends after its watch was stopped (the room vanished from
+// the listing meanwhile) does not make the room present again.
+func TestWatcherLateReadKeepsTheRoomVanished(t *testing.T) {
+	now := t0.Add(5 * time.Second)
+	reg := NewRegistry(admit.Gate{DataCenter: "ams", ID: "ams-1"})
+	src := &fakeRooms{snaps: map[string]admit.Snapshot{}, pages: map[string]string{}}
+	room, err := admit.NewRoom(admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, 60, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.set(*room.Snapshot, "")
+	w := &Watcher{Source: src, Registry: reg, Logger: quietLogger(), Now: func() time.Time { return now }}
+	w.Refresh(context.Background(), "shop")
+	reg.Vanish("shop", now)
+	ctx, cancel := context.WithCancel(context.Background())
+	w.Source = cancelingRooms{src, cancel}
+	if wait := w.Refresh(ctx, "shop"); wait >= 0 {
+		t.Errorf("a read after the watch ended: next in %s", wait)
+	}
+	if r := reg.Room("shop"); r == nil || r.VanishedAt().IsZero() {
+		t.Error("a late read brought the vanished room back")
 	}
 }

@@ -93,8 +93,9 @@ func DefaultBehaviour() Behaviour {
 	}
 }
 
-// PatientBehaviour is the source's experiment: about a minute of browsing,
-// nobody gives up, everyone refreshes on time.
+// PatientBehaviour is the visitors of the experiment in Cloudflare's "Waiting
+// Room: Random Queueing" post: about a minute of browsing, nobody gives up,
+// everyone refreshes on time.
 func PatientBehaviour() Behaviour {
 	b := DefaultBehaviour()
 	b.AbandonShare, b.LateShare, b.HammerShare = 0, 0, 0

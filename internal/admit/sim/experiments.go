@@ -107,16 +107,17 @@ func RunAll(ctx context.Context, cfgs []Config) ([]*Result, error) {
 	return out, g.Wait()
 }
 
-// SourceRoom is the room of the source's experiment: 200 new users a
-// minute, 1,500 active, sessions of 5 minutes.
+// SourceRoom is the room of the experiment in Cloudflare's "Waiting Room:
+// Random Queueing" post: 200 new users a minute, 1,500 active, sessions of 5
+// minutes.
 func SourceRoom(method admit.QueueingMethod) admit.Settings {
 	s := DefaultRoom()
 	s.Name, s.QueueingMethod = "source", method
 	return s
 }
 
-// SourceResult is the source experiment run with FIFO and with random
-// queueing on the same arrivals.
+// SourceResult is that experiment run with FIFO and with random queueing on
+// the same arrivals.
 type SourceResult struct {
 	Visitors       int
 	Window         time.Duration
@@ -132,10 +133,10 @@ type SourceResult struct {
 	FIFOMixedNotLateFairness Fairness
 }
 
-// RunSourceExperiment runs the source's experiment: n visitors arriving
-// uniformly over window, about a minute of browsing each, FIFO against
-// random, everyone refreshing on time and nobody giving up (as in the
-// source), run until the queue has drained.
+// RunSourceExperiment runs the experiment of Cloudflare's "Waiting Room:
+// Random Queueing" post: n visitors arriving uniformly over window, about a
+// minute of browsing each, FIFO against random, everyone refreshing on time
+// and nobody giving up (as in the post), run until the queue has drained.
 func RunSourceExperiment(ctx context.Context, seed uint64, n int, window time.Duration, top Topology) (*SourceResult, error) {
 	cfg := func(m admit.QueueingMethod, b Behaviour) Config {
 		return Config{Seed: seed, Topology: top, Room: SourceRoom(m),

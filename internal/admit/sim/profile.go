@@ -133,15 +133,17 @@ func sortArrivals(a []arrival) {
 }
 
 // fixedProfile is a fixed number of visitors arriving uniformly at random
-// over a window, spread evenly over data centers and gates: the source's
-// experiment (10,000 visitors over 30 minutes).
+// over a window, spread evenly over data centers and gates: the experiment of
+// Cloudflare's "Waiting Room: Random Queueing" post (10,000 visitors over 30
+// minutes).
 type fixedProfile struct {
 	visitors int
 	window   time.Duration
 }
 
-// SourceExperiment is the source document's experiment: n visitors arriving
-// uniformly over window (10,000 over 30 minutes in the source).
+// SourceExperiment is the experiment of Cloudflare's "Waiting Room: Random
+// Queueing" post: n visitors arriving uniformly over window (10,000 over 30
+// minutes there).
 func SourceExperiment(n int, window time.Duration) Profile {
 	return &fixedProfile{visitors: n, window: window}
 }

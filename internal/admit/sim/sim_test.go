@@ -178,7 +178,7 @@ func TestHeadline(t *testing.T) {
 		}
 	}
 	if !evenEarly {
-		t.Error("the even split never started queueing at or below 85% of the limits (the source's early queueing)")
+		t.Error("the even split never started queueing at or below 85% of the limits (the early queueing Cloudflare found with it)")
 	}
 	plain, borrow := AllocationOf(rs[len(rs)-2]), AllocationOf(rs[len(rs)-1])
 	if borrow.OvershootNewPct > 0 || borrow.OvershootTotalPct > 0 || borrow.SlotsUsedPct <= plain.SlotsUsedPct || plain.SlotsUsedPct >= 98 {

@@ -77,6 +77,11 @@ type RoomInput struct {
 	State *RoomState `json:"state,omitempty"`
 }
 
+// MaxContinueBytes is the most a room's continue-as-new input may encode to
+// (Temporal refuses inputs above 2 MiB and terminates the workflow); a
+// room trims its state to stay under it (admit.Room.Trim).
+const MaxContinueBytes = 1 << 20
+
 // DefaultHistoryBudget keeps a run's history far below Temporal's limits
 // (about 10 MB at the largest reports).
 const DefaultHistoryBudget = 10000
@@ -96,6 +101,9 @@ type RoomStats struct {
 	ReportsRefused  int    `json:"reportsRefused"` // invalid, or for a deleted room
 	LastRefusal     string `json:"lastRefusal,omitempty"`
 	SettingsChanges int    `json:"settingsChanges"`
+	// ReportsUndecodable are report signals whose payload is not a report
+	// (dropped).
+	ReportsUndecodable int `json:"reportsUndecodable,omitempty"`
 }
 
 // SettingsChange replaces a room's settings. IfVersion, when not 0, must be

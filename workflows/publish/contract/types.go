@@ -162,7 +162,8 @@ type PublishInput struct {
 
 // PublishState is the part of a version's progress that must survive
 // continue-as-new: the plan summary and the completion count the batch
-// children signal (the seed's Durable Object counter).
+// children signal (the Durable Object counter of Cloudflare's "Dogfooding at
+// scale: migrating cdnjs to Cloudflare's Developer Platform").
 type PublishState struct {
 	Plan    PlanSummary  `json:"plan"`
 	Started int          `json:"started"`

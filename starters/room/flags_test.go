@@ -1,0 +1,31 @@
+package main
+
+import (
+	"flag"
+	"testing"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+)
+
+// --max-reporters-per-minute sets the room's bound on the gates it takes
+// reports from in a minute; without it the setting is left as it was.
+func TestMaxReportersPerMinuteFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{{[]string{"--max-reporters-per-minute", "300"}, 300}, {nil, 7}} {
+		var f settingsFlags
+		fs := flag.NewFlagSet("update", flag.ContinueOnError)
+		f.register(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		s := admit.Settings{MaxReportersPerMinute: 7}
+		if err := f.apply(&s); err != nil {
+			t.Fatal(err)
+		}
+		if s.MaxReportersPerMinute != c.want {
+			t.Errorf("%v: %d, want %d", c.args, s.MaxReportersPerMinute, c.want)
+		}
+	}
+}
