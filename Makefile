@@ -6,18 +6,29 @@ TOOLS := $(CURDIR)/.tools/bin
 # Pinned dev tools, built from the Go module proxy once (a few minutes each).
 TEMPORAL_CLI_MODULE  := github.com/temporalio/cli/cmd/temporal@v1.5.1
 MINIO_MODULE         := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
+# staticcheck 2026.2.2 (module v0.8.2): its go.mod is Go 1.26's, like ours.
+STATICCHECK_VERSION  := 0.8.2
+STATICCHECK_MODULE   := honnef.co/go/tools/cmd/staticcheck@v$(STATICCHECK_VERSION)
 
-.PHONY: run test test-short bench fuzz simulate build tools browser redis clean
+.PHONY: run test test-short lint bench fuzz simulate build tools browser redis clean
 
 run: tools redis build ## the whole system in the foreground (Ctrl-C stops it)
 	./bin/devstack
 
-test: tools browser redis ## unit, workflow and integration tests (real Temporal dev server, MinIO, Redis, Chromium)
-	$(GO) vet ./...
+test: lint tools browser redis ## lint, then unit, workflow and integration tests (real Temporal dev server, MinIO, Redis, Chromium)
 	$(GO) test -count=1 -timeout 40m -p 2 ./...
 
 test-short: ## skips the tests that need the Temporal dev server
 	$(GO) test -short -count=1 ./...
+
+# go vet and staticcheck; any finding fails the build. With the chaos tag, so
+# the fault suites (integration/chaos) are checked too: no file is built only
+# without it. A .tools/bin/staticcheck from an older pin is refused, not used.
+lint: $(TOOLS)/staticcheck ## go vet and staticcheck (pinned); fails on any finding
+	@$(TOOLS)/staticcheck -version | grep -qF '($(STATICCHECK_VERSION))' || { \
+		echo "$(TOOLS)/staticcheck is not $(STATICCHECK_VERSION): remove it and run make lint again"; exit 1; }
+	$(GO) vet -tags chaos ./...
+	$(TOOLS)/staticcheck -tags chaos ./...
 
 bench: tools redis ## every benchmark, with a summary table
 	$(GO) run ./cmd/benchtable
@@ -91,6 +102,16 @@ $(TOOLS)/temporal:
 	else \
 		echo ">> building the Temporal CLI ($(TEMPORAL_CLI_MODULE)); once, a few minutes on 2 cores"; \
 		$(call go_install,$(TEMPORAL_CLI_MODULE),$@); \
+	fi
+
+# Only the pinned staticcheck is linked: another release finds other things.
+$(TOOLS)/staticcheck:
+	@mkdir -p $(TOOLS)
+	@if p=$$(command -v staticcheck) && $$p -version 2>/dev/null | grep -qF '($(STATICCHECK_VERSION))'; then \
+		echo "using $$p"; ln -sf $$p $@; \
+	else \
+		echo ">> building staticcheck ($(STATICCHECK_MODULE)); once, a minute or two"; \
+		$(call go_install,$(STATICCHECK_MODULE),$@); \
 	fi
 
 $(TOOLS)/minio:

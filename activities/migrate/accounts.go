@@ -35,7 +35,7 @@ func (a *Activities) StillRunning(ctx context.Context, in contract.RunningInput)
 	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
 	var running []string
 	for _, id := range in.WorkflowIDs {
-		d, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
+		d, err := a.Temporal.DescribeWorkflow(ctx, id, "")
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) {
 			continue
@@ -43,7 +43,7 @@ func (a *Activities) StillRunning(ctx context.Context, in contract.RunningInput)
 		if err != nil {
 			return nil, err
 		}
-		if d.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if d.Status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			running = append(running, id)
 		}
 	}

@@ -9,10 +9,6 @@ import (
 	"github.com/edgeflow/edgeflow/internal/publish/transform"
 )
 
-// Codecs label the compress pool's byte counters: the two compressions
-// and minification (a .min twin from its source).
-var codecs = []string{"br", "gzip", "minify"}
-
 // compressMetrics are the compress pool's own metrics (edgeflow_compress_*).
 type compressMetrics struct {
 	files    prometheus.Counter

@@ -296,7 +296,7 @@ func run() error {
 	case <-minio.Ended():
 		return stopping(fmt.Errorf("MinIO is gone, and the workers and the edge cannot work without it: %s", minio.Died()))
 	case <-redis.Ended():
-		return stopping(fmt.Errorf("Redis is gone, and the gate counts admissions in it: %s", redis.Died()))
+		return stopping(fmt.Errorf("the Redis server is gone, and the gate counts admissions in it: %s", redis.Died()))
 	}
 }
 

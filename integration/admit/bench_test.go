@@ -114,9 +114,9 @@ func measure(b *testing.B, reports, senders int, room, id string, done func() in
 		time.Sleep(100 * time.Millisecond) // rarely: queries compete with the reports for the worker
 	}
 	elapsed := time.Since(start)
-	d, err := env.Client.DescribeWorkflowExecution(ctx, id, "")
+	d, err := env.Client.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		b.Fatal(err)
 	}
-	return throughput{perSecond: float64(reports) / elapsed.Seconds(), events: float64(d.WorkflowExecutionInfo.HistoryLength) / float64(reports)}
+	return throughput{perSecond: float64(reports) / elapsed.Seconds(), events: float64(d.HistoryLength) / float64(reports)}
 }

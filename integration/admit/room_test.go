@@ -304,7 +304,7 @@ func TestRoomAtItsBoundsContinuesAsNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := contract.RoomID(s.Name)
-	first, err := env.Client.DescribeWorkflowExecution(ctx, id, "")
+	first, err := env.Client.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,19 +331,18 @@ func TestRoomAtItsBoundsContinuesAsNew(t *testing.T) {
 		}
 	}
 	for {
-		d, err := env.Client.DescribeWorkflowExecution(ctx, id, "")
+		d, err := env.Client.DescribeWorkflow(ctx, id, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		info := d.WorkflowExecutionInfo
-		if info.Execution.RunId != first.WorkflowExecutionInfo.Execution.RunId {
-			if info.Status != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
-				t.Fatalf("the next run is %s", info.Status)
+		if d.WorkflowExecution.RunID != first.WorkflowExecution.RunID {
+			if d.Status != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				t.Fatalf("the next run is %s", d.Status)
 			}
 			break
 		}
-		if info.Status != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			t.Fatalf("the room ended %s instead of continuing as new", info.Status)
+		if d.Status != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			t.Fatalf("the room ended %s instead of continuing as new", d.Status)
 		}
 		if ctx.Err() != nil {
 			t.Fatal("the room never continued as new")

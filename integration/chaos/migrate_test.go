@@ -94,11 +94,11 @@ func TestMigrateUnderFaults(t *testing.T) {
 		if total >= kills {
 			stopOnce(stopKilling)
 		}
-		desc, err := env.client.DescribeWorkflowExecution(ctx, contract.JobWorkflowID(job), "")
+		desc, err := env.client.DescribeWorkflow(ctx, contract.JobWorkflowID(job), "")
 		if err != nil {
 			return false, err.Error()
 		}
-		if desc.WorkflowExecutionInfo.Status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if desc.Status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			return false, "running"
 		}
 		if err := run.Get(ctx, &st); err != nil {

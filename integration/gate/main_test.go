@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -269,17 +268,6 @@ func createRoom(t *testing.T, s engine.Settings, minuteSeconds int) roomclient.C
 	}
 	t.Cleanup(func() { _, _ = rc.Delete(context.Background(), s.Name) })
 	return rc
-}
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-func containsAll(s string, parts ...string) bool {
-	for _, p := range parts {
-		if !strings.Contains(s, p) {
-			return false
-		}
-	}
-	return true
 }
 
 // countWatch keeps, per minute and gate, the admissions the gate counted

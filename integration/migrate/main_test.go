@@ -26,7 +26,6 @@ import (
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
-	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/testenv"
 	wf "github.com/edgeflow/edgeflow/workflows/migrate"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
@@ -99,12 +98,11 @@ func startWorker(t testing.TB, perAccount int) {
 
 // side describes one side of a job for tests.
 type side struct {
-	endpoint  string
-	access    string
-	secret    string
-	bucket    string
-	prefix    string
-	storeAddr string // the MinIO behind the endpoint, for checks
+	endpoint string
+	access   string
+	secret   string
+	bucket   string
+	prefix   string
 }
 
 func source(bucket string) side {
@@ -222,13 +220,6 @@ func processEnv(extra ...string) []string {
 		"TEMPORAL_ADDRESS="+env.Temporal.HostPort, "CODEC_KEYS="+codecKeys,
 		"S3_ENDPOINT="+env.MinIO.Endpoint, "S3_ACCESS_KEY="+env.MinIO.AccessKey, "S3_SECRET_KEY="+env.MinIO.SecretKey,
 		"BUCKET_MIGRATE="+jobs.Bucket, "LOG_FORMAT=json"), extra...)
-}
-
-func deleteAll(t testing.TB, s objectstore.Store, bucket string) {
-	t.Helper()
-	if err := objectstore.DeletePrefix(context.Background(), s, bucket, ""); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func searchAttributes(in contract.JobInput) temporal.SearchAttributes {

@@ -335,11 +335,11 @@ func TestPublishManyBatchesContinuesAsNew(t *testing.T) {
 // the execution itself, not from visibility (which lags behind).
 func firstRunID(t *testing.T, workflowID string) string {
 	t.Helper()
-	d, err := env.Client.DescribeWorkflowExecution(testContext(t), workflowID, "")
+	d, err := env.Client.DescribeWorkflow(testContext(t), workflowID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := d.GetWorkflowExecutionInfo().GetFirstRunId()
+	first := d.RawResponse.GetWorkflowExecutionInfo().GetFirstRunId()
 	if first == "" {
 		t.Fatalf("no first run ID for %s", workflowID)
 	}

@@ -32,7 +32,7 @@ func (BorrowingCounters) Name() string { return "counters+borrow" }
 
 // TakeSlot implements Strategy.
 func (s BorrowingCounters) TakeSlot(ctx context.Context, req SlotRequest) (string, bool, error) {
-	scope, ok, err := SharedCounters{Store: s.Store}.TakeSlot(ctx, req)
+	scope, ok, err := SharedCounters(s).TakeSlot(ctx, req)
 	if err != nil || ok {
 		return scope, ok, err
 	}

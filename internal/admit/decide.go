@@ -19,9 +19,6 @@ const (
 	Bypass   Outcome = "bypass"   // the room is suspended or deleted: to the origin, untouched and uncounted
 )
 
-// ToOrigin reports whether the request goes on to the origin.
-func (o Outcome) ToOrigin() bool { return o == Pass || o == Admit || o == Bypass }
-
 // Why a visitor was queued.
 const (
 	ReasonLimits       = "limits"        // no slot left this minute

@@ -163,9 +163,7 @@ func validateEvent(e Event, room Settings, others []Event, now time.Time, legacy
 	eff := e.Apply(room)
 	var sub problems
 	validateLimits(&sub, "", eff.TotalActiveUsers, eff.NewUsersPerMinute, eff.SessionDuration, eff.QueueingMethod)
-	for _, fe := range sub {
-		p = append(p, fe)
-	}
+	p = append(p, sub...)
 	if e.CustomPageHTML != nil {
 		validatePage(&p, "custom_page_html", *e.CustomPageHTML, legacyPages)
 	}

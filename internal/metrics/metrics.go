@@ -58,15 +58,6 @@ func NewCounter(opts prometheus.CounterOpts) prometheus.Counter {
 	return register(prometheus.NewCounter(opts))
 }
 
-// NewGaugeVec registers a gauge vector, with the given label values at zero.
-func NewGaugeVec(opts prometheus.GaugeOpts, labels []string, initial ...[]string) *prometheus.GaugeVec {
-	v := register(prometheus.NewGaugeVec(opts, labels))
-	for _, values := range initial {
-		v.WithLabelValues(values...)
-	}
-	return v
-}
-
 // NewHistogramVec registers a histogram vector, with the given label values
 // at zero.
 func NewHistogramVec(opts prometheus.HistogramOpts, labels []string, initial ...[]string) *prometheus.HistogramVec {

@@ -131,9 +131,6 @@ func (e *Error) Unwrap() []error {
 	return out
 }
 
-// IsNotFound reports whether err says a key, bucket or upload does not exist.
-func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
-
 // IsTransient reports whether err is worth retrying: the store was busy,
 // failed inside, or could not be reached. A cancelled context is not
 // transient (the caller gave up); a request that timed out is.

@@ -137,11 +137,11 @@ func runRedrive(args []string) int {
 	}
 	defer tc.Close()
 	id := contract.JobWorkflowID(job)
-	d, err := tc.DescribeWorkflowExecution(background, id, "")
+	d, err := tc.DescribeWorkflow(background, id, "")
 	if err != nil {
 		return f.fail(temporalCode(err), job, "job %s: %v", job, err)
 	}
-	if d.GetWorkflowExecutionInfo().GetCloseTime() == nil {
+	if d.WorkflowCloseTime == nil {
 		st, err := update(tc, job, contract.RedriveUpdate)
 		if err != nil {
 			return f.fail(controlCode(err), job, "redrive job %s: %v", job, err)
@@ -161,7 +161,7 @@ func runRedrive(args []string) int {
 	if prev.Failed == 0 {
 		return f.fail(cli.ExitUsage, job, "job %s has no dead letters (failed 0)", job)
 	}
-	in, err := lastInput(tc, id, d.GetWorkflowExecutionInfo().GetExecution().GetRunId())
+	in, err := lastInput(tc, id, d.WorkflowExecution.RunID)
 	if err != nil {
 		return f.fail(cli.ExitFailed, job, "read the input of job %s: %v", job, err)
 	}

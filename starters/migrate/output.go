@@ -82,11 +82,11 @@ func printStatus(out *os.File, st contract.Status) {
 // queryStatus asks a running job (or reads an ended job's result).
 func queryStatus(c client.Client, job string) (contract.Status, error) {
 	id := contract.JobWorkflowID(job)
-	d, err := c.DescribeWorkflowExecution(background, id, "")
+	d, err := c.DescribeWorkflow(background, id, "")
 	if err != nil {
 		return contract.Status{}, err
 	}
-	if d.GetWorkflowExecutionInfo().GetCloseTime() != nil {
+	if d.WorkflowCloseTime != nil {
 		return result(c.GetWorkflow(background, id, ""))
 	}
 	v, err := c.QueryWorkflow(background, id, "", contract.StatusQuery)

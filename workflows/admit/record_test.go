@@ -152,11 +152,11 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		d, err := c.DescribeWorkflowExecution(ctx, id, "")
+		d, err := c.DescribeWorkflow(ctx, id, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.WorkflowExecutionInfo.Status != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if d.Status != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -169,9 +169,9 @@ func TestRecordHistories(t *testing.T) {
 
 func runID(t *testing.T, ctx context.Context, c client.Client, id string) string {
 	t.Helper()
-	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	d, err := c.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.WorkflowExecutionInfo.Execution.RunId
+	return d.WorkflowExecution.RunID
 }

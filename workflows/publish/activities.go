@@ -30,11 +30,6 @@ func listCatalog(ctx workflow.Context) (names []string, err error) {
 	return names, err
 }
 
-func checkPackages(ctx workflow.Context, refs []contract.PackageRef) (checks []contract.PackageCheck, err error) {
-	err = workflow.ExecuteActivity(ctx, contract.CheckPackagesActivity, refs).Get(ctx, &checks)
-	return checks, err
-}
-
 func stageVersion(ctx workflow.Context, ref contract.VersionRef) (plan contract.PlanSummary, err error) {
 	err = workflow.ExecuteActivity(ctx, contract.StageVersionActivity, ref).Get(ctx, &plan)
 	return plan, err

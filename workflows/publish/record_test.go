@@ -74,11 +74,11 @@ func TestRecordHistories(t *testing.T) {
 	if err := many.Get(ctx, &out); err != nil || out.Processing.Files != 36 {
 		t.Fatalf("rec-many: %+v %v", out, err)
 	}
-	desc, err := c.DescribeWorkflowExecution(ctx, many.GetID(), "")
+	desc, err := c.DescribeWorkflow(ctx, many.GetID(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := desc.WorkflowExecutionInfo.Execution.RunId
+	last := desc.WorkflowExecution.RunID
 	if last == first {
 		t.Fatal("rec-many never continued as new; lower its HistoryBudget")
 	}

@@ -156,15 +156,6 @@ func (p *Reporter) Leave(ctx context.Context) {
 	}
 }
 
-// Flush sends every room's pending reports now.
-func (p *Reporter) Flush(ctx context.Context) {
-	p.defaults()
-	for _, r := range p.Registry.Rooms() {
-		p.settleVisits(ctx, r)
-		p.send(ctx, r)
-	}
-}
-
 // settleVisits counts the visitors this gate saw since its last report
 // that the shared store says it was first to see in their minute. It runs
 // after Tally.Finish in a tick: a decision is sighted before it is counted,

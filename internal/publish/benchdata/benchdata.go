@@ -80,7 +80,8 @@ func (g *gen) expr(vars []string) string {
 func (g *gen) function(indent string) {
 	name := g.ident()
 	params := []string{g.ident(), g.ident()}[:1+g.r.IntN(2)]
-	fmt.Fprintf(&g.b, "%s/**\n%s * %s the %s of the %s.\n", indent, indent, strings.Title(g.word()), g.word(), g.word())
+	verb := g.word() // drawn first: the order of draws fixes a seed's output
+	fmt.Fprintf(&g.b, "%s/**\n%s * %s the %s of the %s.\n", indent, indent, strings.ToUpper(verb[:1])+verb[1:], g.word(), g.word())
 	for _, p := range params {
 		fmt.Fprintf(&g.b, "%s * @param {Object} %s the %s %s\n", indent, p, g.word(), g.word())
 	}

@@ -190,7 +190,7 @@ func TestAPILibrary(t *testing.T) {
 		t.Errorf("Cache-Control %q", resp.Header.Get("Cache-Control"))
 	}
 
-	_, body, keys = getJSON(t, ts.URL+"/libraries/"+testLib+"?fields=versions,name,nonsense", nil)
+	_, _, keys = getJSON(t, ts.URL+"/libraries/"+testLib+"?fields=versions,name,nonsense", nil)
 	if !reflect.DeepEqual(keys, []string{"name", "versions"}) {
 		t.Errorf("fields=versions,name: keys %v", keys)
 	}
@@ -232,7 +232,7 @@ func TestAPIVersion(t *testing.T) {
 			t.Errorf("sri[%s] = %v, want %s", f.Path, sri[f.Path], f.SRI)
 		}
 	}
-	_, body, keys = getJSON(t, ts.URL+"/libraries/"+testLib+"/"+testVersion+"?fields=sri,x", nil)
+	_, _, keys = getJSON(t, ts.URL+"/libraries/"+testLib+"/"+testVersion+"?fields=sri,x", nil)
 	if !reflect.DeepEqual(keys, []string{"sri"}) {
 		t.Errorf("fields=sri: keys %v", keys)
 	}

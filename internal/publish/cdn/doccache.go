@@ -110,6 +110,3 @@ func (c *docCache[T]) costOf(e *docEntry[T]) int64 {
 	}
 	return c.cost(e.value)
 }
-
-// forget drops key, so the next get fetches it again.
-func (c *docCache[T]) forget(key string) { c.entries.Remove(key) }

@@ -43,20 +43,15 @@ func mmOpenClose(t byte) (string, string) {
 	return "(?:", ")"
 }
 
-// maxExpressionBytes bounds the expression mmParse builds; see
+// maxExpressionBytes bounds the expression mmParseBounded builds; see
 // maxProgramSize.
 const maxExpressionBytes = 256 << 10
 
-// mmParse is minimatch 3's parse() of one segment with the options node-glob
-// 7 uses (dot, nocase, noext and nobrace off). It returns the expression
-// source (without ^ and $) and whether the segment has any magic; a segment
-// without magic is matched literally, unescaped. An expression that would
-// grow past maxExpressionBytes comes back as "" with tooBig set.
-func mmParse(pattern string, isSub bool) (string, bool) {
-	re, magic, _ := mmParseBounded(pattern, isSub)
-	return re, magic
-}
-
+// mmParseBounded is minimatch 3's parse() of one segment with the options
+// node-glob 7 uses (dot, nocase, noext and nobrace off). It returns the
+// expression source (without ^ and $) and whether the segment has any magic;
+// a segment without magic is matched literally, unescaped. An expression that
+// would grow past maxExpressionBytes comes back as "" with tooBig set.
 func mmParseBounded(pattern string, isSub bool) (string, bool, bool) {
 	chars := []rune(pattern)
 	// The expression is rewritten in place by the fix-ups below, as

@@ -37,9 +37,6 @@ func PackageKey(name string) string { return "packages/" + name + ".json" }
 // VersionKey is the Meta (and MirrorMeta) key of a version document.
 func VersionKey(name, version string) string { return "versions/" + name + "/" + version + ".json" }
 
-// VersionPrefix is the Meta prefix under which all version documents of a package live.
-func VersionPrefix(name string) string { return "versions/" + name + "/" }
-
 // SearchShards is how many documents the search index is split into, by a
 // hash of the library name: a commit rewrites one shard (about 1/64 of the
 // catalog), never a whole-catalog document.

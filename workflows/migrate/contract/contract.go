@@ -137,12 +137,6 @@ type Endpoint struct {
 // String is the side's location and endpoint, for people.
 func (e Endpoint) String() string { return e.Location.String() + " on " + e.Endpoint }
 
-// SameStore reports whether both sides are the same store with the same
-// credentials, where objects are copied server side.
-func SameStore(a, b Endpoint) bool {
-	return a.Endpoint == b.Endpoint && a.Secure == b.Secure && a.Credentials.String() == b.Credentials.String()
-}
-
 // Settings tune a job. Zero fields take the defaults of WithDefaults.
 type Settings struct {
 	// PageSize is the number of objects per page (one page child each),
