@@ -74,25 +74,13 @@ func CanonicalPath(escaped string) (string, error) {
 			if c == '/' || c == '\\' {
 				return "", ErrEncodedSlash
 			}
-			if unreserved(c) {
-				b.WriteByte(c)
-			} else {
-				b.WriteByte('%')
-				b.WriteByte(upperHex[c>>4])
-				b.WriteByte(upperHex[c&15])
-			}
+			writeByte(&b, c, unreserved(c))
 			continue
 		}
 		if c == '\\' {
 			return "", ErrEncodedSlash
 		}
-		if rawOK(c) {
-			b.WriteByte(c)
-		} else {
-			b.WriteByte('%')
-			b.WriteByte(upperHex[c>>4])
-			b.WriteByte(upperHex[c&15])
-		}
+		writeByte(&b, c, rawOK(c))
 	}
 	return resolveDots(b.String())
 }
@@ -176,4 +164,15 @@ func SegmentParamsRemoved(p string) string {
 		}
 	}
 	return b.String()
+}
+
+// writeByte writes c as is when raw, else percent-encoded in upper-case hex.
+func writeByte(b *strings.Builder, c byte, raw bool) {
+	if raw {
+		b.WriteByte(c)
+		return
+	}
+	b.WriteByte('%')
+	b.WriteByte(upperHex[c>>4])
+	b.WriteByte(upperHex[c&15])
 }

@@ -199,19 +199,6 @@ func (r *Room) Advance(now time.Time) (*Snapshot, bool) {
 	return r.Snapshot, false
 }
 
-func (r *Room) eventChanged(now time.Time) bool {
-	e, phase := EventAt(r.Events, now)
-	cur := r.Snapshot.Event
-	switch {
-	case e == nil:
-		return cur != nil
-	case cur == nil:
-		return true
-	default:
-		return cur.Name != e.Name || cur.Phase != phase
-	}
-}
-
 // ErrVersion means settings were changed by someone else since they were read.
 var ErrVersion = errors.New("the room's settings changed since they were read; read them again")
 
@@ -245,50 +232,6 @@ func (r *Room) SetSettings(s Settings, ifVersion int64, now time.Time) (*Snapsho
 		return nil, err
 	}
 	r.Settings = s.WithDefaults()
-	r.SettingsVersion++
-	return r.republish(now), nil
-}
-
-// CheckEvent validates a new event against the room and its other events.
-func (r *Room) CheckEvent(e Event, now time.Time) error {
-	return r.checkEvent(e, now, false)
-}
-
-func (r *Room) checkEvent(e Event, now time.Time, legacyPages bool) error {
-	if err := validateEvent(e, r.Settings, r.Events, now, legacyPages); err != nil {
-		return err
-	}
-	if len(r.Events) >= maxEventsStore {
-		return fmt.Errorf("a room holds at most %d events", maxEventsStore)
-	}
-	return nil
-}
-
-// AddEvent schedules a checked event.
-func (r *Room) AddEvent(e Event, now time.Time) (*Snapshot, error) {
-	if err := r.checkEvent(e, now, r.LegacyPages); err != nil {
-		return nil, err
-	}
-	r.Events = append(r.Events, e)
-	SortEvents(r.Events)
-	r.SettingsVersion++
-	return r.republish(now), nil
-}
-
-// CheckCancel reports whether the room has an event of that name.
-func (r *Room) CheckCancel(name string) error {
-	if !slices.ContainsFunc(r.Events, func(e Event) bool { return e.Name == name }) {
-		return fmt.Errorf("the room has no event named %q", name)
-	}
-	return nil
-}
-
-// CancelEvent removes an event (ending it now if it runs).
-func (r *Room) CancelEvent(name string, now time.Time) (*Snapshot, error) {
-	if err := r.CheckCancel(name); err != nil {
-		return nil, err
-	}
-	r.Events = slices.DeleteFunc(r.Events, func(e Event) bool { return e.Name == name })
 	r.SettingsVersion++
 	return r.republish(now), nil
 }
@@ -396,27 +339,6 @@ func (r *Room) waitingBuckets(queued []MinuteCount) []Bucket {
 		}
 	}
 	return slices.DeleteFunc(out, func(b Bucket) bool { return b.Waiting <= 0 })
-}
-
-// trackShuffle merges an event's pre-queue buckets into one at its start
-// when the event shuffles, and forgets merged ranges nobody waits in.
-func (r *Room) trackShuffle(ev *Event, phase EventPhase) {
-	length := r.MinuteLength()
-	if ev != nil && phase == EventActive && ev.ShuffleAtEventStart && ev.PrequeueStartTime != nil {
-		rg := TimeRange{From: MinuteOf(*ev.PrequeueStartTime, length), To: MinuteOf(ev.EventStartTime.Add(length-time.Nanosecond), length)}
-		if rg.To.After(rg.From) && !slices.Contains(r.Shuffles, rg) {
-			r.Shuffles = append(r.Shuffles, rg)
-		}
-	}
-	if r.Snapshot == nil {
-		return
-	}
-	r.Shuffles = slices.DeleteFunc(r.Shuffles, func(rg TimeRange) bool {
-		if ev != nil && phase == EventActive && ev.PrequeueStartTime != nil && rg.From.Equal(MinuteOf(*ev.PrequeueStartTime, length)) {
-			return false
-		}
-		return !slices.ContainsFunc(r.Snapshot.Buckets, func(b Bucket) bool { return rg.Contains(b.Key) })
-	})
 }
 
 // carry lists the floors of minute's allocation: what the gates already
