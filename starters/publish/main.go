@@ -83,11 +83,11 @@ func main() {
 	if *version != "" {
 		ref := contract.VersionRef{PackageRef: contract.PackageRef{Name: *name, Package: pkg}, Version: *version}
 		run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: contract.PublishID(*name, *version), TaskQueue: contract.PublishQueue, WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
+			ID: contract.PublishVersionWorkflowID(*name, *version), TaskQueue: contract.TaskQueue, WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
 			// A run already publishing this version is followed, not duplicated.
 			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			TypedSearchAttributes:    contract.VersionAttributes(*name, *version), StaticSummary: contract.PublishSummary(*name, *version),
-		}, contract.PublishVersionWorkflow, contract.PublishInput{VersionRef: ref})
+		}, contract.WorkflowTypePublishVersion, contract.PublishInput{VersionRef: ref})
 	} else {
 		// Waits for the versions the check hands to the package's lane.
 		in := contract.UpdatesInput{Only: []string{*name}, Wait: true}
@@ -95,11 +95,11 @@ func main() {
 			in.Packages = []catalog.Package{*pkg}
 		}
 		run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: contract.PackageUpdatesID(*name), TaskQueue: contract.PublishQueue,
+			ID: contract.PackageUpdatesWorkflowID(*name), TaskQueue: contract.TaskQueue,
 			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			TypedSearchAttributes:    temporal.NewSearchAttributes(contract.PackageKey.ValueSet(*name)),
 			StaticSummary:            "Publish new versions of " + *name,
-		}, contract.PackageUpdatesWorkflow, in)
+		}, contract.WorkflowTypePackageUpdates, in)
 	}
 	if err != nil {
 		cli.Exit(cli.ExitUnavailable, "publish: start: %v", err)

@@ -69,7 +69,7 @@ func handToLanes(ctx workflow.Context, in *contract.UpdatesInput, checks []contr
 func handToLane(ctx workflow.Context, name string, msg contract.LaneVersions) error {
 	var err error
 	for range 3 {
-		err = workflow.SignalExternalWorkflow(ctx, contract.LaneID(name), "", contract.LaneVersionsSignal, msg).Get(ctx, nil)
+		err = workflow.SignalExternalWorkflow(ctx, contract.PackageLaneWorkflowID(name), "", contract.LaneVersionsSignal, msg).Get(ctx, nil)
 		var gone *temporal.UnknownExternalWorkflowExecutionError
 		if !errors.As(err, &gone) {
 			return err // delivered, or a failure to report
@@ -87,7 +87,7 @@ func handToLane(ctx workflow.Context, name string, msg contract.LaneVersions) er
 			return err
 		}
 	}
-	return fmt.Errorf("lane %s: neither signalled nor started after 3 tries: %w", contract.LaneID(name), err)
+	return fmt.Errorf("lane %s: neither signalled nor started after 3 tries: %w", contract.PackageLaneWorkflowID(name), err)
 }
 
 // outcomes counts the lanes' reports to a waiting check.

@@ -15,7 +15,7 @@ import (
 
 // PackageLane runs one package's versions one after another, in the order
 // they were handed to it (oldest first), so each can reuse what the previous
-// one processed. Its workflow ID is LaneID(name): checks add versions to the
+// one processed. Its workflow ID is PackageLaneWorkflowID(name): checks add versions to the
 // running lane by signal, or start it with them. Its queue is the durable
 // record of the package's order once the check that found the versions has
 // moved on. A slow or failing version holds up only this lane; a failed one
@@ -199,8 +199,8 @@ func (l *lane) setDetails(ctx workflow.Context) {
 // versions; it outlives the check.
 func laneOptions(name string) workflow.ChildWorkflowOptions {
 	return workflow.ChildWorkflowOptions{
-		WorkflowID:            contract.LaneID(name),
-		TaskQueue:             contract.PublishQueue,
+		WorkflowID:            contract.PackageLaneWorkflowID(name),
+		TaskQueue:             contract.TaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowTaskTimeout:   10 * time.Second,

@@ -111,7 +111,7 @@ func PackageUpdates(ctx workflow.Context, in contract.UpdatesInput) (*contract.U
 	}
 	if lanes && !in.Wait {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("checked %d packages: %d new versions handed to their packages' lanes (%s…), %d problems",
-			st.Checked, st.Queued, contract.LaneID(""), len(st.Problems)))
+			st.Checked, st.Queued, contract.PackageLaneWorkflowID(""), len(st.Problems)))
 		return st, nil
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("checked %d packages: %d new versions, %d published, %d already published or in progress, %d failed",
@@ -192,8 +192,8 @@ func publishNewVersions(ctx workflow.Context, in contract.UpdatesInput, checks [
 // a published one never), findable by Package and Version.
 func PublishChildOptions(name, version string) workflow.ChildWorkflowOptions {
 	return workflow.ChildWorkflowOptions{
-		WorkflowID:            contract.PublishID(name, version),
-		TaskQueue:             contract.PublishQueue,
+		WorkflowID:            contract.PublishVersionWorkflowID(name, version),
+		TaskQueue:             contract.TaskQueue,
 		WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
 		// A version finishes even if the check that found it is terminated.
 		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,

@@ -224,7 +224,7 @@ func TestPackageUpdatesOnlyAndPackages(t *testing.T) {
 			if st.Packages != len(tt.checked) || st.Published != 1 {
 				t.Errorf("stats %+v", st)
 			}
-			in := children.inputs[contract.PublishID("b", "1.0.0")]
+			in := children.inputs[contract.PublishVersionWorkflowID("b", "1.0.0")]
 			if want := tt.packages["b"]; (in.Package == nil) != (want == nil) || (want != nil && !reflect.DeepEqual(*in.Package, *want)) {
 				t.Errorf("child got package %+v, want %+v", in.Package, want)
 			}
@@ -393,7 +393,7 @@ func TestPackageUpdatesCapsListedProblems(t *testing.T) {
 
 func TestPublishChildOptions(t *testing.T) {
 	o := publish.PublishChildOptions("pkg", "1.0.0")
-	if o.WorkflowID != "publish/pkg@1.0.0" || o.TaskQueue != contract.PublishQueue {
+	if o.WorkflowID != "publish/pkg@1.0.0" || o.TaskQueue != contract.TaskQueue {
 		t.Errorf("options %+v", o)
 	}
 	if v, ok := o.TypedSearchAttributes.GetKeyword(contract.PackageKey); !ok || v != "pkg" {
@@ -402,7 +402,7 @@ func TestPublishChildOptions(t *testing.T) {
 	if v, ok := o.TypedSearchAttributes.GetKeyword(contract.VersionKey); !ok || v != "1.0.0" {
 		t.Errorf("Version attribute %q %v", v, ok)
 	}
-	if contract.BatchID("pkg", "1.0.0", 12) != "publish/pkg@1.0.0/batch-12" {
-		t.Errorf("BatchID %q", contract.BatchID("pkg", "1.0.0", 12))
+	if contract.ProcessBatchWorkflowID("pkg", "1.0.0", 12) != "publish/pkg@1.0.0/batch-12" {
+		t.Errorf("ProcessBatchWorkflowID %q", contract.ProcessBatchWorkflowID("pkg", "1.0.0", 12))
 	}
 }

@@ -21,7 +21,7 @@ const historyBudget = 10000
 
 // PublishVersion downloads one version, fans its files out to batch children
 // on the compress pool, waits for their completion signals, and publishes.
-// Its workflow ID is PublishID(name, version).
+// Its workflow ID is PublishVersionWorkflowID(name, version).
 func PublishVersion(ctx workflow.Context, in contract.PublishInput) (_ *contract.PublishOutput, err error) {
 	name, version := in.Name, in.Version
 	defer func() {
