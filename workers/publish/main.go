@@ -24,9 +24,6 @@ func main() {
 	var cfg publishacts.PublishConfig
 	cfg.RegisterFlags(fs)
 	_ = fs.Parse(os.Args[1:])
-	if opts.TaskQueue == contract.TaskQueue {
-		opts.AlsoServe = []string{contract.LegacyPublishQueue}
-	}
 	log := workerhost.Logger("publish")
 	acts, err := cfg.Build(context.Background())
 	workerhost.Fatal(log, err)

@@ -26,10 +26,6 @@ const (
 	TaskQueue = "publish"
 	// CompressTaskQueue runs the CPU-bound per-file work; scale it alone.
 	CompressTaskQueue = "compress"
-	// LegacyPublishQueue is TaskQueue's name before the layout change.
-	// The publish pool also polls it, so runs started before a deploy of
-	// the new name still finish.
-	LegacyPublishQueue = "pipeline"
 )
 
 // Workflow types.

@@ -18,11 +18,6 @@ type UpdatesInput struct {
 	Packages []catalog.Package `json:"packages,omitempty"`
 	// CheckBatch is how many packages one check activity handles.
 	CheckBatch int `json:"checkBatch,omitempty"`
-	// MaxParallelVersions bounded versions publishing at once when a check
-	// waited for them. Checks now hand versions to their packages' lanes and
-	// move on; only runs started before that (GetVersion "version-lanes")
-	// still read it.
-	MaxParallelVersions int `json:"maxParallelVersions,omitempty"`
 	// Wait makes the check wait until every version it handed to a lane has
 	// ended, and count how (the publish starter waits; the Schedule does not).
 	Wait bool `json:"wait,omitempty"`
