@@ -61,7 +61,7 @@ func (l *lane) run(ctx workflow.Context) (*contract.LaneStats, error) {
 		outcome := l.publish(ctx, next.VersionRef)
 		l.running = false
 		l.Queue = l.Queue[1:]
-		l.count(outcome)
+		l.Stats.Count(outcome)
 		l.reply(ctx, next.ReplyTo, outcome)
 	}
 }
@@ -129,28 +129,6 @@ func (l *lane) enqueue(ctx workflow.Context, v contract.LaneVersions) {
 			l.reply(ctx, []string{v.ReplyTo}, contract.VersionOutcome{Name: ref.Name, Version: ref.Version, Outcome: contract.OutcomeInProgress})
 		default:
 			l.Queue[i].ReplyTo = append(l.Queue[i].ReplyTo, v.ReplyTo)
-		}
-	}
-}
-
-func (l *lane) count(o contract.VersionOutcome) {
-	s := &l.Stats
-	switch o.Outcome {
-	case contract.OutcomePublished:
-		s.Published++
-	case contract.OutcomeAlreadyPublished:
-		s.AlreadyPublished++
-	case contract.OutcomeInProgress:
-		s.InProgress++
-	case contract.OutcomeSkipped:
-		s.Skipped++
-		if len(s.Skips) < maxListedProblems {
-			s.Skips = append(s.Skips, o.Name+"@"+o.Version+": "+o.Error)
-		}
-	default:
-		s.Failed++
-		if len(s.Failures) < maxListedProblems {
-			s.Failures = append(s.Failures, o.Error)
 		}
 	}
 }

@@ -12,7 +12,8 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
-const maxListedProblems = 20
+// maxListedProblems bounds the problems and failures a summary lists.
+const maxListedProblems = contract.MaxListed
 
 // parallelChecks is how many CheckPackages batches a check runs at once.
 const parallelChecks = 4

@@ -61,7 +61,7 @@ func TestPackageUpdates(t *testing.T) {
 
 	want := contract.UpdatesStats{
 		Packages: 6, Checked: 6, NotModified: 1, NewVersions: 8, Queued: 8,
-		Published: 5, AlreadyPublished: 2, InProgress: 0, Failed: 1,
+		Outcomes: contract.Outcomes{Published: 5, AlreadyPublished: 2, InProgress: 0, Failed: 1},
 		Problems: []string{"beta: invalid package: no fileMap"},
 	}
 	failures := st.Failures
@@ -291,7 +291,7 @@ func TestPackageUpdatesProgressQuery(t *testing.T) {
 	}, 30*time.Minute)
 	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{Only: []string{"a"}, Wait: true})
 	updatesResult(t, env)
-	want := contract.UpdatesStats{Packages: 1, Checked: 1, NewVersions: 2, Queued: 2, Published: 1}
+	want := contract.UpdatesStats{Packages: 1, Checked: 1, NewVersions: 2, Queued: 2, Outcomes: contract.Outcomes{Published: 1}}
 	if !reflect.DeepEqual(mid, want) {
 		t.Errorf("progress %+v, want %+v", mid, want)
 	}
