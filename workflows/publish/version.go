@@ -81,9 +81,10 @@ func (v *version) run(ctx workflow.Context) (*contract.PublishOutput, error) {
 	}
 
 	if err := v.awaitBatches(ctx); err != nil {
-		if workflow.GetVersion(ctx, "cancel-batches-on-failure", workflow.DefaultVersion, 1) == 1 {
-			cancelOutstanding(ctx, v.in, v.st)
-		}
+		// Every run without this (and without the stall watchdog) ran on the
+		// retired pipeline queue: version 1 is the only one left.
+		workflow.GetVersion(ctx, "cancel-batches-on-failure", 1, 1)
+		cancelOutstanding(ctx, v.in, v.st)
 		return nil, err
 	}
 	if v.st.DoneCount() < v.st.Plan.Batches {
@@ -188,10 +189,9 @@ func (v *version) awaitBatches(ctx workflow.Context) error {
 		c.Receive(ctx, &d)
 		v.record(d)
 	})
-	if workflow.GetVersion(ctx, "stall-watchdog", workflow.DefaultVersion, 1) == 1 {
-		v.lastDone, v.idleChecks = st.DoneCount(), 0
-		v.armStallCheck(ctx)
-	}
+	workflow.GetVersion(ctx, "stall-watchdog", 1, 1) // see cancel-batches-on-failure
+	v.lastDone, v.idleChecks = st.DoneCount(), 0
+	v.armStallCheck(ctx)
 	for st.DoneCount() < st.Plan.Batches {
 		for st.Started < st.Plan.Batches && st.Started-st.DoneCount() < window {
 			v.launch(ctx, st.Started)
