@@ -30,6 +30,12 @@ func listCatalog(ctx workflow.Context) (names []string, err error) {
 	return names, err
 }
 
+// checkPackages is started, not awaited: a check runs several at once and
+// takes their results (a []contract.PackageCheck each) in order.
+func checkPackages(ctx workflow.Context, refs []contract.PackageRef) workflow.Future {
+	return workflow.ExecuteActivity(ctx, contract.CheckPackagesActivity, refs)
+}
+
 func stageVersion(ctx workflow.Context, ref contract.VersionRef) (plan contract.PlanSummary, err error) {
 	err = workflow.ExecuteActivity(ctx, contract.StageVersionActivity, ref).Get(ctx, &plan)
 	return plan, err

@@ -79,7 +79,7 @@ func PackageUpdates(ctx workflow.Context, in contract.UpdatesInput) (*contract.U
 			for _, n := range in.Names[next:end] {
 				refs = append(refs, contract.PackageRef{Name: n, Package: sent[n]})
 			}
-			group = append(group, pending{end, workflow.ExecuteActivity(ctx, contract.CheckPackagesActivity, refs)})
+			group = append(group, pending{end, checkPackages(ctx, refs)})
 			next = end
 		}
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("checking packages %d–%d of %d; %d new versions so far, %d published, %d failed",
