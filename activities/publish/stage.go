@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/plan"
 	"github.com/edgeflow/edgeflow/internal/publish/registry"
+	"github.com/edgeflow/edgeflow/internal/publish/release"
 	"github.com/edgeflow/edgeflow/internal/publish/tarx"
 	"github.com/edgeflow/edgeflow/internal/publish/transform"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
@@ -317,12 +317,8 @@ func (a *Publish) resolveDist(ctx context.Context, pkg catalog.Package, in contr
 // An archive over the size bound, or whose complete body has another digest
 // than the registry's, fails the version for good.
 func (a *Publish) fetchVerified(ctx context.Context, prog *progressBeat, pkg catalog.Package, version string, dist registry.Dist, dst string) error {
-	token := ""
-	if pkg.Autoupdate.Source == catalog.SourceGit && a.GitHub != nil && sameHost(dist.Tarball, a.GitHub.BaseURL) {
-		// The token goes only to the GitHub API, never to a URL a request named.
-		token = a.GitHub.Token
-	}
-	err := registry.Download(ctx, a.HTTP, dist, token, dst, a.MaxTarballBytes, func(n int64) { prog.advance("downloading", n) })
+	src := release.Sources{NPM: a.NPM, GitHub: a.GitHub, HTTP: a.HTTP, MaxBytes: a.MaxTarballBytes}
+	err := src.FetchVerified(ctx, pkg, dist, dst, func(n int64) { prog.advance("downloading", n) })
 	var tooLarge *registry.TooLargeError
 	var mismatch *registry.IntegrityError
 	switch {
@@ -334,12 +330,6 @@ func (a *Publish) fetchVerified(ctx context.Context, prog *progressBeat, pkg cat
 		return fmt.Errorf("download %s: %w", pkg.Name, err)
 	}
 	return nil
-}
-
-func sameHost(a, b string) bool {
-	ua, errA := url.Parse(a)
-	ub, errB := url.Parse(b)
-	return errA == nil && errB == nil && ua.Host != "" && strings.EqualFold(ua.Host, ub.Host)
 }
 
 func (a *Publish) putFile(ctx context.Context, prog *progressBeat, bucket, key, path, contentType string) error {

@@ -278,7 +278,7 @@ func publishedOnce(t *testing.T, names []string, version string) int64 {
 		var token []byte
 		for {
 			resp, err := env.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-				Query: `WorkflowType = "` + contract.PublishVersionWorkflow + `" AND ExecutionStatus = "Completed"`, NextPageToken: token})
+				Query: `WorkflowType = "` + contract.WorkflowTypePublishVersion + `" AND ExecutionStatus = "Completed"`, NextPageToken: token})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -296,7 +296,7 @@ func publishedOnce(t *testing.T, names []string, version string) int64 {
 			}
 		}
 		for _, name := range names {
-			if counts[contract.PublishID(name, version)] == 0 {
+			if counts[contract.PublishVersionWorkflowID(name, version)] == 0 {
 				return false, "no publishing run yet for " + name
 			}
 		}
@@ -304,7 +304,7 @@ func publishedOnce(t *testing.T, names []string, version string) int64 {
 	})
 	var wrong int64
 	for _, name := range names {
-		if n := counts[contract.PublishID(name, version)]; n != 1 {
+		if n := counts[contract.PublishVersionWorkflowID(name, version)]; n != 1 {
 			t.Errorf("%s@%s published by %d runs, want exactly one", name, version, n)
 			wrong++
 		}

@@ -96,8 +96,8 @@ func TestPublishUnderFaults(t *testing.T) {
 	// The check that finds the new versions and waits for them all.
 	checkStarted := time.Now()
 	updatesID := fmt.Sprintf("chaos-updates-%d", time.Now().UnixNano())
-	if _, err := env.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: updatesID, TaskQueue: contract.PublishQueue},
-		contract.PackageUpdatesWorkflow, contract.UpdatesInput{Only: names, Wait: true}); err != nil {
+	if _, err := env.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: updatesID, TaskQueue: contract.TaskQueue},
+		contract.WorkflowTypePackageUpdates, contract.UpdatesInput{Only: names, Wait: true}); err != nil {
 		t.Fatal(err)
 	}
 	killCap := kills

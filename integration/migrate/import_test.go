@@ -56,7 +56,7 @@ func TestCatalogImportServesTheOldCDNByteForByte(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(catalogDir, "l", "lib-a.json"), []byte(entry), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pw := worker.New(env.Client, publish.PublishQueue, worker.Options{})
+	pw := worker.New(env.Client, publish.TaskQueue, worker.Options{})
 	pubacts.RegisterPublish(pw, &pubacts.Publish{Stores: pubacts.Stores{Primary: env.Store, Mirror: env.Store, Buckets: buckets}, CatalogDir: catalogDir})
 	if err := pw.Start(); err != nil {
 		t.Fatal(err)

@@ -172,8 +172,8 @@ func seed(b *testing.B, ctx context.Context, pub *publishacts.Publish, pkgs []ca
 // hands to lanes) and returns its stats.
 func runCheck(b *testing.B, ctx context.Context, id string) contract.UpdatesStats {
 	b.Helper()
-	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: contract.PublishQueue},
-		contract.PackageUpdatesWorkflow, contract.UpdatesInput{})
+	run, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: contract.TaskQueue},
+		contract.WorkflowTypePackageUpdates, contract.UpdatesInput{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestStuckVersionHoldsOnlyItsOwnPackage(t *testing.T) {
 	sched := env.Client.ScheduleClient().GetHandle(ctx, scheduleID)
 	t.Cleanup(func() {
 		_ = sched.Delete(context.Background())
-		for _, id := range []string{contract.PublishID("stuck", "1.1.0"), contract.LaneID("stuck")} {
+		for _, id := range []string{contract.PublishVersionWorkflowID("stuck", "1.1.0"), contract.PackageLaneWorkflowID("stuck")} {
 			_ = env.Client.TerminateWorkflow(context.Background(), id, "", "test over")
 		}
 	})
@@ -97,7 +97,7 @@ func TestStuckVersionHoldsOnlyItsOwnPackage(t *testing.T) {
 	eventually(t, 2*time.Minute, "the next check publishes other@2.0.0", func() (bool, string) {
 		return slices.Contains(listed("other"), "2.0.0"), fmt.Sprint(listed("other"))
 	})
-	d, err := env.Client.DescribeWorkflow(ctx, contract.PublishID("stuck", "1.1.0"), "")
+	d, err := env.Client.DescribeWorkflow(ctx, contract.PublishVersionWorkflowID("stuck", "1.1.0"), "")
 	if err != nil {
 		t.Fatalf("stuck@1.1.0 should still be retrying Materialize: %v", err)
 	}
@@ -107,7 +107,7 @@ func TestStuckVersionHoldsOnlyItsOwnPackage(t *testing.T) {
 	// The package's order holds: 1.2.0 waits in the lane behind 1.1.0.
 	var p contract.LaneProgress
 	eventually(t, time.Minute, "stuck@1.2.0 waits in its lane", func() (bool, string) {
-		v, err := env.Client.QueryWorkflow(ctx, contract.LaneID("stuck"), "", contract.ProgressQuery)
+		v, err := env.Client.QueryWorkflow(ctx, contract.PackageLaneWorkflowID("stuck"), "", contract.ProgressQuery)
 		if err == nil {
 			err = v.Get(&p)
 		}
@@ -117,7 +117,7 @@ func TestStuckVersionHoldsOnlyItsOwnPackage(t *testing.T) {
 		t.Error("stuck@1.2.0 published before stuck@1.1.0 ended")
 	}
 	// other's run and lane end on their own (stuck's are ended above).
-	for _, id := range []string{contract.PublishID("other", "2.0.0"), contract.LaneID("other")} {
+	for _, id := range []string{contract.PublishVersionWorkflowID("other", "2.0.0"), contract.PackageLaneWorkflowID("other")} {
 		if err := env.Client.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
 			t.Errorf("%s: %v", id, err)
 		}

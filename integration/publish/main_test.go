@@ -74,13 +74,13 @@ func setUpStack(t testing.TB) {
 // registrations, if any) and the compress pool until the test ends.
 func startPools(t testing.TB, pub *publishacts.Publish, override func(worker.Worker)) {
 	t.Helper()
-	pool := worker.New(env.Client, contract.PublishQueue, worker.Options{})
+	pool := worker.New(env.Client, contract.TaskQueue, worker.Options{})
 	publish.Register(pool)
 	publishacts.RegisterPublish(pool, pub)
 	if override != nil {
 		override(pool)
 	}
-	compress := worker.New(env.Client, contract.CompressQueue, worker.Options{MaxConcurrentActivityExecutionSize: 4})
+	compress := worker.New(env.Client, contract.CompressTaskQueue, worker.Options{MaxConcurrentActivityExecutionSize: 4})
 	publishacts.RegisterCompress(compress, squash)
 	for _, w := range []worker.Worker{pool, compress} {
 		if err := w.Start(); err != nil {
@@ -93,7 +93,7 @@ func startPools(t testing.TB, pub *publishacts.Publish, override func(worker.Wor
 // publishOnce runs PublishVersion for one version and waits for it.
 func publishOnce(ctx context.Context, pkg catalog.Package, version string) (*contract.PublishOutput, error) {
 	run, err := env.Client.ExecuteWorkflow(ctx, versionStart(pkg.Name, version),
-		contract.PublishVersionWorkflow, contract.PublishInput{VersionRef: contract.VersionRef{
+		contract.WorkflowTypePublishVersion, contract.PublishInput{VersionRef: contract.VersionRef{
 			PackageRef: contract.PackageRef{Name: pkg.Name, Package: &pkg}, Version: version}})
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func publishOnce(ctx context.Context, pkg catalog.Package, version string) (*con
 // publish starter do.
 func versionStart(name, version string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
-		ID: contract.PublishID(name, version), TaskQueue: contract.PublishQueue, WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
+		ID: contract.PublishVersionWorkflowID(name, version), TaskQueue: contract.TaskQueue, WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
 		TypedSearchAttributes: contract.VersionAttributes(name, version),
 	}
 }

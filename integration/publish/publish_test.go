@@ -64,7 +64,7 @@ func runPublish(t *testing.T, ref contract.VersionRef, mutate func(*contract.Pub
 	if mutate != nil {
 		mutate(&in)
 	}
-	run, err := env.Client.ExecuteWorkflow(testContext(t), versionStart(ref.Name, ref.Version), contract.PublishVersionWorkflow, in)
+	run, err := env.Client.ExecuteWorkflow(testContext(t), versionStart(ref.Name, ref.Version), contract.WorkflowTypePublishVersion, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func runPublish(t *testing.T, ref contract.VersionRef, mutate func(*contract.Pub
 func runUpdates(t *testing.T, id string, in contract.UpdatesInput) contract.UpdatesStats {
 	t.Helper()
 	in.Wait = true
-	run, err := env.Client.ExecuteWorkflow(testContext(t), client.StartWorkflowOptions{ID: id, TaskQueue: contract.PublishQueue}, contract.PackageUpdatesWorkflow, in)
+	run, err := env.Client.ExecuteWorkflow(testContext(t), client.StartWorkflowOptions{ID: id, TaskQueue: contract.TaskQueue}, contract.WorkflowTypePackageUpdates, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,8 +277,8 @@ func TestPublishEndToEnd(t *testing.T) {
 	}
 	// And a run that gets past the ID (say, after its history was deleted) finds
 	// the version document and stops at once.
-	if _, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "republish-demo-1.0.0", TaskQueue: contract.PublishQueue},
-		contract.PublishVersionWorkflow, contract.PublishInput{VersionRef: contract.VersionRef{PackageRef: contract.PackageRef{Name: "demo", Package: &pkg}, Version: "1.0.0"}}); err != nil {
+	if _, err := env.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "republish-demo-1.0.0", TaskQueue: contract.TaskQueue},
+		contract.WorkflowTypePublishVersion, contract.PublishInput{VersionRef: contract.VersionRef{PackageRef: contract.PackageRef{Name: "demo", Package: &pkg}, Version: "1.0.0"}}); err != nil {
 		t.Fatal(err)
 	}
 	var direct contract.PublishOutput

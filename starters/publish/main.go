@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -32,6 +33,12 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
+// options are the starter's flags.
+type options struct {
+	name, version, catalogDir, edgeURL string
+	follow, asJSON, detach             bool
+}
+
 func main() {
 	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
 	fs.Usage = func() {
@@ -42,128 +49,164 @@ func main() {
 	}
 	var tc config.Temporal
 	tc.RegisterFlags(fs)
-	name := fs.String("package", "", "package name (required)")
-	version := fs.String("version", "", "publish exactly this version")
-	catalogDir := fs.String("catalog", "", "read the package file from this catalog and send it with the request")
-	follow := fs.Bool("follow", false, "show live progress")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	detach := fs.Bool("detach", false, "start and return without waiting")
-	edgeURL := fs.String("check-edge", config.Env("EDGE_URL", ""), "after publishing a --version, check that this edge serves it, e.g. http://127.0.0.1:8080 (env EDGE_URL); the request joins the run's trace")
+	var o options
+	fs.StringVar(&o.name, "package", "", "package name (required)")
+	fs.StringVar(&o.version, "version", "", "publish exactly this version")
+	fs.StringVar(&o.catalogDir, "catalog", "", "read the package file from this catalog and send it with the request")
+	fs.BoolVar(&o.follow, "follow", false, "show live progress")
+	fs.BoolVar(&o.asJSON, "json", false, "print the result as JSON")
+	fs.BoolVar(&o.detach, "detach", false, "start and return without waiting")
+	fs.StringVar(&o.edgeURL, "check-edge", config.Env("EDGE_URL", ""), "after publishing a --version, check that this edge serves it, e.g. http://127.0.0.1:8080 (env EDGE_URL); the request joins the run's trace")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		cli.Finish(cli.ExitUsage)
 	}
-	if *name == "" {
+	if o.name == "" {
 		fs.Usage()
 		cli.Exit(cli.ExitUsage, "publish: --package is required")
 	}
-	var pkg *catalog.Package
-	if *catalogDir != "" {
-		// Found by its name field, as the workers' catalog is read; only
-		// errors stop it (catalog validate shows the warnings).
-		p, err := catalog.Find(*catalogDir, *name)
-		if err != nil {
-			cli.Exit(cli.ExitUsage, "publish: %v", err)
-		}
-		pkg = &p
+	pkg, err := loadPackage(o)
+	if err != nil {
+		cli.Exit(cli.ExitUsage, "publish: %v", err)
 	}
-	target := *name
-	if *version != "" {
-		target += "@" + *version
+	target := o.name
+	if o.version != "" {
+		target += "@" + o.version
 	}
 	// Tracing first: the client takes the tracing interceptor when dialled.
 	ctx := cli.Trace(context.Background(), "edgeflow-publish-starter", "publish "+target,
-		attribute.String("package", *name), attribute.String("version", *version))
+		attribute.String("package", o.name), attribute.String("version", o.version))
 	c, err := tc.Dial(nil)
 	if err != nil {
 		cli.Exit(cli.ExitUnavailable, "publish: %v", err)
 	}
 	defer c.Close()
 
-	var run client.WorkflowRun
-	if *version != "" {
-		ref := contract.VersionRef{PackageRef: contract.PackageRef{Name: *name, Package: pkg}, Version: *version}
-		run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: contract.PublishID(*name, *version), TaskQueue: contract.PublishQueue, WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
-			// A run already publishing this version is followed, not duplicated.
-			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			TypedSearchAttributes:    contract.VersionAttributes(*name, *version), StaticSummary: contract.PublishSummary(*name, *version),
-		}, contract.PublishVersionWorkflow, contract.PublishInput{VersionRef: ref})
-	} else {
-		// Waits for the versions the check hands to the package's lane.
-		in := contract.UpdatesInput{Only: []string{*name}, Wait: true}
-		if pkg != nil {
-			in.Packages = []catalog.Package{*pkg}
-		}
-		run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: contract.PackageUpdatesID(*name), TaskQueue: contract.PublishQueue,
-			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			TypedSearchAttributes:    temporal.NewSearchAttributes(contract.PackageKey.ValueSet(*name)),
-			StaticSummary:            "Publish new versions of " + *name,
-		}, contract.PackageUpdatesWorkflow, in)
-	}
+	opts, workflowType, input := request(o, pkg)
+	run, err := c.ExecuteWorkflow(ctx, opts, workflowType, input)
 	if err != nil {
 		cli.Exit(cli.ExitUnavailable, "publish: start: %v", err)
 	}
-	if !*asJSON {
+	if !o.asJSON {
 		fmt.Fprintf(os.Stderr, "started %s\n  %s\n", run.GetID(), cli.WorkflowURL(tc.Namespace, run.GetID()))
 	}
-	if *detach {
-		if *asJSON {
+	if o.detach {
+		if o.asJSON {
 			cli.PrintJSON(map[string]string{"workflowId": run.GetID(), "runId": run.GetRunID()})
 		}
 		cli.Finish(cli.ExitOK)
 	}
-	stop := make(chan struct{})
-	if *follow {
-		go followProgress(ctx, c, run, *version != "", stop)
+	cli.Finish(await(ctx, c, run, o))
+}
+
+// loadPackage reads the package file from --catalog, if given. It is found
+// by its name field, as the workers' catalog is read; only errors stop it
+// (catalog validate shows the warnings).
+func loadPackage(o options) (*catalog.Package, error) {
+	if o.catalogDir == "" {
+		return nil, nil
 	}
-	code := cli.ExitOK
-	var result any
-	if *version != "" {
-		var out contract.PublishOutput
-		err = run.Get(ctx, &out)
-		result = out
-		if err == nil && !*asJSON {
-			close(stop)
-			stop = nil
-			printVersion(*name, *version, out)
-		}
-		if err == nil && *edgeURL != "" && out.SkipReason == "" {
-			if cerr := checkEdge(ctx, *edgeURL, *name, *version); cerr != nil {
-				cli.Exit(cli.ExitFailed, "publish: %v", cerr)
-			} else if !*asJSON {
-				fmt.Printf("the edge at %s serves %s@%s\n", *edgeURL, *name, *version)
-			}
-		}
-	} else {
-		var out contract.UpdatesStats
-		err = run.Get(ctx, &out)
-		result = out
-		if err == nil && out.Failed > 0 {
-			code = cli.ExitFailed
-		}
-		if err == nil && len(out.Problems) > 0 && out.NewVersions == 0 {
-			code = cli.ExitFailed
-		}
-		if err == nil && !*asJSON {
-			close(stop)
-			stop = nil
-			printUpdates(*name, out)
-		}
-	}
-	if stop != nil {
-		close(stop)
-	}
+	p, err := catalog.Find(o.catalogDir, o.name)
 	if err != nil {
-		if *asJSON {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// request is the run to start: one version's PublishVersion, or a check of
+// the package that waits for the versions it hands to the package's lane.
+// Either way a run already under that ID is followed, not duplicated.
+func request(o options, pkg *catalog.Package) (client.StartWorkflowOptions, string, any) {
+	if o.version != "" {
+		ref := contract.VersionRef{PackageRef: contract.PackageRef{Name: o.name, Package: pkg}, Version: o.version}
+		return client.StartWorkflowOptions{
+			ID: contract.PublishVersionWorkflowID(o.name, o.version), TaskQueue: contract.TaskQueue, WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
+			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			TypedSearchAttributes:    contract.VersionAttributes(o.name, o.version), StaticSummary: contract.PublishSummary(o.name, o.version),
+		}, contract.WorkflowTypePublishVersion, contract.PublishInput{VersionRef: ref}
+	}
+	in := contract.UpdatesInput{Only: []string{o.name}, Wait: true}
+	if pkg != nil {
+		in.Packages = []catalog.Package{*pkg}
+	}
+	return client.StartWorkflowOptions{
+		ID: contract.PackageUpdatesWorkflowID(o.name), TaskQueue: contract.TaskQueue,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(contract.PackageKey.ValueSet(o.name)),
+		StaticSummary:            "Publish new versions of " + o.name,
+	}, contract.WorkflowTypePackageUpdates, in
+}
+
+// await waits for the run, prints its result and returns the exit code; a
+// failed run exits at once.
+func await(ctx context.Context, c client.Client, run client.WorkflowRun, o options) int {
+	stopFollowing := func() {}
+	if o.follow {
+		stop := make(chan struct{})
+		go followProgress(ctx, c, run, o.version != "", stop)
+		var once sync.Once
+		// The bar ends before the result is printed.
+		stopFollowing = func() { once.Do(func() { close(stop) }) }
+	}
+	var result any
+	code := cli.ExitOK
+	var err error
+	if o.version != "" {
+		result, err = awaitVersion(ctx, run, o, stopFollowing)
+	} else {
+		result, code, err = awaitUpdates(ctx, run, o, stopFollowing)
+	}
+	stopFollowing()
+	if err != nil {
+		if o.asJSON {
 			cli.PrintJSON(map[string]string{"workflowId": run.GetID(), "error": rootCause(err)})
 		}
 		cli.Exit(cli.ExitFailed, "publish: %s failed: %s", run.GetID(), rootCause(err))
 	}
-	if *asJSON {
+	if o.asJSON {
 		cli.PrintJSON(result)
 	}
-	cli.Finish(code)
+	return code
+}
+
+func awaitVersion(ctx context.Context, run client.WorkflowRun, o options, stopFollowing func()) (contract.PublishOutput, error) {
+	var out contract.PublishOutput
+	if err := run.Get(ctx, &out); err != nil {
+		return out, err
+	}
+	if !o.asJSON {
+		stopFollowing()
+		printVersion(o.name, o.version, out)
+	}
+	if o.edgeURL != "" && out.SkipReason == "" {
+		if err := checkEdge(ctx, o.edgeURL, o.name, o.version); err != nil {
+			cli.Exit(cli.ExitFailed, "publish: %v", err)
+		}
+		if !o.asJSON {
+			fmt.Printf("the edge at %s serves %s@%s\n", o.edgeURL, o.name, o.version)
+		}
+	}
+	return out, nil
+}
+
+func awaitUpdates(ctx context.Context, run client.WorkflowRun, o options, stopFollowing func()) (contract.UpdatesStats, int, error) {
+	var out contract.UpdatesStats
+	if err := run.Get(ctx, &out); err != nil {
+		return out, cli.ExitOK, err
+	}
+	if !o.asJSON {
+		stopFollowing()
+		printUpdates(o.name, out)
+	}
+	return out, updatesExitCode(out), nil
+}
+
+// updatesExitCode fails a check when a version failed, or when the package
+// had problems and no new version came of it.
+func updatesExitCode(s contract.UpdatesStats) int {
+	if s.Failed > 0 || (len(s.Problems) > 0 && s.NewVersions == 0) {
+		return cli.ExitFailed
+	}
+	return cli.ExitOK
 }
 
 // checkEdge asks the edge for the version's API document, carrying the

@@ -21,7 +21,7 @@ import (
 func main() {
 	fs := flag.NewFlagSet("compress", flag.ExitOnError)
 	var opts workerhost.Options
-	opts.RegisterFlags(fs, contract.CompressQueue, 2*runtime.GOMAXPROCS(0), "8092")
+	opts.RegisterFlags(fs, contract.CompressTaskQueue, 2*runtime.GOMAXPROCS(0), "8092")
 	var cfg publishacts.CompressConfig
 	cfg.RegisterFlags(fs)
 	_ = fs.Parse(os.Args[1:])

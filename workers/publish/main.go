@@ -20,13 +20,10 @@ import (
 func main() {
 	fs := flag.NewFlagSet("publish", flag.ExitOnError)
 	var opts workerhost.Options
-	opts.RegisterFlags(fs, contract.PublishQueue, 32, "8091")
+	opts.RegisterFlags(fs, contract.TaskQueue, 32, "8091")
 	var cfg publishacts.PublishConfig
 	cfg.RegisterFlags(fs)
 	_ = fs.Parse(os.Args[1:])
-	if opts.TaskQueue == contract.PublishQueue {
-		opts.AlsoServe = []string{contract.LegacyPublishQueue}
-	}
 	log := workerhost.Logger("publish")
 	acts, err := cfg.Build(context.Background())
 	workerhost.Fatal(log, err)

@@ -64,7 +64,7 @@ func TestCatalogImportWritesNoMetadataAfterFailures(t *testing.T) {
 
 // The two contracts describe the rebuild activity alike.
 func TestRebuildTypesMatchPublishContract(t *testing.T) {
-	if contract.RebuildMetadataActivity != publish.RebuildMetadataActivity || contract.PublishQueue != publish.PublishQueue {
+	if contract.RebuildMetadataActivity != publish.RebuildMetadataActivity || contract.PublishQueue != publish.TaskQueue {
 		t.Fatal("activity or queue names differ")
 	}
 	want := publish.RebuildResult{Packages: 1, Versions: 2, Files: 3, Bytes: 4, AlreadyPublished: 5, Skipped: []string{"x"}}

@@ -16,7 +16,7 @@ import (
 // publishOptions are the options of the publish queue's activities.
 func publishOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           contract.PublishQueue,
+		TaskQueue:           contract.TaskQueue,
 		StartToCloseTimeout: 30 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -28,6 +28,12 @@ func publishOptions(ctx workflow.Context) workflow.Context {
 func listCatalog(ctx workflow.Context) (names []string, err error) {
 	err = workflow.ExecuteActivity(ctx, contract.ListCatalogActivity).Get(ctx, &names)
 	return names, err
+}
+
+// checkPackages is started, not awaited: a check runs several at once and
+// takes their results (a []contract.PackageCheck each) in order.
+func checkPackages(ctx workflow.Context, refs []contract.PackageRef) workflow.Future {
+	return workflow.ExecuteActivity(ctx, contract.CheckPackagesActivity, refs)
 }
 
 func stageVersion(ctx workflow.Context, ref contract.VersionRef) (plan contract.PlanSummary, err error) {
@@ -52,7 +58,7 @@ func findBatchResults(ctx workflow.Context, in contract.BatchResultsInput) (foun
 // compressBatch runs on the compress queue.
 func compressBatch(ctx workflow.Context, in contract.BatchInput) (summary contract.BatchSummary, err error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: contract.CompressQueue,
+		TaskQueue: contract.CompressTaskQueue,
 		// A batch holds at most a few MB, but one file can be 25 MiB and
 		// brotli 11 runs at well under 1 MB/s per core.
 		StartToCloseTimeout: time.Hour,

@@ -12,8 +12,8 @@ import (
 
 func startBatch(ctx workflow.Context, in contract.PublishInput, plan contract.PlanSummary, batch int) workflow.ChildWorkflowFuture {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID: contract.BatchID(in.Name, in.Version, batch),
-		TaskQueue:  contract.PublishQueue,
+		WorkflowID: contract.ProcessBatchWorkflowID(in.Name, in.Version, batch),
+		TaskQueue:  contract.TaskQueue,
 		// Children outlive a continue-as-new of their version and report by signal.
 		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -33,7 +33,7 @@ func cancelOutstanding(ctx workflow.Context, in contract.PublishInput, st *contr
 	var pending []workflow.Future
 	for b := 0; b < st.Started; b++ {
 		if !st.IsDone(b) {
-			pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.BatchID(in.Name, in.Version, b), ""))
+			pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.ProcessBatchWorkflowID(in.Name, in.Version, b), ""))
 		}
 	}
 	for _, f := range pending {

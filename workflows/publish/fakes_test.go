@@ -178,13 +178,13 @@ func (b *batchChildren) mock(env *testsuite.TestWorkflowEnvironment) {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.started = append(b.started, in.Batch)
-			if want := contract.BatchID(in.Name, in.Version, in.Batch); info.WorkflowExecution.ID != want {
+			if want := contract.ProcessBatchWorkflowID(in.Name, in.Version, in.Batch); info.WorkflowExecution.ID != want {
 				b.bad = append(b.bad, fmt.Sprintf("batch %d: ID %q, want %q", in.Batch, info.WorkflowExecution.ID, want))
 			}
-			if p := info.ParentWorkflowExecution; p == nil || p.ID != contract.PublishID(in.Name, in.Version) {
+			if p := info.ParentWorkflowExecution; p == nil || p.ID != contract.PublishVersionWorkflowID(in.Name, in.Version) {
 				b.bad = append(b.bad, fmt.Sprintf("batch %d: parent %+v", in.Batch, p))
 			}
-			if info.TaskQueueName != contract.PublishQueue {
+			if info.TaskQueueName != contract.TaskQueue {
 				b.bad = append(b.bad, fmt.Sprintf("batch %d: task queue %q", in.Batch, info.TaskQueueName))
 			}
 			return &contract.BatchSummary{}, nil
@@ -225,7 +225,7 @@ func newEnv(t *testing.T, setup ...func(*fakes)) (*testsuite.TestWorkflowEnviron
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: contract.PublishID(demoRef.Name, demoRef.Version), TaskQueue: contract.PublishQueue})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: contract.PublishVersionWorkflowID(demoRef.Name, demoRef.Version), TaskQueue: contract.TaskQueue})
 	publish.Register(env)
 	f := &fakes{}
 	for _, s := range setup {

@@ -69,7 +69,7 @@ func handToLanes(ctx workflow.Context, in *contract.UpdatesInput, checks []contr
 func handToLane(ctx workflow.Context, name string, msg contract.LaneVersions) error {
 	var err error
 	for range 3 {
-		err = workflow.SignalExternalWorkflow(ctx, contract.LaneID(name), "", contract.LaneVersionsSignal, msg).Get(ctx, nil)
+		err = workflow.SignalExternalWorkflow(ctx, contract.PackageLaneWorkflowID(name), "", contract.LaneVersionsSignal, msg).Get(ctx, nil)
 		var gone *temporal.UnknownExternalWorkflowExecutionError
 		if !errors.As(err, &gone) {
 			return err // delivered, or a failure to report
@@ -87,7 +87,7 @@ func handToLane(ctx workflow.Context, name string, msg contract.LaneVersions) er
 			return err
 		}
 	}
-	return fmt.Errorf("lane %s: neither signalled nor started after 3 tries: %w", contract.LaneID(name), err)
+	return fmt.Errorf("lane %s: neither signalled nor started after 3 tries: %w", contract.PackageLaneWorkflowID(name), err)
 }
 
 // outcomes counts the lanes' reports to a waiting check.
@@ -101,30 +101,13 @@ func newOutcomes(ctx workflow.Context, in *contract.UpdatesInput) *outcomes {
 }
 
 func (o *outcomes) record(v contract.VersionOutcome) {
-	in, st := o.in, &o.in.Stats
+	in := o.in
 	i := slices.Index(in.Awaiting, v.Name+"@"+v.Version)
 	if i < 0 {
 		return // not ours, or counted already
 	}
 	in.Awaiting = slices.Delete(in.Awaiting, i, i+1)
-	switch v.Outcome {
-	case contract.OutcomePublished:
-		st.Published++
-	case contract.OutcomeAlreadyPublished:
-		st.AlreadyPublished++
-	case contract.OutcomeInProgress:
-		st.InProgress++
-	case contract.OutcomeSkipped:
-		st.Skipped++
-		if len(st.Skips) < maxListedProblems {
-			st.Skips = append(st.Skips, v.Name+"@"+v.Version+": "+v.Error)
-		}
-	default:
-		st.Failed++
-		if len(st.Failures) < maxListedProblems {
-			st.Failures = append(st.Failures, v.Error)
-		}
-	}
+	in.Stats.Count(v)
 }
 
 // drain counts every report already delivered, so that none is lost when

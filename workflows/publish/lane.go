@@ -15,7 +15,7 @@ import (
 
 // PackageLane runs one package's versions one after another, in the order
 // they were handed to it (oldest first), so each can reuse what the previous
-// one processed. Its workflow ID is LaneID(name): checks add versions to the
+// one processed. Its workflow ID is PackageLaneWorkflowID(name): checks add versions to the
 // running lane by signal, or start it with them. Its queue is the durable
 // record of the package's order once the check that found the versions has
 // moved on. A slow or failing version holds up only this lane; a failed one
@@ -61,7 +61,7 @@ func (l *lane) run(ctx workflow.Context) (*contract.LaneStats, error) {
 		outcome := l.publish(ctx, next.VersionRef)
 		l.running = false
 		l.Queue = l.Queue[1:]
-		l.count(outcome)
+		l.Stats.Count(outcome)
 		l.reply(ctx, next.ReplyTo, outcome)
 	}
 }
@@ -133,28 +133,6 @@ func (l *lane) enqueue(ctx workflow.Context, v contract.LaneVersions) {
 	}
 }
 
-func (l *lane) count(o contract.VersionOutcome) {
-	s := &l.Stats
-	switch o.Outcome {
-	case contract.OutcomePublished:
-		s.Published++
-	case contract.OutcomeAlreadyPublished:
-		s.AlreadyPublished++
-	case contract.OutcomeInProgress:
-		s.InProgress++
-	case contract.OutcomeSkipped:
-		s.Skipped++
-		if len(s.Skips) < maxListedProblems {
-			s.Skips = append(s.Skips, o.Name+"@"+o.Version+": "+o.Error)
-		}
-	default:
-		s.Failed++
-		if len(s.Failures) < maxListedProblems {
-			s.Failures = append(s.Failures, o.Error)
-		}
-	}
-}
-
 // reply tells the waiting checks how a version ended. A check that is gone
 // (terminated, or timed out) is not an error of the lane.
 func (l *lane) reply(ctx workflow.Context, to []string, o contract.VersionOutcome) {
@@ -199,8 +177,8 @@ func (l *lane) setDetails(ctx workflow.Context) {
 // versions; it outlives the check.
 func laneOptions(name string) workflow.ChildWorkflowOptions {
 	return workflow.ChildWorkflowOptions{
-		WorkflowID:            contract.LaneID(name),
-		TaskQueue:             contract.PublishQueue,
+		WorkflowID:            contract.PackageLaneWorkflowID(name),
+		TaskQueue:             contract.TaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowTaskTimeout:   10 * time.Second,

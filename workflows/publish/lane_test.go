@@ -154,7 +154,7 @@ func TestPackageLaneContinuesAsNew(t *testing.T) {
 	r.mock(env)
 	env.SetCurrentHistoryLength(200)
 	env.ExecuteWorkflow(publish.PackageLane, contract.LaneInput{Name: "lib", Queue: entries("check-1", "1.0.0", "1.1.0"),
-		Stats: contract.LaneStats{Published: 7}, HistoryBudget: 100})
+		Stats: contract.LaneStats{Outcomes: contract.Outcomes{Published: 7}}, HistoryBudget: 100})
 	var can *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("lane ended with %v, want continue-as-new", err)

@@ -167,7 +167,7 @@ func TestPublishVersionBatchFailure(t *testing.T) {
 	}
 	// Batches that had not reported are asked to stop; the finished one is not.
 	sort.Strings(f.cancelled)
-	if want := []string{contract.BatchID("demo", "1.2.3", 1), contract.BatchID("demo", "1.2.3", 2)}; !slices.Equal(f.cancelled, want) {
+	if want := []string{contract.ProcessBatchWorkflowID("demo", "1.2.3", 1), contract.ProcessBatchWorkflowID("demo", "1.2.3", 2)}; !slices.Equal(f.cancelled, want) {
 		t.Errorf("cancelled %v, want %v", f.cancelled, want)
 	}
 }

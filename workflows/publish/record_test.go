@@ -34,18 +34,18 @@ func TestRecordHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	replaytest.StartWorker(t, c, contract.PublishQueue, func(pipeline worker.Worker) {
+	replaytest.StartWorker(t, c, contract.TaskQueue, func(pipeline worker.Worker) {
 		publish.Register(pipeline)
 		registerRecordingStubs(pipeline)
 	})
-	replaytest.StartWorker(t, c, contract.CompressQueue, func(compress worker.Worker) {
+	replaytest.StartWorker(t, c, contract.CompressTaskQueue, func(compress worker.Worker) {
 		compress.RegisterActivityWithOptions(recordProcessBatch, activity.RegisterOptions{Name: contract.CompressBatchActivity})
 	})
 
 	start := func(id string, wf any, in any) client.WorkflowRun {
 		t.Helper()
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: id, TaskQueue: contract.PublishQueue,
+			ID: id, TaskQueue: contract.TaskQueue,
 			WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		}, wf, in)
 		if err != nil {
@@ -58,17 +58,17 @@ func TestRecordHistories(t *testing.T) {
 	}
 
 	// A version with reused files (Commit reports copies, Materialize runs).
-	demo := start(contract.PublishID("rec-demo", "1.0.0"), publish.PublishVersion,
+	demo := start(contract.PublishVersionWorkflowID("rec-demo", "1.0.0"), publish.PublishVersion,
 		contract.PublishInput{VersionRef: ref("rec-demo", "1.0.0"), MaxPendingBatches: 2})
 	var out contract.PublishOutput
 	if err := demo.Get(ctx, &out); err != nil || out.Result == nil || out.Processing.Files != 1+2+3 {
 		t.Fatalf("rec-demo: %+v %v", out, err)
 	}
 	replaytest.WriteHistory(t, ctx, c, "publish_version.json", demo.GetID(), demo.GetRunID())
-	replaytest.WriteHistory(t, ctx, c, "process_batch.json", contract.BatchID("rec-demo", "1.0.0", 0), "")
+	replaytest.WriteHistory(t, ctx, c, "process_batch.json", contract.ProcessBatchWorkflowID("rec-demo", "1.0.0", 0), "")
 
 	// Many batches and a tiny history budget: the first run continues as new.
-	many := start(contract.PublishID("rec-many", "1.0.0"), publish.PublishVersion,
+	many := start(contract.PublishVersionWorkflowID("rec-many", "1.0.0"), publish.PublishVersion,
 		contract.PublishInput{VersionRef: ref("rec-many", "1.0.0"), MaxPendingBatches: 3, HistoryBudget: 40})
 	first := many.GetRunID() // Get follows the chain of runs and moves GetRunID along
 	if err := many.Get(ctx, &out); err != nil || out.Processing.Files != 36 {
@@ -97,16 +97,16 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatalf("rec-package-updates stats %+v", st)
 	}
 	var lane contract.LaneStats
-	if err := c.GetWorkflow(ctx, contract.LaneID("rec-a"), "").Get(ctx, &lane); err != nil || lane.Published != 1 || lane.AlreadyPublished != 1 {
+	if err := c.GetWorkflow(ctx, contract.PackageLaneWorkflowID("rec-a"), "").Get(ctx, &lane); err != nil || lane.Published != 1 || lane.AlreadyPublished != 1 {
 		t.Fatalf("lane rec-a: %+v %v", lane, err)
 	}
-	if err := c.GetWorkflow(ctx, contract.LaneID("rec-c"), "").Get(ctx, &lane); err != nil || lane.Failed != 1 {
+	if err := c.GetWorkflow(ctx, contract.PackageLaneWorkflowID("rec-c"), "").Get(ctx, &lane); err != nil || lane.Failed != 1 {
 		t.Fatalf("lane rec-c: %+v %v", lane, err)
 	}
 	replaytest.WriteHistory(t, ctx, c, "package_updates.json", updates.GetID(), updates.GetRunID())
-	replaytest.WriteHistory(t, ctx, c, "package_lane.json", contract.LaneID("rec-a"), "")
-	replaytest.WriteHistory(t, ctx, c, "publish_version_already_published.json", contract.PublishID("rec-a", "1.1.0"), "")
-	replaytest.WriteHistory(t, ctx, c, "publish_version_batch_failed.json", contract.PublishID("rec-c", "2.0.0"), "")
+	replaytest.WriteHistory(t, ctx, c, "package_lane.json", contract.PackageLaneWorkflowID("rec-a"), "")
+	replaytest.WriteHistory(t, ctx, c, "publish_version_already_published.json", contract.PublishVersionWorkflowID("rec-a", "1.1.0"), "")
+	replaytest.WriteHistory(t, ctx, c, "publish_version_batch_failed.json", contract.PublishVersionWorkflowID("rec-c", "2.0.0"), "")
 
 	// A check that waits (the publish starter's): its lane reports back.
 	waiting := start("rec-package-updates-waiting", publish.PackageUpdates, contract.UpdatesInput{Only: []string{"rec-d"}, Wait: true})

@@ -20,8 +20,8 @@ type Registry interface {
 // Register registers the publish workflows under their contract names
 // (they run on the publish queue; their CPU work is scheduled on compress).
 func Register(r Registry) {
-	r.RegisterWorkflowWithOptions(PackageUpdates, workflow.RegisterOptions{Name: contract.PackageUpdatesWorkflow})
-	r.RegisterWorkflowWithOptions(PackageLane, workflow.RegisterOptions{Name: contract.PackageLaneWorkflow})
-	r.RegisterWorkflowWithOptions(PublishVersion, workflow.RegisterOptions{Name: contract.PublishVersionWorkflow})
-	r.RegisterWorkflowWithOptions(ProcessBatch, workflow.RegisterOptions{Name: contract.ProcessBatchWorkflow})
+	r.RegisterWorkflowWithOptions(PackageUpdates, workflow.RegisterOptions{Name: contract.WorkflowTypePackageUpdates})
+	r.RegisterWorkflowWithOptions(PackageLane, workflow.RegisterOptions{Name: contract.WorkflowTypePackageLane})
+	r.RegisterWorkflowWithOptions(PublishVersion, workflow.RegisterOptions{Name: contract.WorkflowTypePublishVersion})
+	r.RegisterWorkflowWithOptions(ProcessBatch, workflow.RegisterOptions{Name: contract.WorkflowTypeProcessBatch})
 }

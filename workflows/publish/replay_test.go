@@ -63,7 +63,7 @@ func TestReplayDetectsNondeterminism(t *testing.T) {
 type notPublishVersion struct{ r worker.WorkflowReplayer }
 
 func (n notPublishVersion) RegisterWorkflowWithOptions(w any, o workflow.RegisterOptions) {
-	if o.Name == contract.PublishVersionWorkflow {
+	if o.Name == contract.WorkflowTypePublishVersion {
 		return
 	}
 	n.r.RegisterWorkflowWithOptions(w, o)

@@ -177,11 +177,11 @@ func TestPublishVersionWithRealBatchChildren(t *testing.T) {
 	if len(seen) != 4 {
 		t.Errorf("batches processed %v", seen)
 	}
-	if q, _ := queues.Load("ProcessBatch"); q != contract.CompressQueue {
-		t.Errorf("ProcessBatch ran on %v, want %s", q, contract.CompressQueue)
+	if q, _ := queues.Load("ProcessBatch"); q != contract.CompressTaskQueue {
+		t.Errorf("ProcessBatch ran on %v, want %s", q, contract.CompressTaskQueue)
 	}
-	if q, _ := queues.Load("Commit"); q != contract.PublishQueue {
-		t.Errorf("Commit ran on %v, want %s", q, contract.PublishQueue)
+	if q, _ := queues.Load("Commit"); q != contract.TaskQueue {
+		t.Errorf("Commit ran on %v, want %s", q, contract.TaskQueue)
 	}
 }
 

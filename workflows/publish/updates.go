@@ -12,7 +12,8 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
-const maxListedProblems = 20
+// maxListedProblems bounds the problems and failures a summary lists.
+const maxListedProblems = contract.MaxListed
 
 // parallelChecks is how many CheckPackages batches a check runs at once.
 const parallelChecks = 4
@@ -25,13 +26,12 @@ const parallelChecks = 4
 // check, the next scheduled check or other packages. With in.Wait it then
 // waits for the outcome of every version it handed over.
 func PackageUpdates(ctx workflow.Context, in contract.UpdatesInput) (*contract.UpdatesStats, error) {
-	// Runs begun before lanes waited for every version of each batch.
-	lanes := workflow.GetVersion(ctx, "version-lanes", workflow.DefaultVersion, 1) == 1
+	// Checks begun before lanes (DefaultVersion) published their versions
+	// themselves; none runs any more, so that path is gone and such a
+	// history fails here instead of replaying a path that no longer exists.
+	workflow.GetVersion(ctx, "version-lanes", 1, 1)
 	if in.CheckBatch <= 0 {
 		in.CheckBatch = 25
-	}
-	if in.MaxParallelVersions <= 0 {
-		in.MaxParallelVersions = 8
 	}
 	st := &in.Stats
 	if err := workflow.SetQueryHandler(ctx, contract.ProgressQuery, func() (contract.UpdatesStats, error) { return *st, nil }); err != nil {
@@ -60,11 +60,11 @@ func PackageUpdates(ctx workflow.Context, in contract.UpdatesInput) (*contract.U
 		sort.Strings(in.Names)
 		st.Packages = len(in.Names)
 	}
-	// With lanes, several batches are checked at once: a check of the whole
-	// catalog is bound by round trips to the registry and the store, not by
-	// any one worker. Their results are taken in order.
+	// Several batches are checked at once: a check of the whole catalog is
+	// bound by round trips to the registry and the store, not by any one
+	// worker. Their results are taken in order.
 	parallel := 1
-	if lanes && workflow.GetVersion(ctx, "parallel-checks", workflow.DefaultVersion, 1) == 1 {
+	if workflow.GetVersion(ctx, "parallel-checks", workflow.DefaultVersion, 1) == 1 {
 		parallel = parallelChecks
 	}
 	for in.Cursor < len(in.Names) {
@@ -79,7 +79,7 @@ func PackageUpdates(ctx workflow.Context, in contract.UpdatesInput) (*contract.U
 			for _, n := range in.Names[next:end] {
 				refs = append(refs, contract.PackageRef{Name: n, Package: sent[n]})
 			}
-			group = append(group, pending{end, workflow.ExecuteActivity(ctx, contract.CheckPackagesActivity, refs)})
+			group = append(group, pending{end, checkPackages(ctx, refs)})
 			next = end
 		}
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("checking packages %d–%d of %d; %d new versions so far, %d published, %d failed",
@@ -89,29 +89,25 @@ func PackageUpdates(ctx workflow.Context, in contract.UpdatesInput) (*contract.U
 			if err := g.future.Get(ctx, &checks); err != nil {
 				return nil, fmt.Errorf("check packages %v: %w", in.Names[in.Cursor:g.end], err)
 			}
-			if lanes {
-				handToLanes(ctx, &in, checks, sent)
-			} else {
-				publishNewVersions(ctx, in, checks, sent, st)
-			}
+			handToLanes(ctx, &in, checks, sent)
 			in.Cursor = g.end
 		}
 		info := workflow.GetInfo(ctx)
 		if in.Cursor < len(in.Names) && (info.GetCurrentHistoryLength() > historyBudget || info.GetContinueAsNewSuggested()) {
-			if lanes && in.Wait {
+			if in.Wait {
 				newOutcomes(ctx, &in).drain() // outcomes delivered to this run count before it ends
 			}
 			return nil, workflow.NewContinueAsNewError(ctx, PackageUpdates, in)
 		}
 	}
-	if lanes && in.Wait {
+	if in.Wait {
 		if err := awaitOutcomes(ctx, &in); err != nil {
 			return nil, err
 		}
 	}
-	if lanes && !in.Wait {
+	if !in.Wait {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("checked %d packages: %d new versions handed to their packages' lanes (%s…), %d problems",
-			st.Checked, st.Queued, contract.LaneID(""), len(st.Problems)))
+			st.Checked, st.Queued, contract.PackageLaneWorkflowID(""), len(st.Problems)))
 		return st, nil
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("checked %d packages: %d new versions, %d published, %d already published or in progress, %d failed",
@@ -119,81 +115,13 @@ func PackageUpdates(ctx workflow.Context, in contract.UpdatesInput) (*contract.U
 	return st, nil
 }
 
-// publishNewVersions is how checks begun before lanes published: it runs a
-// batch's new versions as children and waits for all of them. Versions of one package run one after another, oldest first,
-// so each can reuse what the previous one processed; packages run in
-// parallel, at most MaxParallelVersions at once.
-func publishNewVersions(ctx workflow.Context, in contract.UpdatesInput, checks []contract.PackageCheck, sent map[string]*catalog.Package, st *contract.UpdatesStats) {
-	var lanes [][]contract.VersionRef
-	for _, c := range checks {
-		st.Checked++
-		if c.NotModified {
-			st.NotModified++
-		}
-		if c.Problem != "" {
-			if len(st.Problems) < maxListedProblems {
-				st.Problems = append(st.Problems, c.Name+": "+c.Problem)
-			}
-			continue
-		}
-		var lane []contract.VersionRef
-		for _, v := range c.NewVersions {
-			st.NewVersions++
-			lane = append(lane, contract.VersionRef{PackageRef: contract.PackageRef{Name: c.Name, Package: sent[c.Name]}, Version: v.Version, Dist: v.Dist})
-		}
-		if len(lane) > 0 {
-			lanes = append(lanes, lane)
-		}
-	}
-	sel := workflow.NewSelector(ctx)
-	var startNext func(lane []contract.VersionRef)
-	running := 0
-	startNext = func(lane []contract.VersionRef) {
-		ref := lane[0]
-		f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, PublishChildOptions(ref.Name, ref.Version)), PublishVersion, contract.PublishInput{VersionRef: ref})
-		sel.AddFuture(f, func(f workflow.Future) {
-			var out contract.PublishOutput
-			err := f.Get(ctx, &out)
-			switch {
-			case err == nil && out.AlreadyPublished:
-				st.AlreadyPublished++
-			case err == nil && out.SkipReason != "":
-				st.Skipped++
-			case err == nil:
-				st.Published++
-			case isAlreadyStarted(err):
-				st.InProgress++
-			default:
-				st.Failed++
-				if len(st.Failures) < maxListedProblems {
-					st.Failures = append(st.Failures, err.Error())
-				}
-			}
-			if len(lane) > 1 {
-				startNext(lane[1:])
-			} else {
-				running--
-			}
-		})
-	}
-	next := 0
-	for next < len(lanes) || running > 0 {
-		for next < len(lanes) && running < in.MaxParallelVersions {
-			running++
-			startNext(lanes[next])
-			next++
-		}
-		sel.Select(ctx)
-	}
-}
-
 // PublishChildOptions are the options of a PublishVersion run, as a child or
 // started by a client: a deterministic ID (a failed version may run again,
 // a published one never), findable by Package and Version.
 func PublishChildOptions(name, version string) workflow.ChildWorkflowOptions {
 	return workflow.ChildWorkflowOptions{
-		WorkflowID:            contract.PublishID(name, version),
-		TaskQueue:             contract.PublishQueue,
+		WorkflowID:            contract.PublishVersionWorkflowID(name, version),
+		TaskQueue:             contract.TaskQueue,
 		WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
 		// A version finishes even if the check that found it is terminated.
 		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,

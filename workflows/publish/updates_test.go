@@ -61,7 +61,7 @@ func TestPackageUpdates(t *testing.T) {
 
 	want := contract.UpdatesStats{
 		Packages: 6, Checked: 6, NotModified: 1, NewVersions: 8, Queued: 8,
-		Published: 5, AlreadyPublished: 2, InProgress: 0, Failed: 1,
+		Outcomes: contract.Outcomes{Published: 5, AlreadyPublished: 2, InProgress: 0, Failed: 1},
 		Problems: []string{"beta: invalid package: no fileMap"},
 	}
 	failures := st.Failures
@@ -224,7 +224,7 @@ func TestPackageUpdatesOnlyAndPackages(t *testing.T) {
 			if st.Packages != len(tt.checked) || st.Published != 1 {
 				t.Errorf("stats %+v", st)
 			}
-			in := children.inputs[contract.PublishID("b", "1.0.0")]
+			in := children.inputs[contract.PublishVersionWorkflowID("b", "1.0.0")]
 			if want := tt.packages["b"]; (in.Package == nil) != (want == nil) || (want != nil && !reflect.DeepEqual(*in.Package, *want)) {
 				t.Errorf("child got package %+v, want %+v", in.Package, want)
 			}
@@ -291,7 +291,7 @@ func TestPackageUpdatesProgressQuery(t *testing.T) {
 	}, 30*time.Minute)
 	env.ExecuteWorkflow(publish.PackageUpdates, contract.UpdatesInput{Only: []string{"a"}, Wait: true})
 	updatesResult(t, env)
-	want := contract.UpdatesStats{Packages: 1, Checked: 1, NewVersions: 2, Queued: 2, Published: 1}
+	want := contract.UpdatesStats{Packages: 1, Checked: 1, NewVersions: 2, Queued: 2, Outcomes: contract.Outcomes{Published: 1}}
 	if !reflect.DeepEqual(mid, want) {
 		t.Errorf("progress %+v, want %+v", mid, want)
 	}
@@ -393,7 +393,7 @@ func TestPackageUpdatesCapsListedProblems(t *testing.T) {
 
 func TestPublishChildOptions(t *testing.T) {
 	o := publish.PublishChildOptions("pkg", "1.0.0")
-	if o.WorkflowID != "publish/pkg@1.0.0" || o.TaskQueue != contract.PublishQueue {
+	if o.WorkflowID != "publish/pkg@1.0.0" || o.TaskQueue != contract.TaskQueue {
 		t.Errorf("options %+v", o)
 	}
 	if v, ok := o.TypedSearchAttributes.GetKeyword(contract.PackageKey); !ok || v != "pkg" {
@@ -402,7 +402,7 @@ func TestPublishChildOptions(t *testing.T) {
 	if v, ok := o.TypedSearchAttributes.GetKeyword(contract.VersionKey); !ok || v != "1.0.0" {
 		t.Errorf("Version attribute %q %v", v, ok)
 	}
-	if contract.BatchID("pkg", "1.0.0", 12) != "publish/pkg@1.0.0/batch-12" {
-		t.Errorf("BatchID %q", contract.BatchID("pkg", "1.0.0", 12))
+	if contract.ProcessBatchWorkflowID("pkg", "1.0.0", 12) != "publish/pkg@1.0.0/batch-12" {
+		t.Errorf("ProcessBatchWorkflowID %q", contract.ProcessBatchWorkflowID("pkg", "1.0.0", 12))
 	}
 }

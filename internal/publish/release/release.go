@@ -24,6 +24,9 @@ type Sources struct {
 	NPM    *registry.NPM
 	GitHub *registry.GitHub
 	HTTP   *http.Client // for archive downloads; http.DefaultClient when nil
+	// MaxBytes bounds an archive as downloaded; 0 means
+	// registry.DefaultMaxTarballBytes.
+	MaxBytes int64
 }
 
 // List lists the library's versions at its source (unconditionally).
@@ -52,13 +55,20 @@ func (s Sources) List(ctx context.Context, pkg catalog.Package) (map[string]regi
 
 // FetchVerified downloads the archive at dist to dst within the download
 // bound and checks the registry's digest (see registry.Download). The
-// GitHub token goes only to the GitHub API host.
+// GitHub token goes only to the GitHub API host (downloadToken).
 func (s Sources) FetchVerified(ctx context.Context, pkg catalog.Package, dist registry.Dist, dst string, progress func(int64)) error {
-	token := ""
+	return registry.Download(ctx, s.HTTP, dist, s.downloadToken(pkg, dist), dst, s.MaxBytes, progress)
+}
+
+// downloadToken is the credential a download may carry: the GitHub token,
+// for a git-sourced library's archive on the GitHub API's own host only,
+// never to a host a listing or a request named. Staging and the preview
+// both download through here, so the rule lives once.
+func (s Sources) downloadToken(pkg catalog.Package, dist registry.Dist) string {
 	if pkg.Autoupdate.Source == catalog.SourceGit && s.GitHub != nil && registry.SameHost(dist.Tarball, s.GitHub.BaseURL) {
-		token = s.GitHub.Token
+		return s.GitHub.Token
 	}
-	return registry.Download(ctx, s.HTTP, dist, token, dst, 0, progress)
+	return ""
 }
 
 // Preview is what a fileMap selects from one release.

@@ -18,9 +18,9 @@ import (
 func Action() *client.ScheduleWorkflowAction {
 	return &client.ScheduleWorkflowAction{
 		ID:        "package-updates-run",
-		Workflow:  contract.PackageUpdatesWorkflow,
+		Workflow:  contract.WorkflowTypePackageUpdates,
 		Args:      []any{contract.UpdatesInput{}},
-		TaskQueue: contract.PublishQueue,
+		TaskQueue: contract.TaskQueue,
 		// Each run's details show its progress; the summary says what it is.
 		StaticSummary: "Scheduled check of the catalog for new versions",
 	}

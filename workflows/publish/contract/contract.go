@@ -21,23 +21,19 @@ import (
 
 // Task queues, one per worker pool.
 const (
-	// PublishQueue runs the publish workflows and their network-bound
+	// TaskQueue runs the publish workflows and their network-bound
 	// activities (update checks, downloads, commits).
-	PublishQueue = "publish"
-	// CompressQueue runs the CPU-bound per-file work; scale it alone.
-	CompressQueue = "compress"
-	// LegacyPublishQueue is PublishQueue's name before the layout change.
-	// The publish pool also polls it, so runs started before a deploy of
-	// the new name still finish.
-	LegacyPublishQueue = "pipeline"
+	TaskQueue = "publish"
+	// CompressTaskQueue runs the CPU-bound per-file work; scale it alone.
+	CompressTaskQueue = "compress"
 )
 
 // Workflow types.
 const (
-	PackageUpdatesWorkflow = "PackageUpdates"
-	PackageLaneWorkflow    = "PackageLane"
-	PublishVersionWorkflow = "PublishVersion"
-	ProcessBatchWorkflow   = "ProcessBatch"
+	WorkflowTypePackageUpdates = "PackageUpdates"
+	WorkflowTypePackageLane    = "PackageLane"
+	WorkflowTypePublishVersion = "PublishVersion"
+	WorkflowTypeProcessBatch   = "ProcessBatch"
 )
 
 // Activity types.
@@ -48,7 +44,7 @@ const (
 	CommitActivity           = "Commit"
 	MaterializeActivity      = "Materialize"
 	FindBatchResultsActivity = "FindBatchResults"
-	CompressBatchActivity    = "ProcessBatch" // on CompressQueue; the Go method is CompressBatch
+	CompressBatchActivity    = "ProcessBatch" // on CompressTaskQueue; the Go method is CompressBatch
 	// RebuildMetadataActivity writes the documents of files imported byte
 	// for byte (Migrate's catalog import starts it).
 	RebuildMetadataActivity = "RebuildMetadata"
@@ -78,28 +74,28 @@ var (
 // search attributes to register.
 var Product = product.Contract{
 	Name:             "publish",
-	TaskQueues:       []string{PublishQueue, CompressQueue},
+	TaskQueues:       []string{TaskQueue, CompressTaskQueue},
 	SearchAttributes: []temporal.SearchAttributeKey{PackageKey, VersionKey},
 }
 
-// PublishID is the workflow ID of a version's PublishVersion run, derived
+// PublishVersionWorkflowID is the workflow ID of a version's PublishVersion run, derived
 // from the version so one version is never processed twice at once and a
 // published one is never redone.
-func PublishID(name, version string) string { return "publish/" + name + "@" + version }
+func PublishVersionWorkflowID(name, version string) string { return "publish/" + name + "@" + version }
 
-// BatchID names the child that processes one batch of a version.
-func BatchID(name, version string, batch int) string {
-	return PublishID(name, version) + "/batch-" + strconv.Itoa(batch)
+// ProcessBatchWorkflowID names the child that processes one batch of a version.
+func ProcessBatchWorkflowID(name, version string, batch int) string {
+	return PublishVersionWorkflowID(name, version) + "/batch-" + strconv.Itoa(batch)
 }
 
-// LaneID is the workflow ID of a package's lane, the one place where the
+// PackageLaneWorkflowID is the workflow ID of a package's lane, the one place where the
 // package's versions wait their turn once the check that found them has
 // moved on.
-func LaneID(name string) string { return "publish-lane/" + name }
+func PackageLaneWorkflowID(name string) string { return "publish-lane/" + name }
 
-// PackageUpdatesID is the workflow ID the publish starter gives a check of
+// PackageUpdatesWorkflowID is the workflow ID the publish starter gives a check of
 // one package.
-func PackageUpdatesID(name string) string { return "publish-package/" + name }
+func PackageUpdatesWorkflowID(name string) string { return "publish-package/" + name }
 
 // UpdatesScheduleID is the Schedule that starts PackageUpdates.
 const UpdatesScheduleID = "package-updates"

@@ -47,16 +47,50 @@ type VersionOutcome struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// LaneStats counts what a lane ran.
-type LaneStats struct {
+// Outcomes counts how versions handed to lanes ended. A lane and a check
+// that waits for its versions count them the same way, here; embedded, its
+// fields encode as the embedding struct's own.
+type Outcomes struct {
 	Published        int      `json:"published"`
 	AlreadyPublished int      `json:"alreadyPublished"`
 	InProgress       int      `json:"inProgress"`
 	Failed           int      `json:"failed"`
 	Failures         []string `json:"failures,omitempty"` // first few
-	Skipped          int      `json:"skipped,omitempty"`
-	Skips            []string `json:"skips,omitempty"` // first few, with their reasons
-	ContinuedAsNew   int      `json:"continuedAsNew,omitempty"`
+	// Skipped counts versions the fileMap selects nothing from: skipped
+	// with their reason (Skips, first few), not failed.
+	Skipped int      `json:"skipped,omitempty"`
+	Skips   []string `json:"skips,omitempty"`
+}
+
+// MaxListed is how many failures, skips or problems a summary lists.
+const MaxListed = 20
+
+// Count adds one outcome; an unknown outcome counts as a failure.
+func (c *Outcomes) Count(o VersionOutcome) {
+	switch o.Outcome {
+	case OutcomePublished:
+		c.Published++
+	case OutcomeAlreadyPublished:
+		c.AlreadyPublished++
+	case OutcomeInProgress:
+		c.InProgress++
+	case OutcomeSkipped:
+		c.Skipped++
+		if len(c.Skips) < MaxListed {
+			c.Skips = append(c.Skips, o.Name+"@"+o.Version+": "+o.Error)
+		}
+	default:
+		c.Failed++
+		if len(c.Failures) < MaxListed {
+			c.Failures = append(c.Failures, o.Error)
+		}
+	}
+}
+
+// LaneStats counts what a lane ran.
+type LaneStats struct {
+	Outcomes
+	ContinuedAsNew int `json:"continuedAsNew,omitempty"`
 }
 
 // LaneProgress answers ProgressQuery on a lane.

@@ -18,11 +18,6 @@ type UpdatesInput struct {
 	Packages []catalog.Package `json:"packages,omitempty"`
 	// CheckBatch is how many packages one check activity handles.
 	CheckBatch int `json:"checkBatch,omitempty"`
-	// MaxParallelVersions bounded versions publishing at once when a check
-	// waited for them. Checks now hand versions to their packages' lanes and
-	// move on; only runs started before that (GetVersion "version-lanes")
-	// still read it.
-	MaxParallelVersions int `json:"maxParallelVersions,omitempty"`
 	// Wait makes the check wait until every version it handed to a lane has
 	// ended, and count how (the publish starter waits; the Schedule does not).
 	Wait bool `json:"wait,omitempty"`
@@ -37,21 +32,14 @@ type UpdatesInput struct {
 
 // UpdatesStats is what a check found and did.
 type UpdatesStats struct {
-	Packages         int `json:"packages"`
-	Checked          int `json:"checked"`
-	NotModified      int `json:"notModified"`
-	NewVersions      int `json:"newVersions"`
-	Queued           int `json:"queued,omitempty"` // handed to their packages' lanes
-	Published        int `json:"published"`
-	AlreadyPublished int `json:"alreadyPublished"`
-	InProgress       int `json:"inProgress"`
-	Failed           int `json:"failed"`
-	// Skipped counts versions the fileMap selects nothing from: skipped
-	// with their reason (Skips, first few), not failed.
-	Skipped  int      `json:"skipped,omitempty"`
-	Skips    []string `json:"skips,omitempty"`
+	Packages    int `json:"packages"`
+	Checked     int `json:"checked"`
+	NotModified int `json:"notModified"`
+	NewVersions int `json:"newVersions"`
+	Queued      int `json:"queued,omitempty"` // handed to their packages' lanes
+	// Outcomes of the versions handed over, counted when the check waits.
+	Outcomes
 	Problems []string `json:"problems,omitempty"` // first few, for the summary
-	Failures []string `json:"failures,omitempty"` // first few
 }
 
 // PackageRef names a package and, when a starter sent it, carries its
