@@ -21,12 +21,12 @@ func (a *Activities) RequestSlot(ctx context.Context, account string, req contra
 	if limit < 1 {
 		limit = migrate.DefaultJobLimit
 	}
-	_, err := a.Temporal.SignalWithStartWorkflow(ctx, contract.AccountWorkflowID(account), contract.AcquireSignal, req,
+	_, err := a.Temporal.SignalWithStartWorkflow(ctx, contract.MigrationAccountWorkflowID(account), contract.AcquireSignal, req,
 		client.StartWorkflowOptions{
-			ID: contract.AccountWorkflowID(account), TaskQueue: contract.TaskQueue,
+			ID: contract.MigrationAccountWorkflowID(account), TaskQueue: contract.TaskQueue,
 			StaticSummary: "Migration jobs of account " + account + ": at most N at once, the rest wait in line",
 		},
-		contract.AccountWorkflow, contract.AccountInput{Account: account, Queue: migrate.JobQueue{Limit: limit}})
+		contract.WorkflowTypeMigrationAccount, contract.AccountInput{Account: account, Queue: migrate.JobQueue{Limit: limit}})
 	return err
 }
 

@@ -60,7 +60,7 @@ func runStatus(args []string) int {
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		go func() { defer close(done); follow(tc, job, stop) }()
-		_, _ = result(tc.GetWorkflow(background, contract.JobWorkflowID(job), ""))
+		_, _ = result(tc.GetWorkflow(background, contract.MigrationWorkflowID(job), ""))
 		close(stop)
 		<-done
 	}
@@ -100,7 +100,7 @@ func runControl(action string) func([]string) int {
 
 func update(tc client.Client, job, name string) (contract.Status, error) {
 	var st contract.Status
-	err := cli.Update(background, tc, client.UpdateWorkflowOptions{WorkflowID: contract.JobWorkflowID(job), UpdateName: name}, &st)
+	err := cli.Update(background, tc, client.UpdateWorkflowOptions{WorkflowID: contract.MigrationWorkflowID(job), UpdateName: name}, &st)
 	return st, err
 }
 
@@ -136,7 +136,7 @@ func runRedrive(args []string) int {
 		return code
 	}
 	defer tc.Close()
-	id := contract.JobWorkflowID(job)
+	id := contract.MigrationWorkflowID(job)
 	d, err := tc.DescribeWorkflow(background, id, "")
 	if err != nil {
 		return f.fail(temporalCode(err), job, "job %s: %v", job, err)
@@ -223,13 +223,13 @@ func runList(args []string) int {
 	var token []byte
 	for len(rows) < limit {
 		resp, err := tc.ListWorkflow(background, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: fmt.Sprintf("WorkflowType = '%s'", contract.JobWorkflow), NextPageToken: token, PageSize: 100,
+			Query: fmt.Sprintf("WorkflowType = '%s'", contract.WorkflowTypeMigration), NextPageToken: token, PageSize: 100,
 		})
 		if err != nil {
 			return c.fail(temporalCode(err), "", "list jobs: %v", err)
 		}
 		for _, e := range resp.GetExecutions() {
-			r := row{Job: strings.TrimPrefix(e.GetExecution().GetWorkflowId(), contract.JobWorkflowID("")),
+			r := row{Job: strings.TrimPrefix(e.GetExecution().GetWorkflowId(), contract.MigrationWorkflowID("")),
 				Started: e.GetStartTime().AsTime(), Closed: e.GetCloseTime() != nil}
 			dc := converter.GetDefaultDataConverter()
 			fields := e.GetMemo().GetFields()
@@ -285,7 +285,7 @@ func runAccount(args []string) int {
 		return code
 	}
 	defer tc.Close()
-	id := contract.AccountWorkflowID(account)
+	id := contract.MigrationAccountWorkflowID(account)
 	var q contract.Queue
 	if limit > 0 {
 		h, err := tc.UpdateWorkflow(background, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: contract.SetLimitUpdate,

@@ -143,7 +143,7 @@ func Account(ctx workflow.Context, in contract.AccountInput) error {
 			if len(q.Running) == 0 && len(q.Waiting) == 0 && idle {
 				return nil
 			}
-			return workflow.NewContinueAsNewError(ctx, contract.AccountWorkflow, in)
+			return workflow.NewContinueAsNewError(ctx, contract.WorkflowTypeMigrationAccount, in)
 		}
 	}
 }

@@ -38,7 +38,7 @@ func CatalogImport(ctx workflow.Context, in contract.ImportInput) (*contract.Imp
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**import %s**: %d files copied; writing the metadata of the imported versions", in.Import, files.Copied+files.Skipped))
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: contract.PublishQueue,
+		TaskQueue: contract.PublishTaskQueue,
 		// Hashes every imported file: hours for a large catalog, heartbeating.
 		StartToCloseTimeout: 24 * time.Hour, HeartbeatTimeout: 2 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 5 * time.Minute},
@@ -55,14 +55,14 @@ func CatalogImport(ctx workflow.Context, in contract.ImportInput) (*contract.Imp
 // every object.
 func copyJob(ctx workflow.Context, job contract.JobInput) (contract.Status, error) {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID: contract.JobWorkflowID(job.Job), TaskQueue: contract.TaskQueue,
+		WorkflowID: contract.MigrationWorkflowID(job.Job), TaskQueue: contract.TaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(contract.JobKey.ValueSet(job.Job),
 			contract.SourceBucketKey.ValueSet(job.Source.Bucket), contract.DestBucketKey.ValueSet(job.Dest.Bucket)),
 		StaticSummary: "Catalog import: " + job.Source.String() + " → " + job.Dest.String(),
 	})
 	var st contract.Status
-	err := workflow.ExecuteChildWorkflow(cctx, contract.JobWorkflow, job).Get(ctx, &st)
+	err := workflow.ExecuteChildWorkflow(cctx, contract.WorkflowTypeMigration, job).Get(ctx, &st)
 	var app *temporal.ApplicationError
 	if err != nil && errors.As(err, &app) && app.HasDetails() {
 		_ = app.Details(&st)

@@ -150,7 +150,7 @@ func newEnv(t *testing.T, b *bucket) *testsuite.TestWorkflowEnvironment {
 	wf.Register(env)
 	b.mock(t, env)
 	// The job's release goes to an account workflow that does not exist here.
-	env.OnSignalExternalWorkflow(mock.Anything, contract.AccountWorkflowID("default"), "", contract.ReleaseSignal, mock.Anything).Return(nil)
+	env.OnSignalExternalWorkflow(mock.Anything, contract.MigrationAccountWorkflowID("default"), "", contract.ReleaseSignal, mock.Anything).Return(nil)
 	// The account grants the slot as soon as the job asks.
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SlotGrantedSignal, nil) }, time.Millisecond)
 	return env

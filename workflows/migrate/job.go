@@ -41,7 +41,7 @@ type job struct {
 	watching      bool // a watchdog timer is armed
 }
 
-// Job runs one migration job. Its workflow ID is contract.JobWorkflowID.
+// Job runs one migration job. Its workflow ID is contract.MigrationWorkflowID.
 func Job(ctx workflow.Context, in contract.JobInput) (*contract.Status, error) {
 	j := &job{ctx: ctx, in: in, set: settings(ctx, in.Settings)}
 	j.sel = workflow.NewSelector(ctx)
@@ -161,7 +161,7 @@ func (j *job) continueAsNew() (*contract.Status, error) {
 	j.st.Runs++
 	next := j.in
 	next.Resume = j.st
-	return nil, workflow.NewContinueAsNewError(j.ctx, contract.JobWorkflow, next)
+	return nil, workflow.NewContinueAsNewError(j.ctx, contract.WorkflowTypeMigration, next)
 }
 
 // activityOptions are those of the job's own short activities. They
@@ -227,7 +227,7 @@ func (j *job) account() string {
 func (j *job) releaseSlot() {
 	ctx, _ := workflow.NewDisconnectedContext(j.ctx)
 	req := contract.SlotRequest{Job: j.in.Job, WorkflowID: workflow.GetInfo(j.ctx).WorkflowExecution.ID}
-	_ = workflow.SignalExternalWorkflow(ctx, contract.AccountWorkflowID(j.account()), "", contract.ReleaseSignal, req).Get(ctx, nil)
+	_ = workflow.SignalExternalWorkflow(ctx, contract.MigrationAccountWorkflowID(j.account()), "", contract.ReleaseSignal, req).Get(ctx, nil)
 }
 
 func (j *job) precheck() error {

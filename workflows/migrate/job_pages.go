@@ -147,7 +147,7 @@ func (j *job) startPage(pass, seq, item, restart int) {
 		summary = fmt.Sprintf("%s: redrive %d of page %d", j.in.Job, pass, seq)
 	}
 	cctx := workflow.WithChildOptions(j.ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            contract.PageWorkflowID(j.in.Job, j.st.Execution, pass, seq),
+		WorkflowID:            contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, pass, seq),
 		TaskQueue:             contract.TaskQueue,
 		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -157,7 +157,7 @@ func (j *job) startPage(pass, seq, item, restart int) {
 		// A cancelled page still reports what it did before ending.
 		WaitForCancellation: true,
 	})
-	child := workflow.ExecuteChildWorkflow(cctx, contract.PageWorkflow, in)
+	child := workflow.ExecuteChildWorkflow(cctx, contract.WorkflowTypeMigrationPage, in)
 	j.pendingStarts++
 	j.sel.AddFuture(child.GetChildWorkflowExecution(), func(f workflow.Future) {
 		j.pendingStarts--
@@ -296,11 +296,11 @@ func (j *job) cancelOutstanding() {
 	var pending []workflow.Future
 	ctx, _ := workflow.NewDisconnectedContext(j.ctx)
 	for _, s := range j.st.Pages.Outstanding() {
-		pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.PageWorkflowID(j.in.Job, j.st.Execution, 0, s), ""))
+		pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, 0, s), ""))
 	}
 	if r := j.st.Redrive; r != nil {
 		for _, item := range r.Items.Outstanding() {
-			pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.PageWorkflowID(j.in.Job, j.st.Execution, r.Pass, r.Seqs[item]), ""))
+			pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, r.Pass, r.Seqs[item]), ""))
 		}
 	}
 	for _, f := range pending {

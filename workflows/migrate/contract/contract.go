@@ -22,29 +22,29 @@ const TaskQueue = "migrate"
 // Workflow type names (registered explicitly, so renaming a Go function
 // never breaks histories).
 const (
-	JobWorkflow     = "Migration"
-	PageWorkflow    = "MigrationPage"
-	AccountWorkflow = "MigrationAccount"
-	ImportWorkflow  = "MigrationCatalogImport"
+	WorkflowTypeMigration              = "Migration"
+	WorkflowTypeMigrationPage          = "MigrationPage"
+	WorkflowTypeMigrationAccount       = "MigrationAccount"
+	WorkflowTypeMigrationCatalogImport = "MigrationCatalogImport"
 )
 
-// ImportWorkflowID is the workflow ID of a catalog import.
-func ImportWorkflowID(importID string) string { return "migrate-import/" + importID }
+// MigrationCatalogImportWorkflowID is the workflow ID of a catalog import.
+func MigrationCatalogImportWorkflowID(importID string) string { return "migrate-import/" + importID }
 
 // Publish's side of a catalog import: the queue and name of the activity
 // that rebuilds its metadata (see workflows/publish/contract).
 const (
-	PublishQueue            = "publish"
+	PublishTaskQueue        = "publish"
 	RebuildMetadataActivity = "RebuildMetadata"
 )
 
-// JobWorkflowID is the workflow ID of a job: one run of a job at a time.
-func JobWorkflowID(job string) string { return "migrate/" + job }
+// MigrationWorkflowID is the workflow ID of a job: one run of a job at a time.
+func MigrationWorkflowID(job string) string { return "migrate/" + job }
 
-// PageWorkflowID names the child that copies one page of a job execution.
+// MigrationPageWorkflowID names the child that copies one page of a job execution.
 // Pass 0 is the copy; pass n > 0 is the n-th redrive of dead letters.
-func PageWorkflowID(job, execution string, pass, seq int) string {
-	id := JobWorkflowID(job) + "/" + shortExecution(execution)
+func MigrationPageWorkflowID(job, execution string, pass, seq int) string {
+	id := MigrationWorkflowID(job) + "/" + shortExecution(execution)
 	if pass > 0 {
 		id += "/redrive-" + strconv.Itoa(pass)
 	}
@@ -58,8 +58,8 @@ func shortExecution(e string) string {
 	return e
 }
 
-// AccountWorkflowID is the workflow that admits an account's jobs.
-func AccountWorkflowID(account string) string { return "migrate-account/" + account }
+// MigrationAccountWorkflowID is the workflow that admits an account's jobs.
+func MigrationAccountWorkflowID(account string) string { return "migrate-account/" + account }
 
 // Signals.
 const (
