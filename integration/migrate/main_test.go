@@ -89,7 +89,7 @@ func startWorker(t testing.TB, perAccount int) {
 	t.Cleanup(c.Close)
 	w := worker.New(c, contract.TaskQueue, worker.Options{})
 	wf.Register(w)
-	w.RegisterActivity(&acts.Activities{Keys: keys, Jobs: jobs, Temporal: env.Client, JobsPerAccount: perAccount})
+	acts.Register(w, &acts.Activities{Keys: keys, Jobs: jobs, Temporal: env.Client, JobsPerAccount: perAccount})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -116,8 +116,7 @@ func Account(ctx workflow.Context, in contract.AccountInput) error {
 			for _, job := range q.Running {
 				ids = append(ids, holders[job])
 			}
-			var running []string
-			if err := workflow.ExecuteActivity(actx, a.StillRunning, contract.RunningInput{WorkflowIDs: ids}).Get(ctx, &running); err == nil {
+			if running, err := stillRunning(actx, contract.RunningInput{WorkflowIDs: ids}); err == nil {
 				for _, job := range slices.Clone(q.Running) {
 					if !slices.Contains(running, holders[job]) {
 						workflow.GetLogger(ctx).Warn("running job ended without releasing its slot", "job", job)

@@ -56,7 +56,7 @@ func queueOf(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.Queu
 func accountEnv(g *grants, running func([]string) []string) *testsuite.TestWorkflowEnvironment {
 	env := quietSuite().NewTestWorkflowEnvironment()
 	wf.Register(env)
-	env.RegisterActivity(&acts.Activities{})
+	acts.Register(env, &acts.Activities{})
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", contract.SlotGrantedSignal, mock.Anything).Return(g.signal)
 	env.OnActivity(a.StillRunning, mock.Anything, mock.Anything).Return(func(_ context.Context, in contract.RunningInput) ([]string, error) {
 		return running(in.WorkflowIDs), nil

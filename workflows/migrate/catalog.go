@@ -43,7 +43,7 @@ func CatalogImport(ctx workflow.Context, in contract.ImportInput) (*contract.Imp
 		StartToCloseTimeout: 24 * time.Hour, HeartbeatTimeout: 2 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 5 * time.Minute},
 	})
-	if err := workflow.ExecuteActivity(actx, contract.RebuildMetadataActivity, contract.RebuildRequest{Import: in.Import}).Get(ctx, &out.Rebuild); err != nil {
+	if out.Rebuild, err = rebuildMetadata(actx, contract.RebuildRequest{Import: in.Import}); err != nil {
 		return out, fmt.Errorf("rebuild the metadata: %w", err)
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**import %s** done: %d versions of %d packages published (%d already were)",

@@ -52,7 +52,7 @@ func (b *bucket) pages() int { return (b.objects + b.pageSize - 1) / b.pageSize 
 func (b *bucket) pageCount(seq int) int { return min(b.pageSize, b.objects-seq*b.pageSize) }
 
 func (b *bucket) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
-	env.RegisterActivity(&acts.Activities{})
+	acts.Register(env, &acts.Activities{})
 	env.OnActivity(a.RequestSlot, mock.Anything, mock.Anything, mock.Anything).Return(func(ctx context.Context, account string, req contract.SlotRequest) error {
 		b.mu.Lock()
 		defer b.mu.Unlock()

@@ -12,13 +12,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	acts "github.com/edgeflow/edgeflow/activities/migrate"
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
-
-// a names the activity methods; workflows never call it.
-var a *acts.Activities
 
 // job is one run of a Migration workflow: its input, its durable state and
 // what is in flight right now (which does not survive continue-as-new and
@@ -188,7 +184,7 @@ func (j *job) waitForSlot() error {
 	req := contract.SlotRequest{Job: j.in.Job, WorkflowID: workflow.GetInfo(j.ctx).WorkflowExecution.ID}
 	for !granted && !j.abort {
 		if ask {
-			if err := workflow.ExecuteActivity(j.activityOptions(), a.RequestSlot, j.account(), req).Get(j.ctx, nil); err != nil {
+			if err := requestSlot(j.activityOptions(), j.account(), req); err != nil {
 				return fmt.Errorf("ask account %s for a slot: %w", j.account(), err)
 			}
 			ask = false
@@ -232,7 +228,7 @@ func (j *job) releaseSlot() {
 
 func (j *job) precheck() error {
 	in := contract.PrecheckInput{Job: j.in.Job, Source: j.in.Source, Dest: j.in.Dest, KeyList: j.in.KeyList}
-	if err := workflow.ExecuteActivity(j.activityOptions(), a.Precheck, in).Get(j.ctx, nil); err != nil {
+	if err := precheck(j.activityOptions(), in); err != nil {
 		return fmt.Errorf("precheck: %w", err)
 	}
 	return nil

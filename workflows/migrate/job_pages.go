@@ -60,7 +60,7 @@ func (j *job) listNext() {
 	in := contract.ListInput{Job: j.in.Job, Execution: st.Execution, Seq: st.Listing.Seq, Token: st.Listing.Token,
 		Source: j.in.Source, KeyList: j.in.KeyList, Range: j.in.Range, PageSize: size}
 	j.listing = true
-	f := workflow.ExecuteActivity(j.activityOptions(), a.ListPage, in)
+	f := listPage(j.activityOptions(), in)
 	j.sel.AddFuture(f, func(f workflow.Future) {
 		j.listing = false
 		var res contract.ListResult
@@ -104,7 +104,7 @@ func (j *job) listDeadPages() {
 	in := contract.DeadPagesInput{Job: j.in.Job, Execution: j.st.Execution, After: after, Max: j.set.PagesInFlight}
 	seq := r.Listing.Seq
 	j.listing = true
-	f := workflow.ExecuteActivity(j.activityOptions(), a.DeadPages, in)
+	f := deadPages(j.activityOptions(), in)
 	j.sel.AddFuture(f, func(f workflow.Future) {
 		j.listing = false
 		var res contract.DeadPagesResult
@@ -264,9 +264,9 @@ func (j *job) recoverLost() {
 	if len(seqs) == 0 {
 		return
 	}
-	var found []contract.PageReport
 	in := contract.FindReportsInput{Job: j.in.Job, Execution: st.Execution, Pass: pass, Seqs: seqs}
-	if err := workflow.ExecuteActivity(j.activityOptions(), a.FindReports, in).Get(j.ctx, &found); err != nil {
+	found, err := findReports(j.activityOptions(), in)
+	if err != nil {
 		j.failure = fmt.Errorf("look for lost page reports: %w", err)
 		return
 	}

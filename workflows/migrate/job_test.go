@@ -394,7 +394,7 @@ func TestJobPrecheckFailureFailsWithStatus(t *testing.T) {
 	b := &bucket{objects: 10, pageSize: 100}
 	env := quietSuite().NewTestWorkflowEnvironment()
 	wf.Register(env)
-	env.RegisterActivity(&acts.Activities{})
+	acts.Register(env, &acts.Activities{})
 	env.OnActivity(a.RequestSlot, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.Precheck, mock.Anything, mock.Anything).Return(
 		temporal.NewNonRetryableApplicationError("destination s3://dst on dst:9000: the bucket does not exist", contract.ErrPrecheck, nil))

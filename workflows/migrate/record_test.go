@@ -221,7 +221,7 @@ func (s *recordingStubs) register(w worker.Worker) {
 			return temporal.NewNonRetryableApplicationError("destination s3://missing on dst:9000: the bucket does not exist", contract.ErrPrecheck, nil)
 		}
 		return nil
-	}, "Precheck")
+	}, contract.PrecheckActivity)
 	reg(func(ctx context.Context, in contract.ListInput) (contract.ListResult, error) {
 		s.mu.Lock()
 		n := s.objects[in.Job]
@@ -234,7 +234,7 @@ func (s *recordingStubs) register(w worker.Worker) {
 			res.Last = true
 		}
 		return res, nil
-	}, "ListPage")
+	}, contract.ListPageActivity)
 	reg(func(ctx context.Context, in contract.PageInput) (contract.PageReport, error) {
 		page := fmt.Sprintf("%s/%d", in.Job, in.Seq)
 		s.started.Store(page, true)
@@ -263,16 +263,16 @@ func (s *recordingStubs) register(w worker.Worker) {
 		}
 		rep.Counters = migrate.Counters{Copied: int64(count - failed), Failed: int64(failed), Bytes: int64(count-failed) * 100}
 		return rep, nil
-	}, "TransferPage")
+	}, contract.TransferPageActivity)
 	reg(func(ctx context.Context, in contract.DeadPagesInput) (contract.DeadPagesResult, error) {
 		if in.After < 1 {
 			return contract.DeadPagesResult{Seqs: []int{1}, Last: true}, nil
 		}
 		return contract.DeadPagesResult{Last: true}, nil
-	}, "DeadPages")
+	}, contract.DeadPagesActivity)
 	reg(func(ctx context.Context, in contract.FindReportsInput) ([]contract.PageReport, error) {
 		return nil, nil
-	}, "FindReports")
+	}, contract.FindReportsActivity)
 	reg(func(ctx context.Context, account string, req contract.SlotRequest) error {
 		limit := 3
 		if account == "rec-one" {
@@ -282,6 +282,6 @@ func (s *recordingStubs) register(w worker.Worker) {
 			client.StartWorkflowOptions{ID: contract.MigrationAccountWorkflowID(account), TaskQueue: contract.TaskQueue},
 			contract.WorkflowTypeMigrationAccount, contract.AccountInput{Account: account, Queue: migrate.JobQueue{Limit: limit}})
 		return err
-	}, "RequestSlot")
-	reg(func(ctx context.Context, in contract.RunningInput) ([]string, error) { return in.WorkflowIDs, nil }, "StillRunning")
+	}, contract.RequestSlotActivity)
+	reg(func(ctx context.Context, in contract.RunningInput) ([]string, error) { return in.WorkflowIDs, nil }, contract.StillRunningActivity)
 }

@@ -31,6 +31,18 @@ const (
 // MigrationCatalogImportWorkflowID is the workflow ID of a catalog import.
 func MigrationCatalogImportWorkflowID(importID string) string { return "migrate-import/" + importID }
 
+// Activity types of the migrate pool (TaskQueue), registered under these
+// names by activities/migrate.Register and scheduled by them.
+const (
+	PrecheckActivity     = "Precheck"
+	ListPageActivity     = "ListPage"
+	TransferPageActivity = "TransferPage"
+	DeadPagesActivity    = "DeadPages"
+	FindReportsActivity  = "FindReports"
+	RequestSlotActivity  = "RequestSlot"
+	StillRunningActivity = "StillRunning"
+)
+
 // Publish's side of a catalog import: the queue and name of the activity
 // that rebuilds its metadata (see workflows/publish/contract).
 const (
