@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
@@ -104,15 +105,16 @@ func update(tc client.Client, job, name string) (contract.Status, error) {
 	return st, err
 }
 
-// controlCode: a job that has ended, or a request it refused, is bad input.
+// controlCode: a request the job (or account) refused is bad input, told
+// by the refusal's contract type; a job that has ended is gone to the
+// server (NotFound), which temporalCode says is bad input too.
 func controlCode(err error) int {
-	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
-		return cli.ExitUsage
-	}
-	if strings.Contains(err.Error(), "workflow execution already completed") || strings.Contains(err.Error(), "only a") ||
-		strings.Contains(err.Error(), "already") {
-		return cli.ExitUsage
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		switch app.Type() {
+		case contract.ErrNotRunning, contract.ErrNotPaused, contract.ErrJobEnded, contract.ErrNothingToRedrive, contract.ErrInvalidLimit:
+			return cli.ExitUsage
+		}
 	}
 	return temporalCode(err)
 }

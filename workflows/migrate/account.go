@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -60,7 +59,7 @@ func Account(ctx workflow.Context, in contract.AccountInput) error {
 		},
 		workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, n int) error {
 			if n < 1 {
-				return fmt.Errorf("limit %d: an account runs at least one job at a time", n)
+				return refuse(contract.ErrInvalidLimit, "limit %d: an account runs at least one job at a time", n)
 			}
 			return nil
 		}})

@@ -71,11 +71,11 @@ func copyJob(ctx workflow.Context, job contract.JobInput) (contract.Status, erro
 	case err != nil:
 		return st, fmt.Errorf("copy %s: %w", job.Dest, err)
 	case st.State != contract.StateCompleted:
-		return st, temporal.NewNonRetryableApplicationError(fmt.Sprintf("copy %s ended %s", job.Dest, st.State), "ImportIncomplete", nil)
+		return st, temporal.NewNonRetryableApplicationError(fmt.Sprintf("copy %s ended %s", job.Dest, st.State), contract.ErrImportIncomplete, nil)
 	case st.Failed > 0:
 		return st, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("copy %s: %d objects failed; no metadata was written. `migrate redrive %s`, then start the import again", job.Dest, st.Failed, job.Job),
-			"ImportIncomplete", nil)
+			contract.ErrImportIncomplete, nil)
 	}
 	return st, nil
 }

@@ -57,7 +57,7 @@ func TestCatalogImportWritesNoMetadataAfterFailures(t *testing.T) {
 	}, activity.RegisterOptions{Name: publish.RebuildMetadataActivity})
 	env.ExecuteWorkflow(contract.WorkflowTypeMigrationCatalogImport, importInput())
 	var app *temporal.ApplicationError
-	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != "ImportIncomplete" {
+	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != contract.ErrImportIncomplete {
 		t.Fatalf("error %v", err)
 	}
 }

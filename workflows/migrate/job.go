@@ -270,7 +270,7 @@ func (j *job) fail(err error) (*contract.Status, error) {
 	j.setState(contract.StateFailed)
 	j.releaseSlot()
 	s := j.status()
-	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("migration %s failed: %s", j.in.Job, j.st.Error), "MigrationFailed", err, s)
+	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("migration %s failed: %s", j.in.Job, j.st.Error), contract.ErrMigrationFailed, err, s)
 }
 
 // rootMessage is the innermost message of an error chain: what went wrong,

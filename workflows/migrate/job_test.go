@@ -404,7 +404,7 @@ func TestJobPrecheckFailureFailsWithStatus(t *testing.T) {
 	env.ExecuteWorkflow(contract.WorkflowTypeMigration, jobInput(100))
 	err := env.GetWorkflowError()
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != "MigrationFailed" {
+	if !errors.As(err, &app) || app.Type() != contract.ErrMigrationFailed {
 		t.Fatalf("error %v", err)
 	}
 	var s contract.Status

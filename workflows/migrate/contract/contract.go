@@ -249,12 +249,35 @@ func (s Settings) Check() error {
 	return nil
 }
 
-// Error types of the migrate activities' application errors, which are not
-// retried.
+// Error types of Migrate's application errors. Starters tell them apart by
+// these types, never by their messages.
 const (
-	// ErrPrecheck: a side lacks a bucket or a permission.
+	// ErrPrecheck (an activity's, not retried): a side lacks a bucket or a
+	// permission.
 	ErrPrecheck = "PrecheckFailed"
-	// ErrPermanent: retrying cannot help (credentials that do not open, a
-	// malformed input).
+	// ErrPermanent (an activity's, not retried): retrying cannot help
+	// (credentials that do not open, a malformed input).
 	ErrPermanent = "PermanentFailure"
+	// ErrMigrationFailed: a job failed; its details are its Status.
+	ErrMigrationFailed = "MigrationFailed"
+	// ErrImportIncomplete: a catalog import stopped before writing any
+	// metadata, because a copy did not copy every object.
+	ErrImportIncomplete = "ImportIncomplete"
+
+	// Refusals of the control updates, by their validators: the request
+	// makes no sense in the job's (or account's) current state, and
+	// nothing reached the history.
+
+	// ErrNotRunning: only a running job can be paused.
+	ErrNotRunning = "JobNotRunning"
+	// ErrNotPaused: only a paused job can be resumed.
+	ErrNotPaused = "JobNotPaused"
+	// ErrJobEnded: the job has ended, or its abort is under way (a redrive
+	// of an ended job starts a new run of it instead).
+	ErrJobEnded = "JobEnded"
+	// ErrNothingToRedrive: a dry run copies nothing, so it has no dead
+	// letters.
+	ErrNothingToRedrive = "NothingToRedrive"
+	// ErrInvalidLimit: an account runs at least one job at a time.
+	ErrInvalidLimit = "InvalidLimit"
 )
