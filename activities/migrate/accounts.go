@@ -16,7 +16,7 @@ import (
 // workflow if it is not running (signal-with-start). The grant comes back
 // by signal.
 func (a *Activities) RequestSlot(ctx context.Context, account string, req contract.SlotRequest) error {
-	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	defer beat(ctx)()
 	limit := a.JobsPerAccount
 	if limit < 1 {
 		limit = migrate.DefaultJobLimit
@@ -32,7 +32,7 @@ func (a *Activities) RequestSlot(ctx context.Context, account string, req contra
 
 // StillRunning returns those of the workflows that are still running.
 func (a *Activities) StillRunning(ctx context.Context, in contract.RunningInput) ([]string, error) {
-	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	defer beat(ctx)()
 	var running []string
 	for _, id := range in.WorkflowIDs {
 		d, err := a.Temporal.DescribeWorkflow(ctx, id, "")
