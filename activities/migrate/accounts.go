@@ -16,23 +16,23 @@ import (
 // workflow if it is not running (signal-with-start). The grant comes back
 // by signal.
 func (a *Activities) RequestSlot(ctx context.Context, account string, req contract.SlotRequest) error {
-	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	defer beat(ctx)()
 	limit := a.JobsPerAccount
 	if limit < 1 {
 		limit = migrate.DefaultJobLimit
 	}
-	_, err := a.Temporal.SignalWithStartWorkflow(ctx, contract.AccountWorkflowID(account), contract.AcquireSignal, req,
+	_, err := a.Temporal.SignalWithStartWorkflow(ctx, contract.MigrationAccountWorkflowID(account), contract.AcquireSignal, req,
 		client.StartWorkflowOptions{
-			ID: contract.AccountWorkflowID(account), TaskQueue: contract.TaskQueue,
+			ID: contract.MigrationAccountWorkflowID(account), TaskQueue: contract.TaskQueue,
 			StaticSummary: "Migration jobs of account " + account + ": at most N at once, the rest wait in line",
 		},
-		contract.AccountWorkflow, contract.AccountInput{Account: account, Queue: migrate.JobQueue{Limit: limit}})
+		contract.WorkflowTypeMigrationAccount, contract.AccountInput{Account: account, Queue: migrate.JobQueue{Limit: limit}})
 	return err
 }
 
 // StillRunning returns those of the workflows that are still running.
 func (a *Activities) StillRunning(ctx context.Context, in contract.RunningInput) ([]string, error) {
-	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	defer beat(ctx)()
 	var running []string
 	for _, id := range in.WorkflowIDs {
 		d, err := a.Temporal.DescribeWorkflow(ctx, id, "")

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/edgeflow/edgeflow/internal/heartbeat"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
@@ -36,7 +37,7 @@ type Activities struct {
 
 // Precheck proves both sides usable before a job copies anything.
 func (a *Activities) Precheck(ctx context.Context, in contract.PrecheckInput) error {
-	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	defer beat(ctx)()
 	src, dst, err := a.sides(in.Job, in.Source, in.Dest)
 	if err != nil {
 		return err
@@ -63,7 +64,7 @@ func (a *Activities) Precheck(ctx context.Context, in contract.PrecheckInput) er
 // and stores it for its page child. Listing the same page again stores the
 // same page, so a retry is harmless.
 func (a *Activities) ListPage(ctx context.Context, in contract.ListInput) (contract.ListResult, error) {
-	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	defer beat(ctx)()
 	var listed migrate.Listed
 	var err error
 	if in.KeyList != "" {
@@ -118,7 +119,8 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 			}
 		},
 	}
-	stopBeat := heartbeat(ctx, set.HeartbeatTimeout)
+	// A page of large objects can spend minutes on one object.
+	stopBeat := heartbeat.Every(ctx, heartbeat.Within(set.HeartbeatTimeout), nil)
 	var done int64
 	run.Options.Progress = func(n int) { done = int64(n) }
 	var out migrate.PageOutcome
@@ -143,49 +145,26 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 	return rep, nil
 }
 
-// activityHeartbeatTimeout is the heartbeat timeout the activity was
-// scheduled with (a minute if none).
-func activityHeartbeatTimeout(ctx context.Context) time.Duration {
-	if d := activity.GetInfo(ctx).HeartbeatTimeout; d > 0 {
-		return d
+// beat heartbeats within the heartbeat timeout the activity was scheduled
+// with (a minute if none) until stopped.
+func beat(ctx context.Context) (stop func()) {
+	timeout := activity.GetInfo(ctx).HeartbeatTimeout
+	if timeout <= 0 {
+		timeout = time.Minute
 	}
-	return time.Minute
-}
-
-// heartbeat records a heartbeat every third of timeout until stopped: a
-// page of large objects can spend minutes on one object, and the heartbeat
-// is also how a cancellation (abort) reaches the activity.
-func heartbeat(ctx context.Context, timeout time.Duration) (stop func()) {
-	every := max(timeout/3, 100*time.Millisecond)
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		activity.RecordHeartbeat(ctx)
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done) }
+	return heartbeat.Every(ctx, heartbeat.Within(timeout), nil)
 }
 
 // DeadPages lists the pages of an execution that hold dead letters.
 func (a *Activities) DeadPages(ctx context.Context, in contract.DeadPagesInput) (contract.DeadPagesResult, error) {
-	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	defer beat(ctx)()
 	seqs, last, err := a.Jobs.DeadPages(ctx, in.Job, in.Execution, in.After, in.Max)
 	return contract.DeadPagesResult{Seqs: seqs, Last: last}, err
 }
 
 // FindReports returns the stored outcomes of pages whose reports were lost.
 func (a *Activities) FindReports(ctx context.Context, in contract.FindReportsInput) ([]contract.PageReport, error) {
-	defer heartbeat(ctx, activityHeartbeatTimeout(ctx))()
+	defer beat(ctx)()
 	var out []contract.PageReport
 	for _, seq := range in.Seqs {
 		o, found, err := migrate.StoredOutcome(ctx, a.Jobs, in.Job, in.Execution, in.Pass, seq)

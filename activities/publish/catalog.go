@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/edgeflow/edgeflow/internal/heartbeat"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
@@ -34,7 +35,7 @@ func (a *Publish) CheckPackages(ctx context.Context, refs []contract.PackageRef)
 	out := make([]contract.PackageCheck, len(refs))
 	var done atomic.Int64
 	// A slow listing (many tag pages, a rate limit) must not look like a dead worker.
-	defer heartbeatEvery(ctx, 10*time.Second, func() any { return done.Load() })()
+	defer heartbeat.Every(ctx, 10*time.Second, func() any { return done.Load() })()
 	var g errgroup.Group
 	g.SetLimit(8)
 	for i, ref := range refs {

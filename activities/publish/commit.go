@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/edgeflow/edgeflow/internal/heartbeat"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/plan"
@@ -28,7 +29,7 @@ import (
 // retried attempt finishes what a failed one began. Materialize then copies
 // reused files to this version's own keys.
 func (a *Publish) Commit(ctx context.Context, in contract.PackageVersion) (*contract.CommitResult, error) {
-	defer heartbeatEvery(ctx, 10*time.Second, func() any { return "committing" })()
+	defer heartbeat.Every(ctx, 10*time.Second, func() any { return "committing" })()
 	var p plan.Plan
 	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Incoming, metadata.PlanKey(in.Name, in.Version), &p); err != nil {
 		if errors.Is(err, objectstore.ErrNotFound) {
@@ -176,7 +177,7 @@ func (a *Publish) markComplete(ctx context.Context, name, version string) error 
 // mirror is on the primary's store and streams the bytes across otherwise.
 func (a *Publish) copyAll(ctx context.Context, copies []plan.CopyOp) error {
 	var done atomic.Int64
-	defer heartbeatEvery(ctx, 5*time.Second, func() any { return done.Load() })()
+	defer heartbeat.Every(ctx, 5*time.Second, func() any { return done.Load() })()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(a.ioParallel())
 	for _, c := range copies {

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/edgeflow/edgeflow/internal/heartbeat"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/plan"
@@ -42,7 +43,7 @@ func (c *Compress) CompressBatch(ctx context.Context, in contract.BatchInput) (*
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrBadArchive, nil)
 	}
 	var done atomic.Int64
-	defer heartbeatEvery(ctx, 5*time.Second, func() any { return done.Load() })()
+	defer heartbeat.Every(ctx, 5*time.Second, func() any { return done.Load() })()
 
 	results := make([]plan.FileResult, len(files))
 	var summary contract.BatchSummary

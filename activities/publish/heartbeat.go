@@ -11,27 +11,6 @@ import (
 	"go.temporal.io/sdk/activity"
 )
 
-// heartbeatEvery records a heartbeat with details() every interval until
-// stop is called: long steps must not look like a dead worker.
-func heartbeatEvery(ctx context.Context, every time.Duration, details func() any) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx, details())
-			}
-		}
-	}()
-	return func() { close(done) }
-}
-
 // progressBeat heartbeats as work advances, at most every two seconds, and
 // only then: a step that stops advancing stops heartbeating, so Temporal
 // times the attempt out after the heartbeat timeout and retries it. The

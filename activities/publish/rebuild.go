@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/edgeflow/edgeflow/internal/heartbeat"
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"github.com/edgeflow/edgeflow/internal/publish/rebuild"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
@@ -30,7 +31,7 @@ func (a *Publish) RebuildMetadata(ctx context.Context, in contract.RebuildInput)
 	}
 	var mu sync.Mutex
 	progress := prev
-	stop := heartbeatEvery(ctx, 10*time.Second, func() any {
+	stop := heartbeat.Every(ctx, 10*time.Second, func() any {
 		mu.Lock()
 		defer mu.Unlock()
 		return progress

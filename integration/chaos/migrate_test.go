@@ -74,10 +74,10 @@ func TestMigrateUnderFaults(t *testing.T) {
 	job := fmt.Sprintf("chaos-%d", time.Now().UnixNano())
 	in := migrateInput(t, keys, job, srcProxy.Endpoint, srcBucket, dstProxy.Endpoint, dstBucket)
 	run, err := env.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: contract.JobWorkflowID(job), TaskQueue: contract.TaskQueue,
+		ID: contract.MigrationWorkflowID(job), TaskQueue: contract.TaskQueue,
 		TypedSearchAttributes: temporal.NewSearchAttributes(contract.JobKey.ValueSet(job),
 			contract.SourceBucketKey.ValueSet(srcBucket), contract.DestBucketKey.ValueSet(dstBucket)),
-	}, contract.JobWorkflow, in)
+	}, contract.WorkflowTypeMigration, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestMigrateUnderFaults(t *testing.T) {
 		if total >= kills {
 			stopOnce(stopKilling)
 		}
-		desc, err := env.client.DescribeWorkflow(ctx, contract.JobWorkflowID(job), "")
+		desc, err := env.client.DescribeWorkflow(ctx, contract.MigrationWorkflowID(job), "")
 		if err != nil {
 			return false, err.Error()
 		}

@@ -262,7 +262,7 @@ func TestSplitByPrefixRunsParallelJobs(t *testing.T) {
 	}
 	var total int64
 	for _, s := range started {
-		st, err := wait(t, env.Client.GetWorkflow(context.Background(), contract.JobWorkflowID(s.Job), ""))
+		st, err := wait(t, env.Client.GetWorkflow(context.Background(), contract.MigrationWorkflowID(s.Job), ""))
 		if err != nil || st.Failed != 0 || st.State != contract.StateCompleted {
 			t.Fatalf("%s: %+v %v", s.Job, st, err)
 		}

@@ -83,9 +83,9 @@ func TestCrossEndpointJob(t *testing.T) {
 
 	// Findable in the Web UI by job and by both buckets.
 	for _, q := range []string{
-		fmt.Sprintf("MigrationJob = '%s' AND WorkflowType = '%s'", job, contract.JobWorkflow),
-		fmt.Sprintf("MigrationSourceBucket = '%s' AND WorkflowType = '%s'", srcBucket, contract.JobWorkflow),
-		fmt.Sprintf("MigrationDestBucket = '%s' AND WorkflowType = '%s'", dstBucket, contract.JobWorkflow),
+		fmt.Sprintf("MigrationJob = '%s' AND WorkflowType = '%s'", job, contract.WorkflowTypeMigration),
+		fmt.Sprintf("MigrationSourceBucket = '%s' AND WorkflowType = '%s'", srcBucket, contract.WorkflowTypeMigration),
+		fmt.Sprintf("MigrationDestBucket = '%s' AND WorkflowType = '%s'", dstBucket, contract.WorkflowTypeMigration),
 	} {
 		eventually(t, 30*time.Second, "visibility: "+q, func() bool {
 			resp, err := env.Client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: q})
@@ -93,7 +93,7 @@ func TestCrossEndpointJob(t *testing.T) {
 		})
 	}
 	// Its current details say how it ended.
-	details := currentDetails(t, contract.JobWorkflowID(job))
+	details := currentDetails(t, contract.MigrationWorkflowID(job))
 	if !strings.Contains(details, "completed") || !strings.Contains(details, fmt.Sprintf("copied %d", n)) {
 		t.Fatalf("current details:\n%s", details)
 	}
@@ -164,9 +164,9 @@ func TestSecretsNeverInHistoryOrLogs(t *testing.T) {
 	}
 	// Everything the job's runs left in Temporal, read raw through a client
 	// that has no codec keys: the job, its pages, its account.
-	ids := []string{contract.JobWorkflowID(job), contract.AccountWorkflowID("it")}
+	ids := []string{contract.MigrationWorkflowID(job), contract.MigrationAccountWorkflowID("it")}
 	for seq := range 3 {
-		ids = append(ids, contract.PageWorkflowID(job, status(t, job).Execution, 0, seq))
+		ids = append(ids, contract.MigrationPageWorkflowID(job, status(t, job).Execution, 0, seq))
 	}
 	var all strings.Builder
 	for _, id := range ids {
@@ -267,7 +267,7 @@ func TestPauseResumeAndAbort(t *testing.T) {
 
 func update(job, name string) (contract.Status, error) {
 	var st contract.Status
-	err := cli.Update(context.Background(), env.Client, client.UpdateWorkflowOptions{WorkflowID: contract.JobWorkflowID(job), UpdateName: name}, &st)
+	err := cli.Update(context.Background(), env.Client, client.UpdateWorkflowOptions{WorkflowID: contract.MigrationWorkflowID(job), UpdateName: name}, &st)
 	return st, err
 }
 

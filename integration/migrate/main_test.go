@@ -89,7 +89,7 @@ func startWorker(t testing.TB, perAccount int) {
 	t.Cleanup(c.Close)
 	w := worker.New(c, contract.TaskQueue, worker.Options{})
 	wf.Register(w)
-	w.RegisterActivity(&acts.Activities{Keys: keys, Jobs: jobs, Temporal: env.Client, JobsPerAccount: perAccount})
+	acts.Register(w, &acts.Activities{Keys: keys, Jobs: jobs, Temporal: env.Client, JobsPerAccount: perAccount})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,9 +136,9 @@ func jobInput(t testing.TB, job string, src, dst side) contract.JobInput {
 func start(t testing.TB, in contract.JobInput) client.WorkflowRun {
 	t.Helper()
 	run, err := env.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID: contract.JobWorkflowID(in.Job), TaskQueue: contract.TaskQueue,
+		ID: contract.MigrationWorkflowID(in.Job), TaskQueue: contract.TaskQueue,
 		TypedSearchAttributes: searchAttributes(in),
-	}, contract.JobWorkflow, in)
+	}, contract.WorkflowTypeMigration, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func wait(t testing.TB, run client.WorkflowRun) (contract.Status, error) {
 
 func status(t testing.TB, job string) contract.Status {
 	t.Helper()
-	v, err := env.Client.QueryWorkflow(context.Background(), contract.JobWorkflowID(job), "", contract.StatusQuery)
+	v, err := env.Client.QueryWorkflow(context.Background(), contract.MigrationWorkflowID(job), "", contract.StatusQuery)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func searchAttributes(in contract.JobInput) temporal.SearchAttributes {
 // visibility store, which learns of ended runs a moment late.
 func leavesNoJobRunning(t testing.TB) {
 	t.Helper()
-	query := "ExecutionStatus = 'Running' AND WorkflowType != '" + contract.AccountWorkflow + "'"
+	query := "ExecutionStatus = 'Running' AND WorkflowType != '" + contract.WorkflowTypeMigrationAccount + "'"
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var open []string

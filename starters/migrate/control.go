@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
@@ -60,7 +61,7 @@ func runStatus(args []string) int {
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		go func() { defer close(done); follow(tc, job, stop) }()
-		_, _ = result(tc.GetWorkflow(background, contract.JobWorkflowID(job), ""))
+		_, _ = result(tc.GetWorkflow(background, contract.MigrationWorkflowID(job), ""))
 		close(stop)
 		<-done
 	}
@@ -100,19 +101,20 @@ func runControl(action string) func([]string) int {
 
 func update(tc client.Client, job, name string) (contract.Status, error) {
 	var st contract.Status
-	err := cli.Update(background, tc, client.UpdateWorkflowOptions{WorkflowID: contract.JobWorkflowID(job), UpdateName: name}, &st)
+	err := cli.Update(background, tc, client.UpdateWorkflowOptions{WorkflowID: contract.MigrationWorkflowID(job), UpdateName: name}, &st)
 	return st, err
 }
 
-// controlCode: a job that has ended, or a request it refused, is bad input.
+// controlCode: a request the job (or account) refused is bad input, told
+// by the refusal's contract type; a job that has ended is gone to the
+// server (NotFound), which temporalCode says is bad input too.
 func controlCode(err error) int {
-	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
-		return cli.ExitUsage
-	}
-	if strings.Contains(err.Error(), "workflow execution already completed") || strings.Contains(err.Error(), "only a") ||
-		strings.Contains(err.Error(), "already") {
-		return cli.ExitUsage
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		switch app.Type() {
+		case contract.ErrNotRunning, contract.ErrNotPaused, contract.ErrJobEnded, contract.ErrNothingToRedrive, contract.ErrInvalidLimit:
+			return cli.ExitUsage
+		}
 	}
 	return temporalCode(err)
 }
@@ -136,7 +138,7 @@ func runRedrive(args []string) int {
 		return code
 	}
 	defer tc.Close()
-	id := contract.JobWorkflowID(job)
+	id := contract.MigrationWorkflowID(job)
 	d, err := tc.DescribeWorkflow(background, id, "")
 	if err != nil {
 		return f.fail(temporalCode(err), job, "job %s: %v", job, err)
@@ -223,13 +225,13 @@ func runList(args []string) int {
 	var token []byte
 	for len(rows) < limit {
 		resp, err := tc.ListWorkflow(background, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: fmt.Sprintf("WorkflowType = '%s'", contract.JobWorkflow), NextPageToken: token, PageSize: 100,
+			Query: fmt.Sprintf("WorkflowType = '%s'", contract.WorkflowTypeMigration), NextPageToken: token, PageSize: 100,
 		})
 		if err != nil {
 			return c.fail(temporalCode(err), "", "list jobs: %v", err)
 		}
 		for _, e := range resp.GetExecutions() {
-			r := row{Job: strings.TrimPrefix(e.GetExecution().GetWorkflowId(), contract.JobWorkflowID("")),
+			r := row{Job: strings.TrimPrefix(e.GetExecution().GetWorkflowId(), contract.MigrationWorkflowID("")),
 				Started: e.GetStartTime().AsTime(), Closed: e.GetCloseTime() != nil}
 			dc := converter.GetDefaultDataConverter()
 			fields := e.GetMemo().GetFields()
@@ -285,7 +287,7 @@ func runAccount(args []string) int {
 		return code
 	}
 	defer tc.Close()
-	id := contract.AccountWorkflowID(account)
+	id := contract.MigrationAccountWorkflowID(account)
 	var q contract.Queue
 	if limit > 0 {
 		h, err := tc.UpdateWorkflow(background, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: contract.SetLimitUpdate,

@@ -129,11 +129,11 @@ func runImportCatalog(args []string) int {
 	}
 	defer tc.Close()
 	run, err := tc.ExecuteWorkflow(background, client.StartWorkflowOptions{
-		ID: contract.ImportWorkflowID(job), TaskQueue: contract.TaskQueue,
+		ID: contract.MigrationCatalogImportWorkflowID(job), TaskQueue: contract.TaskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(contract.JobKey.ValueSet(job), contract.SourceBucketKey.ValueSet(loc.Bucket)),
 		StaticSummary:            "Import " + source.String() + " into Publish",
-	}, contract.ImportWorkflow, in)
+	}, contract.WorkflowTypeMigrationCatalogImport, in)
 	if err != nil {
 		return c.fail(temporalCode(err), job, "start import %s: %v", job, err)
 	}

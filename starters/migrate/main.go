@@ -24,7 +24,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -128,7 +127,8 @@ func (c *common) fail(code int, job string, format string, args ...any) int {
 }
 
 // temporalCode maps an error talking to Temporal to an exit code: a job
-// that does not exist is bad input, anything else unreachable.
+// that does not exist is bad input; a server that does not answer (gRPC
+// Unavailable, or no answer in time) is unreachable; anything else failed.
 func temporalCode(err error) int {
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
@@ -138,7 +138,10 @@ func temporalCode(err error) int {
 	if errors.As(err, &invalid) {
 		return cli.ExitUsage
 	}
-	if strings.Contains(err.Error(), "context deadline exceeded") || strings.Contains(err.Error(), "Unavailable") {
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	// The SDK turns gRPC statuses into these serviceerror types.
+	if errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.Is(err, context.DeadlineExceeded) {
 		return cli.ExitUnavailable
 	}
 	return cli.ExitFailed

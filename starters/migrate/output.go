@@ -81,7 +81,7 @@ func printStatus(out *os.File, st contract.Status) {
 
 // queryStatus asks a running job (or reads an ended job's result).
 func queryStatus(c client.Client, job string) (contract.Status, error) {
-	id := contract.JobWorkflowID(job)
+	id := contract.MigrationWorkflowID(job)
 	d, err := c.DescribeWorkflow(background, id, "")
 	if err != nil {
 		return contract.Status{}, err

@@ -228,7 +228,7 @@ func runStart(args []string) int {
 // followed instead, an ended one runs again.
 func startJob(c client.Client, in contract.JobInput) (client.WorkflowRun, error) {
 	return c.ExecuteWorkflow(background, client.StartWorkflowOptions{
-		ID:                       contract.JobWorkflowID(in.Job),
+		ID:                       contract.MigrationWorkflowID(in.Job),
 		TaskQueue:                contract.TaskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -237,7 +237,7 @@ func startJob(c client.Client, in contract.JobInput) (client.WorkflowRun, error)
 		Memo:          map[string]any{contract.MemoState: contract.StateQueued, contract.MemoAccount: in.Account, contract.MemoSummary: summary(in)},
 		StaticSummary: "Migrate " + summary(in),
 		StaticDetails: staticDetails(in),
-	}, contract.JobWorkflow, in)
+	}, contract.WorkflowTypeMigration, in)
 }
 
 func summary(in contract.JobInput) string {

@@ -52,6 +52,6 @@ func main() {
 	log.Info("migrate worker", "jobStore", jobs.S3.Endpoint+"/"+jobs.Bucket, "codecKeys", keys.IDs(), "jobsPerAccount", *perAccount)
 	workerhost.Fatal(log, workerhost.Run(opts, log, func(w worker.Worker) {
 		wf.Register(w)
-		w.RegisterActivity(&acts.Activities{Keys: keys, Jobs: store, Temporal: c, JobsPerAccount: *perAccount, Metrics: acts.Metrics()})
+		acts.Register(w, &acts.Activities{Keys: keys, Jobs: store, Temporal: c, JobsPerAccount: *perAccount, Metrics: acts.Metrics()})
 	}))
 }

@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -29,75 +28,106 @@ const accountIdle = time.Hour
 // AcquireSignal (by signal-with-start) and are answered with
 // SlotGrantedSignal; they give the slot back with ReleaseSignal.
 func Account(ctx workflow.Context, in contract.AccountInput) error {
-	q := &in.Queue
 	if in.Holders == nil {
 		in.Holders = map[string]string{}
 	}
-	holders := in.Holders
-	err := workflow.SetQueryHandler(ctx, contract.QueueQuery, func() (contract.Queue, error) {
-		return contract.Queue{Account: in.Account, Limit: limitOf(q), Running: slices.Clone(q.Running), Waiting: slices.Clone(q.Waiting)}, nil
-	})
-	if err != nil {
+	acc := &account{ctx: ctx, in: in}
+	if err := acc.registerHandlers(); err != nil {
 		return err
 	}
-	// grant tells jobs they may run; a job that is gone hands its slot on.
-	grant := func(jobs []string) {
-		for len(jobs) > 0 {
-			job := jobs[0]
-			jobs = jobs[1:]
-			err := workflow.SignalExternalWorkflow(ctx, holders[job], "", contract.SlotGrantedSignal, nil).Get(ctx, nil)
-			if err != nil {
-				workflow.GetLogger(ctx).Warn("job to admit is gone; its slot goes to the next in line", "job", job, "error", err)
-				delete(holders, job)
-				jobs = append(jobs, q.Release(job)...)
-			}
-		}
-	}
-	err = workflow.SetUpdateHandlerWithOptions(ctx, contract.SetLimitUpdate,
-		func(ctx workflow.Context, n int) (contract.Queue, error) {
-			grant(q.SetLimit(n))
-			return contract.Queue{Account: in.Account, Limit: limitOf(q), Running: slices.Clone(q.Running), Waiting: slices.Clone(q.Waiting)}, nil
-		},
-		workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, n int) error {
-			if n < 1 {
-				return fmt.Errorf("limit %d: an account runs at least one job at a time", n)
-			}
-			return nil
-		}})
-	if err != nil {
-		return err
-	}
-	acquire := workflow.GetSignalChannel(ctx, contract.AcquireSignal)
-	release := workflow.GetSignalChannel(ctx, contract.ReleaseSignal)
-	onAcquire := func(r contract.SlotRequest) {
-		holders[r.Job] = r.WorkflowID
-		if q.Request(r.Job) {
-			grant([]string{r.Job}) // also answers a job asking again
-		}
-	}
-	onRelease := func(r contract.SlotRequest) {
-		if w, ok := holders[r.Job]; ok && w != r.WorkflowID {
-			return // a release from an older run of a job with this id
-		}
-		delete(holders, r.Job)
-		grant(q.Release(r.Job))
-	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	acc.acquire = workflow.GetSignalChannel(ctx, contract.AcquireSignal)
+	acc.release = workflow.GetSignalChannel(ctx, contract.ReleaseSignal)
+	acc.actx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue: contract.TaskQueue, StartToCloseTimeout: time.Minute, HeartbeatTimeout: 20 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 5},
 	})
-	lastBusy := workflow.Now(ctx)
+	acc.lastBusy = workflow.Now(ctx)
+	return acc.run()
+}
+
+// account is one run of a MigrationAccount workflow. Its durable state is
+// in (the line, and the workflow ID of each job in it), carried over on
+// continue-as-new.
+type account struct {
+	ctx      workflow.Context
+	in       contract.AccountInput
+	acquire  workflow.ReceiveChannel
+	release  workflow.ReceiveChannel
+	actx     workflow.Context // options of the StillRunning check
+	lastBusy time.Time
+}
+
+func (acc *account) queue() *migrate.JobQueue { return &acc.in.Queue }
+
+// snapshot is the line as the queue query and set-limit answer it.
+func (acc *account) snapshot() contract.Queue {
+	q := acc.queue()
+	return contract.Queue{Account: acc.in.Account, Limit: limitOf(q), Running: slices.Clone(q.Running), Waiting: slices.Clone(q.Waiting)}
+}
+
+func (acc *account) registerHandlers() error {
+	err := workflow.SetQueryHandler(acc.ctx, contract.QueueQuery, func() (contract.Queue, error) { return acc.snapshot(), nil })
+	if err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(acc.ctx, contract.SetLimitUpdate,
+		func(ctx workflow.Context, n int) (contract.Queue, error) {
+			acc.grant(acc.queue().SetLimit(n))
+			return acc.snapshot(), nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, n int) error {
+			if n < 1 {
+				return refuse(contract.ErrInvalidLimit, "limit %d: an account runs at least one job at a time", n)
+			}
+			return nil
+		}})
+}
+
+// grant tells jobs they may run; a job that is gone hands its slot on.
+func (acc *account) grant(jobs []string) {
+	for len(jobs) > 0 {
+		job := jobs[0]
+		jobs = jobs[1:]
+		err := workflow.SignalExternalWorkflow(acc.ctx, acc.in.Holders[job], "", contract.SlotGrantedSignal, nil).Get(acc.ctx, nil)
+		if err != nil {
+			workflow.GetLogger(acc.ctx).Warn("job to admit is gone; its slot goes to the next in line", "job", job, "error", err)
+			delete(acc.in.Holders, job)
+			jobs = append(jobs, acc.queue().Release(job)...)
+		}
+	}
+}
+
+func (acc *account) onAcquire(r contract.SlotRequest) {
+	acc.in.Holders[r.Job] = r.WorkflowID
+	if acc.queue().Request(r.Job) {
+		acc.grant([]string{r.Job}) // also answers a job asking again
+	}
+}
+
+func (acc *account) onRelease(r contract.SlotRequest) {
+	if w, ok := acc.in.Holders[r.Job]; ok && w != r.WorkflowID {
+		return // a release from an older run of a job with this id
+	}
+	delete(acc.in.Holders, r.Job)
+	acc.grant(acc.queue().Release(r.Job))
+}
+
+// run waits for requests and releases, checks now and then that running
+// jobs still run while others wait, and ends when idle long enough or
+// continues as new when its history is long.
+func (acc *account) run() error {
+	ctx, q := acc.ctx, acc.queue()
 	for {
 		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(acquire, func(c workflow.ReceiveChannel, _ bool) {
+		sel.AddReceive(acc.acquire, func(c workflow.ReceiveChannel, _ bool) {
 			var r contract.SlotRequest
 			c.Receive(ctx, &r)
-			onAcquire(r)
+			acc.onAcquire(r)
 		})
-		sel.AddReceive(release, func(c workflow.ReceiveChannel, _ bool) {
+		sel.AddReceive(acc.release, func(c workflow.ReceiveChannel, _ bool) {
 			var r contract.SlotRequest
 			c.Receive(ctx, &r)
-			onRelease(r)
+			acc.onRelease(r)
 		})
 		wait := accountIdle
 		if len(q.Waiting) > 0 {
@@ -109,42 +139,52 @@ func Account(ctx workflow.Context, in contract.AccountInput) error {
 		sel.Select(ctx)
 		cancelTimer()
 		if len(q.Running) > 0 || len(q.Waiting) > 0 {
-			lastBusy = workflow.Now(ctx)
+			acc.lastBusy = workflow.Now(ctx)
 		}
 		if fired && len(q.Waiting) > 0 && len(q.Running) > 0 {
-			var ids []string
-			for _, job := range q.Running {
-				ids = append(ids, holders[job])
-			}
-			var running []string
-			if err := workflow.ExecuteActivity(actx, a.StillRunning, contract.RunningInput{WorkflowIDs: ids}).Get(ctx, &running); err == nil {
-				for _, job := range slices.Clone(q.Running) {
-					if !slices.Contains(running, holders[job]) {
-						workflow.GetLogger(ctx).Warn("running job ended without releasing its slot", "job", job)
-						onRelease(contract.SlotRequest{Job: job, WorkflowID: holders[job]})
-					}
-				}
-			}
+			acc.releaseEnded()
 		}
-		drain := func() {
-			for r := (contract.SlotRequest{}); acquire.ReceiveAsync(&r); r = (contract.SlotRequest{}) {
-				onAcquire(r)
-			}
-			for r := (contract.SlotRequest{}); release.ReceiveAsync(&r); r = (contract.SlotRequest{}) {
-				onRelease(r)
-			}
-		}
-		idle := len(q.Running) == 0 && len(q.Waiting) == 0 && workflow.Now(ctx).Sub(lastBusy) >= accountIdle
+		idle := len(q.Running) == 0 && len(q.Waiting) == 0 && workflow.Now(ctx).Sub(acc.lastBusy) >= accountIdle
 		if idle || workflow.GetInfo(ctx).GetCurrentHistoryLength() > accountHistoryBudget || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			drain()
+			acc.drain()
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}
 			if len(q.Running) == 0 && len(q.Waiting) == 0 && idle {
 				return nil
 			}
-			return workflow.NewContinueAsNewError(ctx, contract.AccountWorkflow, in)
+			return workflow.NewContinueAsNewError(ctx, contract.WorkflowTypeMigrationAccount, acc.in)
 		}
+	}
+}
+
+// releaseEnded frees the slots of running jobs that ended without
+// releasing them (terminated from outside); a failed check changes nothing.
+func (acc *account) releaseEnded() {
+	q := acc.queue()
+	var ids []string
+	for _, job := range q.Running {
+		ids = append(ids, acc.in.Holders[job])
+	}
+	running, err := stillRunning(acc.actx, contract.RunningInput{WorkflowIDs: ids})
+	if err != nil {
+		return
+	}
+	for _, job := range slices.Clone(q.Running) {
+		if !slices.Contains(running, acc.in.Holders[job]) {
+			workflow.GetLogger(acc.ctx).Warn("running job ended without releasing its slot", "job", job)
+			acc.onRelease(contract.SlotRequest{Job: job, WorkflowID: acc.in.Holders[job]})
+		}
+	}
+}
+
+// drain handles the requests and releases still queued before the run ends.
+func (acc *account) drain() {
+	for r := (contract.SlotRequest{}); acc.acquire.ReceiveAsync(&r); r = (contract.SlotRequest{}) {
+		acc.onAcquire(r)
+	}
+	for r := (contract.SlotRequest{}); acc.release.ReceiveAsync(&r); r = (contract.SlotRequest{}) {
+		acc.onRelease(r)
 	}
 }
 

@@ -56,7 +56,7 @@ func queueOf(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.Queu
 func accountEnv(g *grants, running func([]string) []string) *testsuite.TestWorkflowEnvironment {
 	env := quietSuite().NewTestWorkflowEnvironment()
 	wf.Register(env)
-	env.RegisterActivity(&acts.Activities{})
+	acts.Register(env, &acts.Activities{})
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", contract.SlotGrantedSignal, mock.Anything).Return(g.signal)
 	env.OnActivity(a.StillRunning, mock.Anything, mock.Anything).Return(func(_ context.Context, in contract.RunningInput) ([]string, error) {
 		return running(in.WorkflowIDs), nil
@@ -65,7 +65,7 @@ func accountEnv(g *grants, running func([]string) []string) *testsuite.TestWorkf
 }
 
 func req(job string) contract.SlotRequest {
-	return contract.SlotRequest{Job: job, WorkflowID: contract.JobWorkflowID(job)}
+	return contract.SlotRequest{Job: job, WorkflowID: contract.MigrationWorkflowID(job)}
 }
 
 func TestAccountAdmitsAtMostLimitInOrder(t *testing.T) {
@@ -74,7 +74,7 @@ func TestAccountAdmitsAtMostLimitInOrder(t *testing.T) {
 	env := accountEnv(g, func(ids []string) []string {
 		checked = append(checked, ids)
 		// j3 was terminated from outside: it never releases its slot.
-		return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == contract.JobWorkflowID("j3") })
+		return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == contract.MigrationWorkflowID("j3") })
 	})
 	step := func(at time.Duration, fn func()) { env.RegisterDelayedCallback(fn, at) }
 	step(time.Second, func() {
@@ -117,14 +117,14 @@ func TestAccountAdmitsAtMostLimitInOrder(t *testing.T) {
 			env.SignalWorkflow(contract.ReleaseSignal, req(j))
 		}
 	})
-	env.ExecuteWorkflow(contract.AccountWorkflow, contract.AccountInput{Account: "acme", Queue: migrate.JobQueue{Limit: 2}})
+	env.ExecuteWorkflow(contract.WorkflowTypeMigrationAccount, contract.AccountInput{Account: "acme", Queue: migrate.JobQueue{Limit: 2}})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("account did not end once idle: %v", env.GetWorkflowError())
 	}
 	want := []string{"j1", "j2", "j2", "j3", "j4", "j5"}
 	got := g.list()
 	for i := range want {
-		want[i] = contract.JobWorkflowID(want[i])
+		want[i] = contract.MigrationWorkflowID(want[i])
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("grants %v\nwant   %v", got, want)
@@ -135,7 +135,7 @@ func TestAccountAdmitsAtMostLimitInOrder(t *testing.T) {
 }
 
 func TestAccountPassesOnTheSlotOfAVanishedJob(t *testing.T) {
-	g := &grants{gone: map[string]bool{contract.JobWorkflowID("gone"): true}}
+	g := &grants{gone: map[string]bool{contract.MigrationWorkflowID("gone"): true}}
 	env := accountEnv(g, func(ids []string) []string { return ids })
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(contract.AcquireSignal, req("a"))
@@ -149,8 +149,8 @@ func TestAccountPassesOnTheSlotOfAVanishedJob(t *testing.T) {
 		}
 		env.SignalWorkflow(contract.ReleaseSignal, req("b"))
 	}, 3*time.Second)
-	env.ExecuteWorkflow(contract.AccountWorkflow, contract.AccountInput{Account: "acme", Queue: migrate.JobQueue{Limit: 1}})
-	if got := g.list(); !slices.Equal(got, []string{contract.JobWorkflowID("a"), contract.JobWorkflowID("b")}) {
+	env.ExecuteWorkflow(contract.WorkflowTypeMigrationAccount, contract.AccountInput{Account: "acme", Queue: migrate.JobQueue{Limit: 1}})
+	if got := g.list(); !slices.Equal(got, []string{contract.MigrationWorkflowID("a"), contract.MigrationWorkflowID("b")}) {
 		t.Fatalf("grants %v", got)
 	}
 }

@@ -38,12 +38,12 @@ func CatalogImport(ctx workflow.Context, in contract.ImportInput) (*contract.Imp
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**import %s**: %d files copied; writing the metadata of the imported versions", in.Import, files.Copied+files.Skipped))
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: contract.PublishQueue,
+		TaskQueue: contract.PublishTaskQueue,
 		// Hashes every imported file: hours for a large catalog, heartbeating.
 		StartToCloseTimeout: 24 * time.Hour, HeartbeatTimeout: 2 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 5 * time.Minute},
 	})
-	if err := workflow.ExecuteActivity(actx, contract.RebuildMetadataActivity, contract.RebuildRequest{Import: in.Import}).Get(ctx, &out.Rebuild); err != nil {
+	if out.Rebuild, err = rebuildMetadata(actx, contract.RebuildRequest{Import: in.Import}); err != nil {
 		return out, fmt.Errorf("rebuild the metadata: %w", err)
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**import %s** done: %d versions of %d packages published (%d already were)",
@@ -55,14 +55,14 @@ func CatalogImport(ctx workflow.Context, in contract.ImportInput) (*contract.Imp
 // every object.
 func copyJob(ctx workflow.Context, job contract.JobInput) (contract.Status, error) {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID: contract.JobWorkflowID(job.Job), TaskQueue: contract.TaskQueue,
+		WorkflowID: contract.MigrationWorkflowID(job.Job), TaskQueue: contract.TaskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(contract.JobKey.ValueSet(job.Job),
 			contract.SourceBucketKey.ValueSet(job.Source.Bucket), contract.DestBucketKey.ValueSet(job.Dest.Bucket)),
 		StaticSummary: "Catalog import: " + job.Source.String() + " → " + job.Dest.String(),
 	})
 	var st contract.Status
-	err := workflow.ExecuteChildWorkflow(cctx, contract.JobWorkflow, job).Get(ctx, &st)
+	err := workflow.ExecuteChildWorkflow(cctx, contract.WorkflowTypeMigration, job).Get(ctx, &st)
 	var app *temporal.ApplicationError
 	if err != nil && errors.As(err, &app) && app.HasDetails() {
 		_ = app.Details(&st)
@@ -71,11 +71,11 @@ func copyJob(ctx workflow.Context, job contract.JobInput) (contract.Status, erro
 	case err != nil:
 		return st, fmt.Errorf("copy %s: %w", job.Dest, err)
 	case st.State != contract.StateCompleted:
-		return st, temporal.NewNonRetryableApplicationError(fmt.Sprintf("copy %s ended %s", job.Dest, st.State), "ImportIncomplete", nil)
+		return st, temporal.NewNonRetryableApplicationError(fmt.Sprintf("copy %s ended %s", job.Dest, st.State), contract.ErrImportIncomplete, nil)
 	case st.Failed > 0:
 		return st, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("copy %s: %d objects failed; no metadata was written. `migrate redrive %s`, then start the import again", job.Dest, st.Failed, job.Job),
-			"ImportIncomplete", nil)
+			contract.ErrImportIncomplete, nil)
 	}
 	return st, nil
 }

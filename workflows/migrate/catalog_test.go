@@ -26,7 +26,7 @@ func importInput() contract.ImportInput {
 func TestCatalogImportRebuildsAfterAFullCopy(t *testing.T) {
 	env := quietSuite().NewTestWorkflowEnvironment()
 	wf.Register(env)
-	env.OnWorkflow(contract.JobWorkflow, mock.Anything, mock.Anything).Return(
+	env.OnWorkflow(contract.WorkflowTypeMigration, mock.Anything, mock.Anything).Return(
 		&contract.Status{Job: "imp-files", State: contract.StateCompleted, Counters: migrate.Counters{Listed: 10, Copied: 10}}, nil)
 	rebuilt := 0
 	env.RegisterActivityWithOptions(func(ctx context.Context, in publish.RebuildInput) (*publish.RebuildResult, error) {
@@ -36,7 +36,7 @@ func TestCatalogImportRebuildsAfterAFullCopy(t *testing.T) {
 		}
 		return &publish.RebuildResult{Packages: 2, Versions: 3, Files: 10}, nil
 	}, activity.RegisterOptions{Name: publish.RebuildMetadataActivity})
-	env.ExecuteWorkflow(contract.ImportWorkflow, importInput())
+	env.ExecuteWorkflow(contract.WorkflowTypeMigrationCatalogImport, importInput())
 	var out contract.ImportResult
 	if err := env.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
@@ -49,22 +49,22 @@ func TestCatalogImportRebuildsAfterAFullCopy(t *testing.T) {
 func TestCatalogImportWritesNoMetadataAfterFailures(t *testing.T) {
 	env := quietSuite().NewTestWorkflowEnvironment()
 	wf.Register(env)
-	env.OnWorkflow(contract.JobWorkflow, mock.Anything, mock.Anything).Return(
+	env.OnWorkflow(contract.WorkflowTypeMigration, mock.Anything, mock.Anything).Return(
 		&contract.Status{Job: "imp-files", State: contract.StateCompleted, Counters: migrate.Counters{Listed: 10, Copied: 9, Failed: 1}}, nil)
 	env.RegisterActivityWithOptions(func(ctx context.Context, in publish.RebuildInput) (*publish.RebuildResult, error) {
 		t.Error("metadata rebuilt although an object failed to copy")
 		return nil, nil
 	}, activity.RegisterOptions{Name: publish.RebuildMetadataActivity})
-	env.ExecuteWorkflow(contract.ImportWorkflow, importInput())
+	env.ExecuteWorkflow(contract.WorkflowTypeMigrationCatalogImport, importInput())
 	var app *temporal.ApplicationError
-	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != "ImportIncomplete" {
+	if err := env.GetWorkflowError(); !errors.As(err, &app) || app.Type() != contract.ErrImportIncomplete {
 		t.Fatalf("error %v", err)
 	}
 }
 
 // The two contracts describe the rebuild activity alike.
 func TestRebuildTypesMatchPublishContract(t *testing.T) {
-	if contract.RebuildMetadataActivity != publish.RebuildMetadataActivity || contract.PublishQueue != publish.TaskQueue {
+	if contract.RebuildMetadataActivity != publish.RebuildMetadataActivity || contract.PublishTaskQueue != publish.TaskQueue {
 		t.Fatal("activity or queue names differ")
 	}
 	want := publish.RebuildResult{Packages: 1, Versions: 2, Files: 3, Bytes: 4, AlreadyPublished: 5, Skipped: []string{"x"}}

@@ -52,7 +52,7 @@ func (b *bucket) pages() int { return (b.objects + b.pageSize - 1) / b.pageSize 
 func (b *bucket) pageCount(seq int) int { return min(b.pageSize, b.objects-seq*b.pageSize) }
 
 func (b *bucket) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
-	env.RegisterActivity(&acts.Activities{})
+	acts.Register(env, &acts.Activities{})
 	env.OnActivity(a.RequestSlot, mock.Anything, mock.Anything, mock.Anything).Return(func(ctx context.Context, account string, req contract.SlotRequest) error {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -150,7 +150,7 @@ func newEnv(t *testing.T, b *bucket) *testsuite.TestWorkflowEnvironment {
 	wf.Register(env)
 	b.mock(t, env)
 	// The job's release goes to an account workflow that does not exist here.
-	env.OnSignalExternalWorkflow(mock.Anything, contract.AccountWorkflowID("default"), "", contract.ReleaseSignal, mock.Anything).Return(nil)
+	env.OnSignalExternalWorkflow(mock.Anything, contract.MigrationAccountWorkflowID("default"), "", contract.ReleaseSignal, mock.Anything).Return(nil)
 	// The account grants the slot as soon as the job asks.
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SlotGrantedSignal, nil) }, time.Millisecond)
 	return env

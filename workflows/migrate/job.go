@@ -12,13 +12,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	acts "github.com/edgeflow/edgeflow/activities/migrate"
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
-
-// a names the activity methods; workflows never call it.
-var a *acts.Activities
 
 // job is one run of a Migration workflow: its input, its durable state and
 // what is in flight right now (which does not survive continue-as-new and
@@ -41,7 +37,7 @@ type job struct {
 	watching      bool // a watchdog timer is armed
 }
 
-// Job runs one migration job. Its workflow ID is contract.JobWorkflowID.
+// Job runs one migration job. Its workflow ID is contract.MigrationWorkflowID.
 func Job(ctx workflow.Context, in contract.JobInput) (*contract.Status, error) {
 	j := &job{ctx: ctx, in: in, set: settings(ctx, in.Settings)}
 	j.sel = workflow.NewSelector(ctx)
@@ -161,7 +157,7 @@ func (j *job) continueAsNew() (*contract.Status, error) {
 	j.st.Runs++
 	next := j.in
 	next.Resume = j.st
-	return nil, workflow.NewContinueAsNewError(j.ctx, contract.JobWorkflow, next)
+	return nil, workflow.NewContinueAsNewError(j.ctx, contract.WorkflowTypeMigration, next)
 }
 
 // activityOptions are those of the job's own short activities. They
@@ -188,7 +184,7 @@ func (j *job) waitForSlot() error {
 	req := contract.SlotRequest{Job: j.in.Job, WorkflowID: workflow.GetInfo(j.ctx).WorkflowExecution.ID}
 	for !granted && !j.abort {
 		if ask {
-			if err := workflow.ExecuteActivity(j.activityOptions(), a.RequestSlot, j.account(), req).Get(j.ctx, nil); err != nil {
+			if err := requestSlot(j.activityOptions(), j.account(), req); err != nil {
 				return fmt.Errorf("ask account %s for a slot: %w", j.account(), err)
 			}
 			ask = false
@@ -227,12 +223,12 @@ func (j *job) account() string {
 func (j *job) releaseSlot() {
 	ctx, _ := workflow.NewDisconnectedContext(j.ctx)
 	req := contract.SlotRequest{Job: j.in.Job, WorkflowID: workflow.GetInfo(j.ctx).WorkflowExecution.ID}
-	_ = workflow.SignalExternalWorkflow(ctx, contract.AccountWorkflowID(j.account()), "", contract.ReleaseSignal, req).Get(ctx, nil)
+	_ = workflow.SignalExternalWorkflow(ctx, contract.MigrationAccountWorkflowID(j.account()), "", contract.ReleaseSignal, req).Get(ctx, nil)
 }
 
 func (j *job) precheck() error {
 	in := contract.PrecheckInput{Job: j.in.Job, Source: j.in.Source, Dest: j.in.Dest, KeyList: j.in.KeyList}
-	if err := workflow.ExecuteActivity(j.activityOptions(), a.Precheck, in).Get(j.ctx, nil); err != nil {
+	if err := precheck(j.activityOptions(), in); err != nil {
 		return fmt.Errorf("precheck: %w", err)
 	}
 	return nil
@@ -274,7 +270,7 @@ func (j *job) fail(err error) (*contract.Status, error) {
 	j.setState(contract.StateFailed)
 	j.releaseSlot()
 	s := j.status()
-	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("migration %s failed: %s", j.in.Job, j.st.Error), "MigrationFailed", err, s)
+	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("migration %s failed: %s", j.in.Job, j.st.Error), contract.ErrMigrationFailed, err, s)
 }
 
 // rootMessage is the innermost message of an error chain: what went wrong,

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
@@ -28,28 +29,28 @@ func (j *job) registerHandlers() error {
 	controls := []control{
 		{contract.PauseUpdate, func() error {
 			if j.st.State != contract.StateRunning {
-				return fmt.Errorf("job %s is %s; only a running job can be paused", j.in.Job, j.st.State)
+				return refuse(contract.ErrNotRunning, "job %s is %s; only a running job can be paused", j.in.Job, j.st.State)
 			}
 			return nil
 		}, func() { j.setState(contract.StatePaused) }},
 		{contract.ResumeUpdate, func() error {
 			if j.st.State != contract.StatePaused {
-				return fmt.Errorf("job %s is %s; only a paused job can be resumed", j.in.Job, j.st.State)
+				return refuse(contract.ErrNotPaused, "job %s is %s; only a paused job can be resumed", j.in.Job, j.st.State)
 			}
 			return nil
 		}, func() { j.setState(contract.StateRunning) }},
 		{contract.AbortUpdate, func() error {
 			if contract.Ended(j.st.State) || j.abort {
-				return fmt.Errorf("job %s is %s already", j.in.Job, j.st.State)
+				return refuse(contract.ErrJobEnded, "job %s is %s already", j.in.Job, j.st.State)
 			}
 			return nil
 		}, func() { j.abort = true }},
 		{contract.RedriveUpdate, func() error {
 			switch {
 			case contract.Ended(j.st.State) || j.abort:
-				return fmt.Errorf("job %s is %s; redrive starts a new run of it instead", j.in.Job, j.st.State)
+				return refuse(contract.ErrJobEnded, "job %s is %s; redrive starts a new run of it instead", j.in.Job, j.st.State)
 			case j.in.DryRun:
-				return fmt.Errorf("job %s is a dry run; it has nothing to redrive", j.in.Job)
+				return refuse(contract.ErrNothingToRedrive, "job %s is a dry run; it has nothing to redrive", j.in.Job)
 			}
 			return nil
 		}, func() { j.st.RedriveRequested = true }},
@@ -68,6 +69,12 @@ func (j *job) registerHandlers() error {
 		}
 	}
 	return nil
+}
+
+// refuse is a validator's refusal: an application error of a contract type,
+// which the starter tells apart without reading its message.
+func refuse(errType, format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), errType, nil)
 }
 
 // setState changes the job's state and publishes it in the memo, which

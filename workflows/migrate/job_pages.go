@@ -60,7 +60,7 @@ func (j *job) listNext() {
 	in := contract.ListInput{Job: j.in.Job, Execution: st.Execution, Seq: st.Listing.Seq, Token: st.Listing.Token,
 		Source: j.in.Source, KeyList: j.in.KeyList, Range: j.in.Range, PageSize: size}
 	j.listing = true
-	f := workflow.ExecuteActivity(j.activityOptions(), a.ListPage, in)
+	f := listPage(j.activityOptions(), in)
 	j.sel.AddFuture(f, func(f workflow.Future) {
 		j.listing = false
 		var res contract.ListResult
@@ -104,7 +104,7 @@ func (j *job) listDeadPages() {
 	in := contract.DeadPagesInput{Job: j.in.Job, Execution: j.st.Execution, After: after, Max: j.set.PagesInFlight}
 	seq := r.Listing.Seq
 	j.listing = true
-	f := workflow.ExecuteActivity(j.activityOptions(), a.DeadPages, in)
+	f := deadPages(j.activityOptions(), in)
 	j.sel.AddFuture(f, func(f workflow.Future) {
 		j.listing = false
 		var res contract.DeadPagesResult
@@ -147,7 +147,7 @@ func (j *job) startPage(pass, seq, item, restart int) {
 		summary = fmt.Sprintf("%s: redrive %d of page %d", j.in.Job, pass, seq)
 	}
 	cctx := workflow.WithChildOptions(j.ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            contract.PageWorkflowID(j.in.Job, j.st.Execution, pass, seq),
+		WorkflowID:            contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, pass, seq),
 		TaskQueue:             contract.TaskQueue,
 		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -157,7 +157,7 @@ func (j *job) startPage(pass, seq, item, restart int) {
 		// A cancelled page still reports what it did before ending.
 		WaitForCancellation: true,
 	})
-	child := workflow.ExecuteChildWorkflow(cctx, contract.PageWorkflow, in)
+	child := workflow.ExecuteChildWorkflow(cctx, contract.WorkflowTypeMigrationPage, in)
 	j.pendingStarts++
 	j.sel.AddFuture(child.GetChildWorkflowExecution(), func(f workflow.Future) {
 		j.pendingStarts--
@@ -264,9 +264,9 @@ func (j *job) recoverLost() {
 	if len(seqs) == 0 {
 		return
 	}
-	var found []contract.PageReport
 	in := contract.FindReportsInput{Job: j.in.Job, Execution: st.Execution, Pass: pass, Seqs: seqs}
-	if err := workflow.ExecuteActivity(j.activityOptions(), a.FindReports, in).Get(j.ctx, &found); err != nil {
+	found, err := findReports(j.activityOptions(), in)
+	if err != nil {
 		j.failure = fmt.Errorf("look for lost page reports: %w", err)
 		return
 	}
@@ -296,11 +296,11 @@ func (j *job) cancelOutstanding() {
 	var pending []workflow.Future
 	ctx, _ := workflow.NewDisconnectedContext(j.ctx)
 	for _, s := range j.st.Pages.Outstanding() {
-		pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.PageWorkflowID(j.in.Job, j.st.Execution, 0, s), ""))
+		pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, 0, s), ""))
 	}
 	if r := j.st.Redrive; r != nil {
 		for _, item := range r.Items.Outstanding() {
-			pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.PageWorkflowID(j.in.Job, j.st.Execution, r.Pass, r.Seqs[item]), ""))
+			pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, r.Pass, r.Seqs[item]), ""))
 		}
 	}
 	for _, f := range pending {

@@ -45,7 +45,7 @@ func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.Statu
 func TestJobCopiesEveryPageOnce(t *testing.T) {
 	b := &bucket{objects: 2345, pageSize: 100}
 	env := newEnv(t, b)
-	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(100))
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, jobInput(100))
 	s := result(t, env)
 	if s.State != contract.StateCompleted || s.Listed != 2345 || s.Copied != 2345 || s.Failed != 0 || s.Bytes != 23450 || !s.ListingDone {
 		t.Fatalf("status %+v", s)
@@ -77,7 +77,7 @@ func TestJobCopiesEveryPageOnce(t *testing.T) {
 func TestJobRampsUpItsFirstPages(t *testing.T) {
 	b := &bucket{objects: 12000, pageSize: 2000}
 	env := newEnv(t, b)
-	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(2000))
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, jobInput(2000))
 	if s := result(t, env); s.State != contract.StateCompleted {
 		t.Fatalf("status %+v", s)
 	}
@@ -119,7 +119,7 @@ func TestJobPauseResume(t *testing.T) {
 			},
 		})
 	}, time.Hour)
-	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(100))
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, jobInput(100))
 	s := result(t, env)
 	if pauseErr != nil || resumeErr != nil {
 		t.Fatalf("pause %v, resume %v", pauseErr, resumeErr)
@@ -157,7 +157,7 @@ func TestJobPausedDuringListingStartsNothing(t *testing.T) {
 			OnAccept: func() {}, OnReject: func(err error) { t.Errorf("resume: %v", err) }, OnComplete: func(any, error) {},
 		})
 	}, time.Hour)
-	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(100))
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, jobInput(100))
 	s := result(t, env)
 	if len(seqsWhilePaused) != 1 || seqsWhilePaused[0] != 0 {
 		t.Fatalf("pages transferred by the end of the pause: %v, want only page 0", seqsWhilePaused)
@@ -192,7 +192,7 @@ func TestJobAbortStopsPages(t *testing.T) {
 			OnAccept: func() { t.Error("an aborted job accepted resume") }, OnReject: func(error) {}, OnComplete: func(any, error) {},
 		})
 	}, 2*time.Second)
-	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(100))
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, jobInput(100))
 	s := result(t, env)
 	if s.State != contract.StateAborted || s.Copied != 200 {
 		t.Fatalf("aborted: state %s copied %d; want aborted, 200", s.State, s.Copied)
@@ -228,7 +228,7 @@ func TestJobCountsDuplicateAndForeignReportsOnce(t *testing.T) {
 		env.SignalWorkflow(contract.PageDoneSignal, never)
 		close(b.block)
 	}, time.Second)
-	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(100))
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, jobInput(100))
 	s := result(t, env)
 	// Page 0 is counted from the first signal; its child's result is then a duplicate.
 	if s.Copied != 300 || s.Bytes != 3000 {
@@ -244,7 +244,7 @@ func TestJobDeadLettersAndRedrive(t *testing.T) {
 			OnAccept: func() { close(b.block) }, OnReject: func(err error) { t.Errorf("redrive refused: %v", err) }, OnComplete: func(any, error) {},
 		})
 	}, time.Second)
-	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(100))
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, jobInput(100))
 	s := result(t, env)
 	if s.Copied != 500 || s.Failed != 0 || s.RedrivePasses != 1 {
 		t.Fatalf("after redrive: copied %d failed %d passes %d; want 500, 0, 1", s.Copied, s.Failed, s.RedrivePasses)
@@ -266,7 +266,7 @@ func TestJobDeadLettersAndRedrive(t *testing.T) {
 func TestJobWithoutRedriveKeepsFailures(t *testing.T) {
 	b := &bucket{objects: 250, pageSize: 100, failing: map[int]int{2: 7}}
 	env := newEnv(t, b)
-	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(100))
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, jobInput(100))
 	s := result(t, env)
 	if s.State != contract.StateCompleted || s.Copied != 243 || s.Failed != 7 {
 		t.Fatalf("status %+v", s)
@@ -280,7 +280,7 @@ func TestRedriveRunOfEndedJob(t *testing.T) {
 	started := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	in.Redrive = &contract.RedriveFrom{Execution: "exec-old", Started: started, Passes: 1,
 		Counters: migrate.Counters{Listed: 300, Copied: 295, Failed: 5, Bytes: 2950}}
-	env.ExecuteWorkflow(contract.JobWorkflow, in)
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, in)
 	s := result(t, env)
 	if s.Execution != "exec-old" || s.Listed != 300 || s.Copied != 300 || s.Failed != 0 || s.RedrivePasses != 2 {
 		t.Fatalf("status %+v", s)
@@ -304,7 +304,7 @@ func TestJobContinuesAsNewWithConsistentState(t *testing.T) {
 		env.SetCurrentHistoryLength(5001)
 		close(b.block)
 	}, time.Second)
-	env.ExecuteWorkflow(contract.JobWorkflow, in)
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("not completed")
 	}
@@ -341,7 +341,7 @@ func TestJobContinuesAsNewWithConsistentState(t *testing.T) {
 			env2.SignalWorkflow(contract.PageDoneSignal, contract.PageReport{Execution: st.Execution, Seq: s, Counters: migrate.Counters{Copied: 100, Bytes: 1000}})
 		}
 	}, time.Millisecond)
-	env2.ExecuteWorkflow(contract.JobWorkflow, next)
+	env2.ExecuteWorkflow(contract.WorkflowTypeMigration, next)
 	s := result(t, env2)
 	if s.Copied != 3000 || s.Listed != 3000 || s.ContinuedAsNew != 1 {
 		t.Fatalf("after continue-as-new: %+v", s)
@@ -365,7 +365,7 @@ func TestJobFindsLostReports(t *testing.T) {
 		Counters: migrate.Counters{Listed: 200, ListedBytes: 2000}}
 	b.found[0] = contract.PageReport{Execution: "exec-1", Seq: 0, Counters: migrate.Counters{Copied: 100, Bytes: 1000}}
 	in.Resume = st
-	env.ExecuteWorkflow(contract.JobWorkflow, in)
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, in)
 	s := result(t, env)
 	if s.Copied != 300 || s.Listed != 300 {
 		t.Fatalf("status %+v", s)
@@ -394,17 +394,17 @@ func TestJobPrecheckFailureFailsWithStatus(t *testing.T) {
 	b := &bucket{objects: 10, pageSize: 100}
 	env := quietSuite().NewTestWorkflowEnvironment()
 	wf.Register(env)
-	env.RegisterActivity(&acts.Activities{})
+	acts.Register(env, &acts.Activities{})
 	env.OnActivity(a.RequestSlot, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.Precheck, mock.Anything, mock.Anything).Return(
 		temporal.NewNonRetryableApplicationError("destination s3://dst on dst:9000: the bucket does not exist", contract.ErrPrecheck, nil))
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", contract.ReleaseSignal, mock.Anything).Return(nil).Once()
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SlotGrantedSignal, nil) }, time.Millisecond)
 	_ = b
-	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(100))
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, jobInput(100))
 	err := env.GetWorkflowError()
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != "MigrationFailed" {
+	if !errors.As(err, &app) || app.Type() != contract.ErrMigrationFailed {
 		t.Fatalf("error %v", err)
 	}
 	var s contract.Status
@@ -431,7 +431,7 @@ func TestJobWaitsInLineUntilGranted(t *testing.T) {
 		queued = s.State
 		env.SignalWorkflow(contract.SlotGrantedSignal, nil)
 	}, 3*time.Hour)
-	env.ExecuteWorkflow(contract.JobWorkflow, jobInput(100))
+	env.ExecuteWorkflow(contract.WorkflowTypeMigration, jobInput(100))
 	s := result(t, env)
 	if queued != contract.StateQueued {
 		t.Fatalf("state while waiting %q", queued)

@@ -26,8 +26,7 @@ func Page(ctx workflow.Context, in contract.PageInput) (*contract.PageReport, er
 			NonRetryableErrorTypes: []string{contract.ErrPermanent, contract.ErrPrecheck},
 		},
 	})
-	var rep contract.PageReport
-	runErr := workflow.ExecuteActivity(actx, a.TransferPage, in).Get(ctx, &rep)
+	rep, runErr := transferPage(actx, in)
 	if runErr != nil {
 		rep = contract.PageReport{Execution: in.Execution, Pass: in.Pass, Seq: in.Seq, Item: in.Item, Error: rootMessage(runErr)}
 		// A cancelled transfer returns what it did as the cancellation's details.

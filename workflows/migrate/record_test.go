@@ -56,11 +56,11 @@ func TestRecordHistories(t *testing.T) {
 	s.objects = map[string]int{}
 	start := func(in contract.JobInput) client.WorkflowRun {
 		t.Helper()
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contract.JobWorkflowID(in.Job), TaskQueue: contract.TaskQueue,
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contract.MigrationWorkflowID(in.Job), TaskQueue: contract.TaskQueue,
 			WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 			TypedSearchAttributes: temporal.NewSearchAttributes(contract.JobKey.ValueSet(in.Job),
 				contract.SourceBucketKey.ValueSet(in.Source.Bucket), contract.DestBucketKey.ValueSet(in.Dest.Bucket))},
-			contract.JobWorkflow, in)
+			contract.WorkflowTypeMigration, in)
 		if err != nil {
 			t.Fatalf("start %s (the server must be fresh): %v", in.Job, err)
 		}
@@ -68,7 +68,7 @@ func TestRecordHistories(t *testing.T) {
 	}
 	update := func(job, name string) {
 		t.Helper()
-		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: contract.JobWorkflowID(job), UpdateName: name,
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: contract.MigrationWorkflowID(job), UpdateName: name,
 			WaitForStage: client.WorkflowUpdateStageCompleted})
 		if err == nil {
 			err = h.Get(ctx, nil)
@@ -98,9 +98,9 @@ func TestRecordHistories(t *testing.T) {
 	if stA.Copied != 25 || stA.Failed != 0 || stA.RedrivePasses != 1 {
 		t.Fatalf("rec-a: %+v", stA)
 	}
-	replaytest.WriteHistory(t, ctx, c, "migration_redriven.json", contract.JobWorkflowID("rec-a"), "")
-	replaytest.WriteHistory(t, ctx, c, "migration_page.json", contract.PageWorkflowID("rec-a", stA.Execution, 0, 0), "")
-	replaytest.WriteHistory(t, ctx, c, "migration_redrive_page.json", contract.PageWorkflowID("rec-a", stA.Execution, 1, 1), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_redriven.json", contract.MigrationWorkflowID("rec-a"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_page.json", contract.MigrationPageWorkflowID("rec-a", stA.Execution, 0, 0), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_redrive_page.json", contract.MigrationPageWorkflowID("rec-a", stA.Execution, 1, 1), "")
 
 	// A job that continues as new.
 	inB := input("rec-b", 80)
@@ -111,8 +111,8 @@ func TestRecordHistories(t *testing.T) {
 	if stB.ContinuedAsNew == 0 || stB.Copied != 80-2 || stB.Failed != 2 {
 		t.Fatalf("rec-b: %+v", stB)
 	}
-	replaytest.WriteHistory(t, ctx, c, "migration_continued_first_run.json", contract.JobWorkflowID("rec-b"), firstRunB)
-	replaytest.WriteHistory(t, ctx, c, "migration_continued_last_run.json", contract.JobWorkflowID("rec-b"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_continued_first_run.json", contract.MigrationWorkflowID("rec-b"), firstRunB)
+	replaytest.WriteHistory(t, ctx, c, "migration_continued_last_run.json", contract.MigrationWorkflowID("rec-b"), "")
 
 	// Paused, resumed, then aborted with a page in flight.
 	gateC := s.gate("rec-c/1")
@@ -126,7 +126,7 @@ func TestRecordHistories(t *testing.T) {
 	if stC.State != contract.StateAborted {
 		t.Fatalf("rec-c: %+v", stC)
 	}
-	replaytest.WriteHistory(t, ctx, c, "migration_aborted.json", contract.JobWorkflowID("rec-c"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_aborted.json", contract.MigrationWorkflowID("rec-c"), "")
 
 	// A job whose precheck fails.
 	inD := input("rec-d", 5)
@@ -134,7 +134,7 @@ func TestRecordHistories(t *testing.T) {
 	if st := result(start(inD)); st.State != contract.StateFailed {
 		t.Fatalf("rec-d: %+v", st)
 	}
-	replaytest.WriteHistory(t, ctx, c, "migration_failed.json", contract.JobWorkflowID("rec-d"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_failed.json", contract.MigrationWorkflowID("rec-d"), "")
 
 	// Two jobs of an account that runs one at a time: the second waits in line.
 	gateE := s.gate("rec-e/0")
@@ -149,8 +149,8 @@ func TestRecordHistories(t *testing.T) {
 	if st := result(runF); st.Copied != 5 {
 		t.Fatalf("rec-f: %+v", st)
 	}
-	replaytest.WriteHistory(t, ctx, c, "migration_queued.json", contract.JobWorkflowID("rec-f"), "")
-	replaytest.WriteHistory(t, ctx, c, "migration_account.json", contract.AccountWorkflowID("rec-one"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_queued.json", contract.MigrationWorkflowID("rec-f"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_account.json", contract.MigrationAccountWorkflowID("rec-one"), "")
 
 	// A job whose pages are larger than the first page: its first listing
 	// asks for a short page (the stubs answer ten objects whatever the size).
@@ -159,18 +159,18 @@ func TestRecordHistories(t *testing.T) {
 	if st := result(start(inH)); st.Copied != 30-2 || st.Failed != 2 {
 		t.Fatalf("rec-h: %+v", st)
 	}
-	replaytest.WriteHistory(t, ctx, c, "migration_ramped.json", contract.JobWorkflowID("rec-h"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_ramped.json", contract.MigrationWorkflowID("rec-h"), "")
 
 	// A catalog import: its copy job, then Publish's metadata rebuild.
-	replaytest.StartWorker(t, c, contract.PublishQueue, func(pw worker.Worker) {
+	replaytest.StartWorker(t, c, contract.PublishTaskQueue, func(pw worker.Worker) {
 		pw.RegisterActivityWithOptions(func(ctx context.Context, in contract.RebuildRequest) (*contract.RebuildCounts, error) {
 			return &contract.RebuildCounts{Packages: 1, Versions: 2, Files: 5, Bytes: 500}, nil
 		}, activity.RegisterOptions{Name: contract.RebuildMetadataActivity})
 	})
 	files := input("rec-g-files", 5)
 	files.Overwrite, files.StripSourcePrefix = migrate.OverwriteNever, true
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contract.ImportWorkflowID("rec-g"), TaskQueue: contract.TaskQueue},
-		contract.ImportWorkflow, contract.ImportInput{Import: "rec-g", Files: files})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contract.MigrationCatalogImportWorkflowID("rec-g"), TaskQueue: contract.TaskQueue},
+		contract.WorkflowTypeMigrationCatalogImport, contract.ImportInput{Import: "rec-g", Files: files})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestRecordHistories(t *testing.T) {
 	if err := run.Get(ctx, &imported); err != nil || imported.Rebuild.Versions != 2 {
 		t.Fatalf("rec-g: %+v %v", imported, err)
 	}
-	replaytest.WriteHistory(t, ctx, c, "migration_catalog_import.json", contract.ImportWorkflowID("rec-g"), "")
+	replaytest.WriteHistory(t, ctx, c, "migration_catalog_import.json", contract.MigrationCatalogImportWorkflowID("rec-g"), "")
 }
 
 // recordingStubs stand in for the activities: a source of objects[job]
@@ -221,7 +221,7 @@ func (s *recordingStubs) register(w worker.Worker) {
 			return temporal.NewNonRetryableApplicationError("destination s3://missing on dst:9000: the bucket does not exist", contract.ErrPrecheck, nil)
 		}
 		return nil
-	}, "Precheck")
+	}, contract.PrecheckActivity)
 	reg(func(ctx context.Context, in contract.ListInput) (contract.ListResult, error) {
 		s.mu.Lock()
 		n := s.objects[in.Job]
@@ -234,7 +234,7 @@ func (s *recordingStubs) register(w worker.Worker) {
 			res.Last = true
 		}
 		return res, nil
-	}, "ListPage")
+	}, contract.ListPageActivity)
 	reg(func(ctx context.Context, in contract.PageInput) (contract.PageReport, error) {
 		page := fmt.Sprintf("%s/%d", in.Job, in.Seq)
 		s.started.Store(page, true)
@@ -263,25 +263,25 @@ func (s *recordingStubs) register(w worker.Worker) {
 		}
 		rep.Counters = migrate.Counters{Copied: int64(count - failed), Failed: int64(failed), Bytes: int64(count-failed) * 100}
 		return rep, nil
-	}, "TransferPage")
+	}, contract.TransferPageActivity)
 	reg(func(ctx context.Context, in contract.DeadPagesInput) (contract.DeadPagesResult, error) {
 		if in.After < 1 {
 			return contract.DeadPagesResult{Seqs: []int{1}, Last: true}, nil
 		}
 		return contract.DeadPagesResult{Last: true}, nil
-	}, "DeadPages")
+	}, contract.DeadPagesActivity)
 	reg(func(ctx context.Context, in contract.FindReportsInput) ([]contract.PageReport, error) {
 		return nil, nil
-	}, "FindReports")
+	}, contract.FindReportsActivity)
 	reg(func(ctx context.Context, account string, req contract.SlotRequest) error {
 		limit := 3
 		if account == "rec-one" {
 			limit = 1
 		}
-		_, err := s.c.SignalWithStartWorkflow(ctx, contract.AccountWorkflowID(account), contract.AcquireSignal, req,
-			client.StartWorkflowOptions{ID: contract.AccountWorkflowID(account), TaskQueue: contract.TaskQueue},
-			contract.AccountWorkflow, contract.AccountInput{Account: account, Queue: migrate.JobQueue{Limit: limit}})
+		_, err := s.c.SignalWithStartWorkflow(ctx, contract.MigrationAccountWorkflowID(account), contract.AcquireSignal, req,
+			client.StartWorkflowOptions{ID: contract.MigrationAccountWorkflowID(account), TaskQueue: contract.TaskQueue},
+			contract.WorkflowTypeMigrationAccount, contract.AccountInput{Account: account, Queue: migrate.JobQueue{Limit: limit}})
 		return err
-	}, "RequestSlot")
-	reg(func(ctx context.Context, in contract.RunningInput) ([]string, error) { return in.WorkflowIDs, nil }, "StillRunning")
+	}, contract.RequestSlotActivity)
+	reg(func(ctx context.Context, in contract.RunningInput) ([]string, error) { return in.WorkflowIDs, nil }, contract.StillRunningActivity)
 }

@@ -13,8 +13,8 @@ type Registry interface {
 
 // Register registers Migrate's workflows under their contract names.
 func Register(r Registry) {
-	r.RegisterWorkflowWithOptions(Job, workflow.RegisterOptions{Name: contract.JobWorkflow})
-	r.RegisterWorkflowWithOptions(Page, workflow.RegisterOptions{Name: contract.PageWorkflow})
-	r.RegisterWorkflowWithOptions(Account, workflow.RegisterOptions{Name: contract.AccountWorkflow})
-	r.RegisterWorkflowWithOptions(CatalogImport, workflow.RegisterOptions{Name: contract.ImportWorkflow})
+	r.RegisterWorkflowWithOptions(Job, workflow.RegisterOptions{Name: contract.WorkflowTypeMigration})
+	r.RegisterWorkflowWithOptions(Page, workflow.RegisterOptions{Name: contract.WorkflowTypeMigrationPage})
+	r.RegisterWorkflowWithOptions(Account, workflow.RegisterOptions{Name: contract.WorkflowTypeMigrationAccount})
+	r.RegisterWorkflowWithOptions(CatalogImport, workflow.RegisterOptions{Name: contract.WorkflowTypeMigrationCatalogImport})
 }

@@ -18,17 +18,17 @@ import (
 // regenerated file that ends differently (or a missing one) is noticed.
 // An account keeps running: its history ends with the timer it waits on.
 var recorded = map[string]replaytest.Expect{
-	"migration_redriven.json":            {Type: contract.JobWorkflow, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
-	"migration_page.json":                {Type: contract.PageWorkflow, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
-	"migration_redrive_page.json":        {Type: contract.PageWorkflow, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
-	"migration_continued_first_run.json": {Type: contract.JobWorkflow, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW},
-	"migration_continued_last_run.json":  {Type: contract.JobWorkflow, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
-	"migration_aborted.json":             {Type: contract.JobWorkflow, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
-	"migration_failed.json":              {Type: contract.JobWorkflow, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED},
-	"migration_queued.json":              {Type: contract.JobWorkflow, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
-	"migration_account.json":             {Type: contract.AccountWorkflow, ClosedBy: enums.EVENT_TYPE_TIMER_STARTED},
-	"migration_catalog_import.json":      {Type: contract.ImportWorkflow, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
-	"migration_ramped.json":              {Type: contract.JobWorkflow, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	"migration_redriven.json":            {Type: contract.WorkflowTypeMigration, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	"migration_page.json":                {Type: contract.WorkflowTypeMigrationPage, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	"migration_redrive_page.json":        {Type: contract.WorkflowTypeMigrationPage, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	"migration_continued_first_run.json": {Type: contract.WorkflowTypeMigration, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW},
+	"migration_continued_last_run.json":  {Type: contract.WorkflowTypeMigration, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	"migration_aborted.json":             {Type: contract.WorkflowTypeMigration, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	"migration_failed.json":              {Type: contract.WorkflowTypeMigration, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED},
+	"migration_queued.json":              {Type: contract.WorkflowTypeMigration, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	"migration_account.json":             {Type: contract.WorkflowTypeMigrationAccount, ClosedBy: enums.EVENT_TYPE_TIMER_STARTED},
+	"migration_catalog_import.json":      {Type: contract.WorkflowTypeMigrationCatalogImport, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
+	"migration_ramped.json":              {Type: contract.WorkflowTypeMigration, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the
@@ -50,8 +50,8 @@ func TestReplayDetectsNondeterminism(t *testing.T) {
 			return nil, err
 		}
 		return &contract.Status{}, nil
-	}, workflow.RegisterOptions{Name: contract.JobWorkflow})
-	r.RegisterWorkflowWithOptions(wf.Page, workflow.RegisterOptions{Name: contract.PageWorkflow})
+	}, workflow.RegisterOptions{Name: contract.WorkflowTypeMigration})
+	r.RegisterWorkflowWithOptions(wf.Page, workflow.RegisterOptions{Name: contract.WorkflowTypeMigrationPage})
 	if err := r.ReplayWorkflowHistoryFromJSONFile(replaytest.QuietLogger(), filepath.Join("testdata", "migration_redriven.json")); err == nil {
 		t.Fatal("replaying a changed job against its old history succeeded")
 	}

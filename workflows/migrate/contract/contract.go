@@ -22,29 +22,41 @@ const TaskQueue = "migrate"
 // Workflow type names (registered explicitly, so renaming a Go function
 // never breaks histories).
 const (
-	JobWorkflow     = "Migration"
-	PageWorkflow    = "MigrationPage"
-	AccountWorkflow = "MigrationAccount"
-	ImportWorkflow  = "MigrationCatalogImport"
+	WorkflowTypeMigration              = "Migration"
+	WorkflowTypeMigrationPage          = "MigrationPage"
+	WorkflowTypeMigrationAccount       = "MigrationAccount"
+	WorkflowTypeMigrationCatalogImport = "MigrationCatalogImport"
 )
 
-// ImportWorkflowID is the workflow ID of a catalog import.
-func ImportWorkflowID(importID string) string { return "migrate-import/" + importID }
+// MigrationCatalogImportWorkflowID is the workflow ID of a catalog import.
+func MigrationCatalogImportWorkflowID(importID string) string { return "migrate-import/" + importID }
+
+// Activity types of the migrate pool (TaskQueue), registered under these
+// names by activities/migrate.Register and scheduled by them.
+const (
+	PrecheckActivity     = "Precheck"
+	ListPageActivity     = "ListPage"
+	TransferPageActivity = "TransferPage"
+	DeadPagesActivity    = "DeadPages"
+	FindReportsActivity  = "FindReports"
+	RequestSlotActivity  = "RequestSlot"
+	StillRunningActivity = "StillRunning"
+)
 
 // Publish's side of a catalog import: the queue and name of the activity
 // that rebuilds its metadata (see workflows/publish/contract).
 const (
-	PublishQueue            = "publish"
+	PublishTaskQueue        = "publish"
 	RebuildMetadataActivity = "RebuildMetadata"
 )
 
-// JobWorkflowID is the workflow ID of a job: one run of a job at a time.
-func JobWorkflowID(job string) string { return "migrate/" + job }
+// MigrationWorkflowID is the workflow ID of a job: one run of a job at a time.
+func MigrationWorkflowID(job string) string { return "migrate/" + job }
 
-// PageWorkflowID names the child that copies one page of a job execution.
+// MigrationPageWorkflowID names the child that copies one page of a job execution.
 // Pass 0 is the copy; pass n > 0 is the n-th redrive of dead letters.
-func PageWorkflowID(job, execution string, pass, seq int) string {
-	id := JobWorkflowID(job) + "/" + shortExecution(execution)
+func MigrationPageWorkflowID(job, execution string, pass, seq int) string {
+	id := MigrationWorkflowID(job) + "/" + shortExecution(execution)
 	if pass > 0 {
 		id += "/redrive-" + strconv.Itoa(pass)
 	}
@@ -58,8 +70,8 @@ func shortExecution(e string) string {
 	return e
 }
 
-// AccountWorkflowID is the workflow that admits an account's jobs.
-func AccountWorkflowID(account string) string { return "migrate-account/" + account }
+// MigrationAccountWorkflowID is the workflow that admits an account's jobs.
+func MigrationAccountWorkflowID(account string) string { return "migrate-account/" + account }
 
 // Signals.
 const (
@@ -237,12 +249,35 @@ func (s Settings) Check() error {
 	return nil
 }
 
-// Error types of the migrate activities' application errors, which are not
-// retried.
+// Error types of Migrate's application errors. Starters tell them apart by
+// these types, never by their messages.
 const (
-	// ErrPrecheck: a side lacks a bucket or a permission.
+	// ErrPrecheck (an activity's, not retried): a side lacks a bucket or a
+	// permission.
 	ErrPrecheck = "PrecheckFailed"
-	// ErrPermanent: retrying cannot help (credentials that do not open, a
-	// malformed input).
+	// ErrPermanent (an activity's, not retried): retrying cannot help
+	// (credentials that do not open, a malformed input).
 	ErrPermanent = "PermanentFailure"
+	// ErrMigrationFailed: a job failed; its details are its Status.
+	ErrMigrationFailed = "MigrationFailed"
+	// ErrImportIncomplete: a catalog import stopped before writing any
+	// metadata, because a copy did not copy every object.
+	ErrImportIncomplete = "ImportIncomplete"
+
+	// Refusals of the control updates, by their validators: the request
+	// makes no sense in the job's (or account's) current state, and
+	// nothing reached the history.
+
+	// ErrNotRunning: only a running job can be paused.
+	ErrNotRunning = "JobNotRunning"
+	// ErrNotPaused: only a paused job can be resumed.
+	ErrNotPaused = "JobNotPaused"
+	// ErrJobEnded: the job has ended, or its abort is under way (a redrive
+	// of an ended job starts a new run of it instead).
+	ErrJobEnded = "JobEnded"
+	// ErrNothingToRedrive: a dry run copies nothing, so it has no dead
+	// letters.
+	ErrNothingToRedrive = "NothingToRedrive"
+	// ErrInvalidLimit: an account runs at least one job at a time.
+	ErrInvalidLimit = "InvalidLimit"
 )
