@@ -1,6 +1,8 @@
 // Package gate runs gate processes (cmd/gate, built here) in front of a
 // test origin, on a real Temporal dev server with the admit worker in this
-// process, and real Redis servers for their counters.
+// process, and real Redis servers for their counters. It sits with Admit's
+// room tests (integration/admit) but is its own package: those stop and
+// start their workers, these keep one running for every test.
 package gate
 
 import (
