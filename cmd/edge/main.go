@@ -106,18 +106,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	}
 	metricsURL := "off"
 	if *metricsAddr != "" {
-		mln, err := net.Listen("tcp", *metricsAddr)
+		ops, err := metrics.ServeOps(*metricsAddr, map[string]http.Handler{
+			"GET /healthz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") }),
+		}, logger)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("listen on %s (metrics): %w", *metricsAddr, err)
 		}
-		ops := http.NewServeMux()
-		ops.Handle("GET /metrics", metrics.Handler())
-		ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-		opsServer := &http.Server{Handler: ops, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
-		go func() { _ = opsServer.Serve(mln) }()
-		defer opsServer.Close()
-		metricsURL = "http://" + mln.Addr().String() + "/metrics"
+		defer ops.Close()
+		metricsURL = ops.MetricsURL()
 	}
 	server := &http.Server{
 		// Each request continues its caller's trace (traceparent) while

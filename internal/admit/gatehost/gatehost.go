@@ -161,14 +161,13 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 		return err
 	}
 
-	var healthSrv *http.Server
 	ready503 := make(chan struct{})
 	if s.HealthAddr != "" {
-		healthSrv, err = serveHealth(s.HealthAddr, g, ready503, log)
+		ops, err := serveHealth(s.HealthAddr, g, ready503, log)
 		if err != nil {
 			return err
 		}
-		defer healthSrv.Close()
+		defer ops.Close()
 	}
 
 	tc, err := dialTemporal(ctx, s.Temporal, log)
@@ -334,38 +333,25 @@ func dialTemporal(ctx context.Context, t config.Temporal, log *slog.Logger) (cli
 
 // serveHealth serves /healthz, /status and /metrics; /healthz answers 503 until the
 // gate takes traffic.
-func serveHealth(addr string, g *gate.Gate, ready <-chan struct{}, log *slog.Logger) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s (health): %w", addr, err)
-	}
+func serveHealth(addr string, g *gate.Gate, ready <-chan struct{}, log *slog.Logger) (*metrics.Ops, error) {
 	status := g.StatusHandler()
 	// /metrics from the start: the SDK's metrics, the process's and the
 	// gate's own (per room, once the room is known).
 	gateMetrics.Store(g)
 	registerGateMetrics.Do(func() { metrics.Registry.MustRegister(currentGateCollector{}) })
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metrics.Handler())
-	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ops, err := metrics.ServeOps(addr, map[string]http.Handler{"/": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-ready:
 			status.ServeHTTP(w, r)
 		default:
 			http.Error(w, "starting: reading the rooms", http.StatusServiceUnavailable)
 		}
-	}))
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
-		IdleTimeout: time.Minute, MaxHeaderBytes: 8 << 10,
+	})}, log)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (health): %w", addr, err)
 	}
-	log.Info("health listening", "health", ln.Addr().String(), "metrics", "http://"+ln.Addr().String()+"/metrics")
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("health server", "err", err)
-		}
-	}()
-	return srv, nil
+	log.Info("health listening", "health", ops.Addr, "metrics", ops.MetricsURL())
+	return ops, nil
 }
 
 // gateMetrics is the gate whose metrics this process exports (the last one
