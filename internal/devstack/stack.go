@@ -247,11 +247,31 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 	default:
 		return fmt.Errorf("demo room: %w", err)
 	}
+	o.announce(c, temporal.UIURL, minio.ConsoleURL, procs)
+
+	select {
+	case <-ctx.Done():
+		// Children run in their own process groups, so devstack must outlive
+		// them: further Ctrl-Cs are absorbed until everything has stopped.
+		return nil
+	case err := <-sup.Failed():
+		return o.stopping(fmt.Errorf("%w", err))
+	case <-temporal.Ended():
+		return o.stopping(fmt.Errorf("the Temporal dev server is gone, and nothing runs without it: %s", temporal.Died()))
+	case <-minio.Ended():
+		return o.stopping(fmt.Errorf("MinIO is gone, and the workers and the edge cannot work without it: %s", minio.Died()))
+	case <-redis.Ended():
+		return o.stopping(fmt.Errorf("the Redis server is gone, and the gate counts admissions in it: %s", redis.Died()))
+	}
+}
+
+// announce tells where everything is and what to try.
+func (o Output) announce(c StackConfig, uiURL, consoleURL string, procs []Planned) {
 	o.Say("")
-	o.Say("  Temporal Web UI  %s  (filter: Package = \"mitt\")", temporal.UIURL)
+	o.Say("  Temporal Web UI  %s  (filter: Package = \"mitt\")", uiURL)
 	o.Say("  Edge (CDN + API) http://%s", c.EdgeAddr)
 	o.Say("  Gate (demo room) http://%s  (status http://%s/status)", c.GateAddr, c.GateHealthAddr)
-	o.Say("  MinIO console    %s  (user %s, password from S3_SECRET_KEY)", minio.ConsoleURL, c.AccessKey)
+	o.Say("  MinIO console    %s  (user %s, password from S3_SECRET_KEY)", consoleURL, c.AccessKey)
 	o.Say("")
 	o.Say("  Metrics (Prometheus), one per process:")
 	for _, p := range procs {
@@ -274,21 +294,6 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 	o.Say("Ctrl-C stops everything; the next `make run` reuses the data in %s", c.DataDir)
 
 	o.Say("A worker, the edge or the gate that dies is restarted; only Temporal, MinIO or Redis dying, or a crash loop, stops the stack.")
-
-	select {
-	case <-ctx.Done():
-		// Children run in their own process groups, so devstack must outlive
-		// them: further Ctrl-Cs are absorbed until everything has stopped.
-		return nil
-	case err := <-sup.Failed():
-		return o.stopping(fmt.Errorf("%w", err))
-	case <-temporal.Ended():
-		return o.stopping(fmt.Errorf("the Temporal dev server is gone, and nothing runs without it: %s", temporal.Died()))
-	case <-minio.Ended():
-		return o.stopping(fmt.Errorf("MinIO is gone, and the workers and the edge cannot work without it: %s", minio.Died()))
-	case <-redis.Ended():
-		return o.stopping(fmt.Errorf("the Redis server is gone, and the gate counts admissions in it: %s", redis.Died()))
-	}
 }
 
 // stopping says why the stack stops before it stops (the children's

@@ -178,29 +178,8 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 	rc := roomclient.Client{C: tc}
 	watcher := &gate.Watcher{Source: gate.TemporalRooms{Client: rc}, Registry: registry,
 		SnapshotEvery: s.SnapshotEvery, DiscoverEvery: s.DiscoverEvery, Logger: log}
-	// No traffic before the gate knows the rooms: unknown rooms would let
-	// everyone through. A room whose snapshot stays unreadable does not keep
-	// the gate (and every other room) down for long: after startupWait the
-	// gate starts without it, and reads it as soon as it answers.
-	started := time.Now()
-	for attempt := 0; ; attempt++ {
-		err := watcher.Sync(ctx)
-		if err == nil {
-			break
-		}
-		var unread *gate.UnreadRoomsError
-		if errors.As(err, &unread) && time.Since(started) > startupWait {
-			log.Error("starting without some rooms: their snapshots cannot be read; their traffic passes until they answer", "rooms", strings.Join(unread.Rooms, ","))
-			break
-		}
-		if attempt == 0 {
-			log.Warn("waiting for the rooms (Temporal and the admit worker must answer)", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
+	if !waitForRooms(ctx, watcher, log) {
+		return nil
 	}
 	bg, stopBackground := context.WithCancel(context.Background())
 	defer stopBackground()
@@ -256,6 +235,34 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 	<-reporterDone
 	<-revocationsDone
 	return err
+}
+
+// waitForRooms reads the rooms before the gate takes traffic: unknown rooms
+// would let everyone through. A room whose snapshot stays unreadable does
+// not keep the gate (and every other room) down for long: after
+// startupWait the gate starts without it, and reads it as soon as it
+// answers. It is false when ctx ends first.
+func waitForRooms(ctx context.Context, watcher *gate.Watcher, log *slog.Logger) bool {
+	started := time.Now()
+	for attempt := 0; ; attempt++ {
+		err := watcher.Sync(ctx)
+		if err == nil {
+			return true
+		}
+		var unread *gate.UnreadRoomsError
+		if errors.As(err, &unread) && time.Since(started) > startupWait {
+			log.Error("starting without some rooms: their snapshots cannot be read; their traffic passes until they answer", "rooms", strings.Join(unread.Rooms, ","))
+			return true
+		}
+		if attempt == 0 {
+			log.Warn("waiting for the rooms (Temporal and the admit worker must answer)", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // revocationSyncEvery is how often a gate writes the sessions revoked at it
