@@ -20,7 +20,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/logging"
 	"github.com/edgeflow/edgeflow/internal/metrics"
-	"github.com/edgeflow/edgeflow/internal/publish/cdn"
+	"github.com/edgeflow/edgeflow/internal/publish/edge"
 	"github.com/edgeflow/edgeflow/internal/tracing"
 )
 
@@ -42,13 +42,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	metricsAddr := fs.String("metrics-addr", config.Env("EDGE_METRICS_ADDR", "127.0.0.1:8090"), "address of /metrics (Prometheus) and /healthz, apart from the public one; empty: none (env EDGE_METRICS_ADDR)")
 	cacheMiB := fs.Int("cache-mib", config.EnvInt("EDGE_CACHE_MIB", 256), "in-memory file cache size in MiB; 0 disables it (env EDGE_CACHE_MIB)")
 	maxCachedKiB := fs.Int("max-cached-file-kib", config.EnvInt("EDGE_MAX_CACHED_FILE_KIB", 1024), "largest file kept in the cache, KiB (env EDGE_MAX_CACHED_FILE_KIB)")
-	metaTTL := fs.Duration("meta-ttl", config.EnvDuration("EDGE_META_TTL", cdn.DefaultMetaTTL), "how long package documents and the search index are cached (env EDGE_META_TTL)")
-	metaTimeout := fs.Duration("meta-timeout", config.EnvDuration("EDGE_META_TIMEOUT", cdn.DefaultMetaTimeout), "deadline for fetching a metadata document not cached yet (env EDGE_META_TIMEOUT)")
-	primaryTimeout := fs.Duration("primary-timeout", config.EnvDuration("EDGE_PRIMARY_TIMEOUT", cdn.DefaultPrimaryTimeout), "primary store deadline before the mirror answers (env EDGE_PRIMARY_TIMEOUT)")
+	metaTTL := fs.Duration("meta-ttl", config.EnvDuration("EDGE_META_TTL", edge.DefaultMetaTTL), "how long package documents and the search index are cached (env EDGE_META_TTL)")
+	metaTimeout := fs.Duration("meta-timeout", config.EnvDuration("EDGE_META_TIMEOUT", edge.DefaultMetaTimeout), "deadline for fetching a metadata document not cached yet (env EDGE_META_TIMEOUT)")
+	primaryTimeout := fs.Duration("primary-timeout", config.EnvDuration("EDGE_PRIMARY_TIMEOUT", edge.DefaultPrimaryTimeout), "primary store deadline before the mirror answers (env EDGE_PRIMARY_TIMEOUT)")
 	publicURL := fs.String("public-url", config.Env("EDGE_PUBLIC_URL", ""), "scheme://host for absolute URLs in responses; empty: from each request (env EDGE_PUBLIC_URL)")
-	writeIdle := fs.Duration("write-idle", config.EnvDuration("EDGE_WRITE_IDLE", cdn.DefaultWriteIdle), "time a client has to accept each 64 KiB of a file (env EDGE_WRITE_IDLE)")
+	writeIdle := fs.Duration("write-idle", config.EnvDuration("EDGE_WRITE_IDLE", edge.DefaultWriteIdle), "time a client has to accept each 64 KiB of a file (env EDGE_WRITE_IDLE)")
 	writeTimeout := fs.Duration("write-timeout", config.EnvDuration("EDGE_WRITE_TIMEOUT", time.Minute), "deadline for writing any other response (env EDGE_WRITE_TIMEOUT)")
-	inflightMiB := fs.Int("inflight-mib", config.EnvInt("EDGE_INFLIGHT_MIB", cdn.DefaultInflightBytes>>20), "file bodies held in memory for slow clients beyond the cache, MiB (env EDGE_INFLIGHT_MIB)")
+	inflightMiB := fs.Int("inflight-mib", config.EnvInt("EDGE_INFLIGHT_MIB", edge.DefaultInflightBytes>>20), "file bodies held in memory for slow clients beyond the cache, MiB (env EDGE_INFLIGHT_MIB)")
 	logLevel := fs.String("log-level", config.Env("EDGE_LOG_LEVEL", config.Env("LOG_LEVEL", "info")), "debug, info, warn or error (env EDGE_LOG_LEVEL, LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	if err != nil {
 		return err
 	}
-	edge := cdn.New(cdn.Config{
+	srv := edge.New(edge.Config{
 		Primary:        primary,
 		Mirror:         mirror,
 		Buckets:        storage.Buckets,
@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	})
 	// Liveness only: the edge keeps serving cached files and metadata while
 	// a store is down, so store health must not take it out of rotation.
-	edge.Routes().HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	srv.Routes().HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = io.WriteString(w, "ok\n")
@@ -106,23 +106,20 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	}
 	metricsURL := "off"
 	if *metricsAddr != "" {
-		mln, err := net.Listen("tcp", *metricsAddr)
+		ops, err := metrics.ServeOps(*metricsAddr, map[string]http.Handler{
+			"GET /healthz": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") }),
+		}, logger)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("listen on %s (metrics): %w", *metricsAddr, err)
 		}
-		ops := http.NewServeMux()
-		ops.Handle("GET /metrics", metrics.Handler())
-		ops.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-		opsServer := &http.Server{Handler: ops, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
-		go func() { _ = opsServer.Serve(mln) }()
-		defer opsServer.Close()
-		metricsURL = "http://" + mln.Addr().String() + "/metrics"
+		defer ops.Close()
+		metricsURL = ops.MetricsURL()
 	}
 	server := &http.Server{
 		// Each request continues its caller's trace (traceparent) while
 		// tracing is on; off, the edge itself.
-		Handler:           tracing.Handler("edge", edge),
+		Handler:           tracing.Handler("edge", srv),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Files move this deadline forward chunk by chunk (WriteIdle); any
 		// other response must be written within it.

@@ -53,7 +53,7 @@ func BenchmarkRoomReports(b *testing.B) {
 		if _, err := rc.Create(ctx, engine.Settings{Name: name, TotalActiveUsers: 1 << 20, NewUsersPerMinute: 1 << 16}, roomclient.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		room := measure(b, reports, senders, name, contract.RoomID(name), func() int {
+		room := measure(b, reports, senders, name, contract.RoomWorkflowID(name), func() int {
 			d, err := rc.Describe(ctx, name)
 			if err != nil {
 				return -1

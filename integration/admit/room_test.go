@@ -303,7 +303,7 @@ func TestRoomAtItsBoundsContinuesAsNew(t *testing.T) {
 	if _, err := rc.Create(ctx, s, roomclient.CreateOptions{MinuteSeconds: 3, HistoryBudget: 200}); err != nil {
 		t.Fatal(err)
 	}
-	id := contract.RoomID(s.Name)
+	id := contract.RoomWorkflowID(s.Name)
 	first, err := env.Client.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		t.Fatal(err)

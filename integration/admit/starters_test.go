@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
@@ -29,22 +28,12 @@ func room(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	testenv.Require(t, env)
 	buildOnce.Do(func() {
-		root, err := devstack.RepoRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
 		dir, err := os.MkdirTemp("", "edgeflow-room-")
 		if err != nil {
 			buildErr = err
 			return
 		}
-		roomBin = filepath.Join(dir, "room")
-		cmd := exec.Command("go", "build", "-o", roomBin, "./starters/room")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = &exec.ExitError{Stderr: out}
-		}
+		roomBin, buildErr = testenv.BuildCommand(dir, "./starters/room")
 	})
 	if buildErr != nil {
 		t.Fatalf("build the room starter: %v", buildErr)

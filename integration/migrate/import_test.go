@@ -21,7 +21,7 @@ import (
 	pubacts "github.com/edgeflow/edgeflow/activities/publish"
 	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
-	"github.com/edgeflow/edgeflow/internal/publish/cdn"
+	"github.com/edgeflow/edgeflow/internal/publish/edge"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/rebuild"
 	publish "github.com/edgeflow/edgeflow/workflows/publish/contract"
@@ -119,11 +119,11 @@ func TestCatalogImportServesTheOldCDNByteForByte(t *testing.T) {
 	}
 
 	// The edge serves the imported versions, with the old CDN's bytes and SRIs.
-	edge := httptest.NewServer(cdn.New(cdn.Config{Primary: env.Store, Mirror: env.Store, Buckets: buckets}))
-	defer edge.Close()
+	edgeSrv := httptest.NewServer(edge.New(edge.Config{Primary: env.Store, Mirror: env.Store, Buckets: buckets}))
+	defer edgeSrv.Close()
 	get := func(path string, header ...string) (*http.Response, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", edge.URL+path, nil)
+		req, _ := http.NewRequest("GET", edgeSrv.URL+path, nil)
 		for i := 0; i+1 < len(header); i += 2 {
 			req.Header.Set(header[i], header[i+1])
 		}

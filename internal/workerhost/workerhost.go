@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -100,14 +99,12 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 	var ready atomic.Bool
 	health := "off"
 	if o.HealthAddr != "" {
-		ln, err := net.Listen("tcp", o.HealthAddr)
+		ops, err := metrics.ServeOps(o.HealthAddr, map[string]http.Handler{"/healthz": healthHandler(c, o.TaskQueue, &ready)}, log)
 		if err != nil {
 			return fmt.Errorf("health endpoint %s: %w", o.HealthAddr, err)
 		}
-		health = ln.Addr().String() // the port chosen, for HEALTH_ADDR=host:0
-		srv := &http.Server{Handler: healthHandler(c, o.TaskQueue, &ready), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
+		health = ops.Addr // the port chosen, for HEALTH_ADDR=host:0
+		defer ops.Close()
 	}
 	for i, w := range workers {
 		if err := w.Start(); err != nil {
@@ -149,9 +146,7 @@ func metricsURL(health string) string {
 }
 
 func healthHandler(c client.Client, queue string, ready *atomic.Bool) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metrics.Handler())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		status := map[string]any{"taskQueue": queue, "worker": ready.Load()}
@@ -169,7 +164,6 @@ func healthHandler(c client.Client, queue string, ready *atomic.Bool) http.Handl
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(status)
 	})
-	return mux
 }
 
 // Fatal prints err and exits with status 1 — for mains.

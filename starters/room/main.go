@@ -147,7 +147,7 @@ func (c *command) run() {
 		if recreated {
 			verb = "created again (it had been deleted)"
 		}
-		c.settingsOut(ctx, rc, room, "room %s %s\n  %s", room, verb, cli.WorkflowURL(c.tc.Namespace, contract.RoomID(room)))
+		c.settingsOut(ctx, rc, room, "room %s %s\n  %s", room, verb, cli.WorkflowURL(c.tc.Namespace, contract.RoomWorkflowID(room)))
 	case "update":
 		_, err := rc.Modify(ctx, room, func(s *admit.Settings) error {
 			*s = c.settingsFromFileAndFlags(*s)

@@ -58,7 +58,7 @@ func TestRoomRefusesPagesPastTheBound(t *testing.T) {
 	in.Settings.CustomPageHTML = big
 	for i := range 7 { // 8 × 64 KiB: exactly the bound
 		from := minute(50).Add(time.Duration(i) * time.Hour)
-		rt.update(time.Duration(i+1)*time.Second, contract.AddEvent, func(_ contract.Change, err error) {
+		rt.update(time.Duration(i+1)*time.Second, contract.AddEventUpdate, func(_ contract.Change, err error) {
 			if err != nil {
 				t.Errorf("event %d: %v", i, err)
 			}
@@ -66,20 +66,20 @@ func TestRoomRefusesPagesPastTheBound(t *testing.T) {
 	}
 	from := minute(50).Add(20 * time.Hour)
 	small := "<p>more</p>"
-	rt.update(10*time.Second, contract.AddEvent, func(_ contract.Change, err error) {
+	rt.update(10*time.Second, contract.AddEventUpdate, func(_ contract.Change, err error) {
 		if p := fieldProblems(t, err, contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "custom_page_html" {
 			t.Errorf("an event past the bound: %+v", p)
 		}
 	}, engine.Event{Name: "one-more", EventStartTime: from, EventEndTime: from.Add(time.Minute), CustomPageHTML: &small})
 	grown := in.Settings
 	grown.CustomPageHTML = big + "<p></p>"
-	rt.update(11*time.Second, contract.UpdateSettings, func(_ contract.Change, err error) {
+	rt.update(11*time.Second, contract.SettingsUpdate, func(_ contract.Change, err error) {
 		if p := fieldProblems(t, err, contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "custom_page_html" {
 			t.Errorf("settings past the bound: %+v", p)
 		}
 	}, contract.SettingsChange{Settings: grown})
 	// An event without a page still fits.
-	rt.update(12*time.Second, contract.AddEvent, func(_ contract.Change, err error) {
+	rt.update(12*time.Second, contract.AddEventUpdate, func(_ contract.Change, err error) {
 		if err != nil {
 			t.Errorf("an event without a page: %v", err)
 		}

@@ -38,10 +38,10 @@ func TestRoomPagesForGates(t *testing.T) {
 		return contract.SettingsChange{Settings: s}
 	}
 	pre, begin, end := minute(46), minute(47), minute(48)
-	rt.update(time.Second, contract.UpdateSettings, refused("settings"), withPage(bad))
-	rt.update(2*time.Second, contract.UpdateSettings, accepted("settings"), withPage(ours))
-	rt.update(3*time.Second, contract.AddEvent, refused("event"), engine.Event{Name: "bad", EventStartTime: begin, EventEndTime: end, CustomPageHTML: &bad})
-	rt.update(4*time.Second, contract.AddEvent, accepted("event"), engine.Event{Name: "launch", PrequeueStartTime: &pre,
+	rt.update(time.Second, contract.SettingsUpdate, refused("settings"), withPage(bad))
+	rt.update(2*time.Second, contract.SettingsUpdate, accepted("settings"), withPage(ours))
+	rt.update(3*time.Second, contract.AddEventUpdate, refused("event"), engine.Event{Name: "bad", EventStartTime: begin, EventEndTime: end, CustomPageHTML: &bad})
+	rt.update(4*time.Second, contract.AddEventUpdate, accepted("event"), engine.Event{Name: "launch", PrequeueStartTime: &pre,
 		EventStartTime: begin, EventEndTime: end, CustomPageHTML: &theirs})
 	shown := func(at time.Time, want string) {
 		rt.at(at.Sub(start)+time.Second, func() {
@@ -74,12 +74,12 @@ func TestLegacyRunRefusesNewPartials(t *testing.T) {
 	bad := "{{> /etc/hostname}}"
 	s := shopInput().Settings
 	s.CustomPageHTML = bad
-	rt.update(time.Second, contract.UpdateSettings, func(_ contract.Change, err error) {
+	rt.update(time.Second, contract.SettingsUpdate, func(_ contract.Change, err error) {
 		if p := fieldProblems(t, err, contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "custom_page_html" {
 			t.Errorf("settings: %+v", p)
 		}
 	}, contract.SettingsChange{Settings: s})
-	rt.update(2*time.Second, contract.AddEvent, func(_ contract.Change, err error) {
+	rt.update(2*time.Second, contract.AddEventUpdate, func(_ contract.Change, err error) {
 		if p := fieldProblems(t, err, contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "custom_page_html" {
 			t.Errorf("event: %+v", p)
 		}

@@ -43,7 +43,7 @@ func TestRecordHistories(t *testing.T) {
 	if _, err := rc.Create(ctx, settings, roomclient.CreateOptions{MinuteSeconds: 3, HistoryBudget: 150}); err != nil {
 		t.Fatalf("create (the server must be fresh): %v", err)
 	}
-	id := contract.RoomID(settings.Name)
+	id := contract.RoomWorkflowID(settings.Name)
 	first := runID(t, ctx, c, id)
 
 	// Two gates in two data centers decide on the room's snapshots and

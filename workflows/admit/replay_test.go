@@ -19,8 +19,8 @@ import (
 
 // recorded says how each history TestRecordHistories writes ends.
 var recorded = map[string]replaytest.Expect{
-	"room_continued_first_run.json": {Type: contract.WorkflowType, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW},
-	"room_last_run.json":            {Type: contract.WorkflowType, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED},
+	"room_continued_first_run.json": {Type: contract.WorkflowTypeRoom, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW},
+	"room_last_run.json":            {Type: contract.WorkflowTypeRoom, ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED},
 }
 
 // TestReplayRecordedHistories replays every recorded room history (and
@@ -32,7 +32,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 	replaytest.ReplayAll(t, func(r worker.WorkflowRegistry) { roomwf.Register(r) }, recorded,
 		func(t *testing.T, path string, events []*historypb.HistoryEvent) {
 			// Every history here is a room's, whatever its file is called.
-			if got := replaytest.WorkflowType(events); got != contract.WorkflowType {
+			if got := replaytest.WorkflowType(events); got != contract.WorkflowTypeRoom {
 				t.Errorf("a %s history", got)
 			}
 		})
@@ -93,7 +93,7 @@ func TestReplayDetectsNondeterminism(t *testing.T) {
 	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in contract.RoomInput) error {
 		// An hour-long timer where the history has the minute's.
 		return workflow.Sleep(ctx, time.Hour)
-	}, workflow.RegisterOptions{Name: contract.WorkflowType})
+	}, workflow.RegisterOptions{Name: contract.WorkflowTypeRoom})
 	if err := r.ReplayWorkflowHistoryFromJSONFile(replaytest.QuietLogger(), filepath.Join("testdata", "room_continued_first_run.json")); err == nil {
 		t.Fatal("replaying a changed room against its history succeeded")
 	}

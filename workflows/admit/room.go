@@ -28,7 +28,7 @@ type Registry interface {
 
 // Register registers the room workflow under its contract name.
 func Register(w Registry) {
-	w.RegisterWorkflowWithOptions(Room, workflow.RegisterOptions{Name: contract.WorkflowType})
+	w.RegisterWorkflowWithOptions(Room, workflow.RegisterOptions{Name: contract.WorkflowTypeRoom})
 }
 
 // Room runs one waiting room until it is deleted — and then stays, deleted,
@@ -123,11 +123,11 @@ func (r *room) register(ctx workflow.Context) error {
 		handler   any
 		validator any
 	}{
-		{contract.UpdateSettings, r.updateSettings, r.validateSettings},
-		{contract.AddEvent, r.addEvent, r.validateEvent},
-		{contract.CancelEvent, r.cancelEvent, r.validateCancel},
-		{contract.DeleteRoom, r.delete, func(workflow.Context) error { return nil }},
-		{contract.RecreateRoom, r.recreate, r.validateRecreate},
+		{contract.SettingsUpdate, r.updateSettings, r.validateSettings},
+		{contract.AddEventUpdate, r.addEvent, r.validateEvent},
+		{contract.CancelEventUpdate, r.cancelEvent, r.validateCancel},
+		{contract.DeleteUpdate, r.delete, func(workflow.Context) error { return nil }},
+		{contract.RecreateUpdate, r.recreate, r.validateRecreate},
 	}
 	for _, u := range updates {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler, workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {

@@ -95,7 +95,7 @@ func (rt *roomTest) signal(r engine.Report) {
 
 func (rt *roomTest) run(in contract.RoomInput, end time.Duration) error {
 	rt.at(end, func() { rt.env.CancelWorkflow() })
-	rt.env.ExecuteWorkflow(contract.WorkflowType, in)
+	rt.env.ExecuteWorkflow(contract.WorkflowTypeRoom, in)
 	return rt.env.GetWorkflowError()
 }
 
@@ -250,7 +250,7 @@ func TestRoomMinuteBoundaries(t *testing.T) {
 		}
 	})
 	random := engine.Settings{Name: "shop", TotalActiveUsers: 200, NewUsersPerMinute: 200, QueueingMethod: engine.Random}
-	rt.update(50*time.Second, contract.UpdateSettings, func(c contract.Change, err error) {
+	rt.update(50*time.Second, contract.SettingsUpdate, func(c contract.Change, err error) {
 		if err != nil || c.SettingsVersion != 2 || c.Snapshot.Settings.QueueingMethod != engine.Random {
 			t.Fatalf("switch to random: %v %+v", err, c)
 		}
@@ -265,18 +265,18 @@ func TestRoomMinuteBoundaries(t *testing.T) {
 	})
 	bad := random
 	bad.TotalActiveUsers, bad.CookieAttributes.SameSite, bad.CookieAttributes.Secure = 0, "none", "never"
-	rt.update(60*time.Second, contract.UpdateSettings, func(_ contract.Change, err error) {
+	rt.update(60*time.Second, contract.SettingsUpdate, func(_ contract.Change, err error) {
 		problems := fieldProblems(t, err, contract.ErrInvalidSettings)
 		if len(problems) != 2 || problems[0].Field != "total_active_users" || problems[1].Field != "cookie_attributes.secure" {
 			t.Errorf("problems %+v", problems)
 		}
 	}, contract.SettingsChange{Settings: bad})
-	rt.update(61*time.Second, contract.UpdateSettings, func(_ contract.Change, err error) {
+	rt.update(61*time.Second, contract.SettingsUpdate, func(_ contract.Change, err error) {
 		fieldProblems(t, err, contract.ErrVersionConflict)
 	}, contract.SettingsChange{Settings: random, IfVersion: 1})
 	renamed := random
 	renamed.Name = "other"
-	rt.update(62*time.Second, contract.UpdateSettings, func(_ contract.Change, err error) {
+	rt.update(62*time.Second, contract.SettingsUpdate, func(_ contract.Change, err error) {
 		if p := fieldProblems(t, err, contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "name" {
 			t.Errorf("rename: %+v", p)
 		}
@@ -311,7 +311,7 @@ func TestRoomContinuesAsNew(t *testing.T) {
 			rt.signal(engine.Report{DataCenter: "ams", Gate: "ams-1", Minute: m, Seq: uint64(i + 1), Admitted: i + 1, Seen: i + 1})
 		})
 	}
-	rt.env.ExecuteWorkflow(contract.WorkflowType, in)
+	rt.env.ExecuteWorkflow(contract.WorkflowTypeRoom, in)
 	var can *workflow.ContinueAsNewError
 	if err := rt.env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("workflow ended with %v, want continue-as-new", err)
@@ -350,18 +350,18 @@ func TestRoomEventsSwitchOnTime(t *testing.T) {
 	rt := newRoomTest(t)
 	pre, begin, end := minute(46), minute(48).Add(20*time.Second), minute(50)
 	n, random := 50, engine.Random
-	rt.update(time.Second, contract.AddEvent, func(_ contract.Change, err error) {
+	rt.update(time.Second, contract.AddEventUpdate, func(_ contract.Change, err error) {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}, engine.Event{Name: "launch", PrequeueStartTime: &pre, EventStartTime: begin, EventEndTime: end,
 		TotalActiveUsers: &n, NewUsersPerMinute: &n, QueueingMethod: &random})
-	rt.update(2*time.Second, contract.AddEvent, func(_ contract.Change, err error) {
+	rt.update(2*time.Second, contract.AddEventUpdate, func(_ contract.Change, err error) {
 		if p := fieldProblems(t, err, contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "event_start_time" {
 			t.Errorf("overlapping event: %+v", p)
 		}
 	}, engine.Event{Name: "overlap", EventStartTime: begin, EventEndTime: end})
-	rt.update(3*time.Second, contract.CancelEvent, func(_ contract.Change, err error) {
+	rt.update(3*time.Second, contract.CancelEventUpdate, func(_ contract.Change, err error) {
 		fieldProblems(t, err, contract.ErrNoSuchEvent)
 	}, "nope")
 	check := func(at time.Time, status engine.Status, limit int, method engine.QueueingMethod) {
@@ -391,7 +391,7 @@ func TestRoomEventsSwitchOnTime(t *testing.T) {
 // see it deleted; only recreate brings it back.
 func TestRoomDeleteAndRecreate(t *testing.T) {
 	rt := newRoomTest(t)
-	rt.update(10*time.Second, contract.DeleteRoom, func(c contract.Change, err error) {
+	rt.update(10*time.Second, contract.DeleteUpdate, func(c contract.Change, err error) {
 		if err != nil || !c.Deleted || c.Snapshot.Status != engine.StatusDeleted {
 			t.Fatalf("delete: %v %+v", err, c)
 		}
@@ -399,7 +399,7 @@ func TestRoomDeleteAndRecreate(t *testing.T) {
 	rt.at(11*time.Second, func() {
 		rt.signal(engine.Report{DataCenter: "ams", Gate: "ams-1", Minute: minute(44), Seq: 1, Admitted: 1})
 	})
-	rt.update(12*time.Second, contract.UpdateSettings, func(_ contract.Change, err error) {
+	rt.update(12*time.Second, contract.SettingsUpdate, func(_ contract.Change, err error) {
 		fieldProblems(t, err, contract.ErrRoomDeleted)
 	}, contract.SettingsChange{Settings: shopInput().Settings})
 	rt.at(5*time.Minute, func() {
@@ -410,12 +410,12 @@ func TestRoomDeleteAndRecreate(t *testing.T) {
 	})
 	again := shopInput().Settings
 	again.NewUsersPerMinute = 77
-	rt.update(5*time.Minute+time.Second, contract.RecreateRoom, func(c contract.Change, err error) {
+	rt.update(5*time.Minute+time.Second, contract.RecreateUpdate, func(c contract.Change, err error) {
 		if err != nil || c.Deleted || c.Snapshot.SlotsAvailable != 77 || c.SettingsVersion != 2 {
 			t.Fatalf("recreate: %v %+v", err, c)
 		}
 	}, again)
-	rt.update(5*time.Minute+2*time.Second, contract.RecreateRoom, func(_ contract.Change, err error) {
+	rt.update(5*time.Minute+2*time.Second, contract.RecreateUpdate, func(_ contract.Change, err error) {
 		fieldProblems(t, err, contract.ErrRoomNotDeleted)
 	}, again)
 	rt.at(7*time.Minute, func() {
@@ -429,7 +429,7 @@ func TestRoomDeleteAndRecreate(t *testing.T) {
 // A room cannot start with invalid settings.
 func TestRoomRefusesInvalidStart(t *testing.T) {
 	rt := newRoomTest(t)
-	rt.env.ExecuteWorkflow(contract.WorkflowType, contract.RoomInput{Settings: engine.Settings{Name: "shop", TotalActiveUsers: 5}})
+	rt.env.ExecuteWorkflow(contract.WorkflowTypeRoom, contract.RoomInput{Settings: engine.Settings{Name: "shop", TotalActiveUsers: 5}})
 	if p := fieldProblems(t, rt.env.GetWorkflowError(), contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "new_users_per_minute" {
 		t.Errorf("problems %+v", p)
 	}
@@ -441,7 +441,7 @@ func TestRoomRefusesUnmatchablePaths(t *testing.T) {
 	rt := newRoomTest(t)
 	in := shopInput()
 	in.Settings.Path = "/shop/./"
-	rt.env.ExecuteWorkflow(contract.WorkflowType, in)
+	rt.env.ExecuteWorkflow(contract.WorkflowTypeRoom, in)
 	if p := fieldProblems(t, rt.env.GetWorkflowError(), contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "path" {
 		t.Errorf("start: problems %+v", p)
 	}
@@ -449,7 +449,7 @@ func TestRoomRefusesUnmatchablePaths(t *testing.T) {
 	rt = newRoomTest(t)
 	bad := shopInput().Settings
 	bad.AdditionalRoutes = []engine.Route{{Path: "/caf%C3%A9/"}}
-	rt.update(10*time.Second, contract.UpdateSettings, func(_ contract.Change, err error) {
+	rt.update(10*time.Second, contract.SettingsUpdate, func(_ contract.Change, err error) {
 		if p := fieldProblems(t, err, contract.ErrInvalidSettings); len(p) != 1 || p[0].Field != "additional_routes[0].path" {
 			t.Errorf("update: problems %+v", p)
 		}

@@ -35,7 +35,7 @@ type TemporalRooms struct{ Client roomclient.Client }
 
 // roomsQuery lists every running room workflow (a deleted room keeps
 // running as a tombstone; its snapshot says so).
-var roomsQuery = fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", contract.WorkflowType)
+var roomsQuery = fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", contract.WorkflowTypeRoom)
 
 // List implements RoomSource.
 func (t TemporalRooms) List(ctx context.Context) ([]string, error) {
@@ -49,7 +49,7 @@ func (t TemporalRooms) List(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		for _, e := range resp.Executions {
-			if name, ok := strings.CutPrefix(e.GetExecution().GetWorkflowId(), contract.RoomID("")); ok && admit.ValidName(name) {
+			if name, ok := strings.CutPrefix(e.GetExecution().GetWorkflowId(), contract.RoomWorkflowID("")); ok && admit.ValidName(name) {
 				names = append(names, name)
 			}
 		}

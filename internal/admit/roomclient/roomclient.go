@@ -49,7 +49,7 @@ func StartOptions(s admit.Settings) client.StartWorkflowOptions {
 		where = "every host, " + s.Path
 	}
 	return client.StartWorkflowOptions{
-		ID:                       contract.RoomID(s.Name),
+		ID:                       contract.RoomWorkflowID(s.Name),
 		TaskQueue:                contract.TaskQueue,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -68,7 +68,7 @@ func (c Client) Create(ctx context.Context, s admit.Settings, o CreateOptions) (
 	if err := s.Validate(); err != nil {
 		return false, err
 	}
-	_, err = c.C.ExecuteWorkflow(ctx, StartOptions(s), contract.WorkflowType,
+	_, err = c.C.ExecuteWorkflow(ctx, StartOptions(s), contract.WorkflowTypeRoom,
 		contract.RoomInput{Settings: s, MinuteSeconds: o.MinuteSeconds, HistoryBudget: o.HistoryBudget})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if !errors.As(err, &started) {
@@ -81,7 +81,7 @@ func (c Client) Create(ctx context.Context, s admit.Settings, o CreateOptions) (
 	if !d.Deleted {
 		return false, ErrExists
 	}
-	_, err = c.update(ctx, s.Name, contract.RecreateRoom, s)
+	_, err = c.update(ctx, s.Name, contract.RecreateUpdate, s)
 	return err == nil, err
 }
 
@@ -98,7 +98,7 @@ func (c Client) Snapshot(ctx context.Context, name string) (admit.Snapshot, erro
 }
 
 func (c Client) query(ctx context.Context, name, query string, out any) error {
-	v, err := c.C.QueryWorkflow(ctx, contract.RoomID(name), "", query)
+	v, err := c.C.QueryWorkflow(ctx, contract.RoomWorkflowID(name), "", query)
 	if err != nil {
 		return mapError(err)
 	}
@@ -108,7 +108,7 @@ func (c Client) query(ctx context.Context, name, query string, out any) error {
 // Update replaces a room's settings; ifVersion 0 overwrites whatever is
 // there.
 func (c Client) Update(ctx context.Context, s admit.Settings, ifVersion int64) (contract.Change, error) {
-	return c.update(ctx, s.Name, contract.UpdateSettings, contract.SettingsChange{Settings: s, IfVersion: ifVersion})
+	return c.update(ctx, s.Name, contract.SettingsUpdate, contract.SettingsChange{Settings: s, IfVersion: ifVersion})
 }
 
 // Modify reads a room's settings, changes them with fn and writes them back
@@ -137,22 +137,22 @@ func (c Client) Modify(ctx context.Context, name string, fn func(*admit.Settings
 // Delete deletes a room. Gates see it deleted; its workflow stays, as a
 // tombstone that ignores reports, so only create brings the room back.
 func (c Client) Delete(ctx context.Context, name string) (contract.Change, error) {
-	return c.update(ctx, name, contract.DeleteRoom)
+	return c.update(ctx, name, contract.DeleteUpdate)
 }
 
 // AddEvent schedules an event.
 func (c Client) AddEvent(ctx context.Context, room string, e admit.Event) (contract.Change, error) {
-	return c.update(ctx, room, contract.AddEvent, e)
+	return c.update(ctx, room, contract.AddEventUpdate, e)
 }
 
 // CancelEvent removes an event.
 func (c Client) CancelEvent(ctx context.Context, room, event string) (contract.Change, error) {
-	return c.update(ctx, room, contract.CancelEvent, event)
+	return c.update(ctx, room, contract.CancelEventUpdate, event)
 }
 
 func (c Client) update(ctx context.Context, name, update string, args ...any) (contract.Change, error) {
 	h, err := c.C.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: contract.RoomID(name), UpdateName: update, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted,
+		WorkflowID: contract.RoomWorkflowID(name), UpdateName: update, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
 		return contract.Change{}, mapError(err)
@@ -169,11 +169,11 @@ func (c Client) update(ctx context.Context, name, update string, args ...any) (c
 // stays deleted either way.
 func (c Client) Report(ctx context.Context, r admit.Report, create *admit.Settings) error {
 	if create == nil {
-		return mapError(c.C.SignalWorkflow(ctx, contract.RoomID(r.Room), "", contract.ReportSignal, r))
+		return mapError(c.C.SignalWorkflow(ctx, contract.RoomWorkflowID(r.Room), "", contract.ReportSignal, r))
 	}
 	opts := StartOptions(*create)
 	opts.WorkflowIDConflictPolicy = enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
-	_, err := c.C.SignalWithStartWorkflow(ctx, opts.ID, contract.ReportSignal, r, opts, contract.WorkflowType,
+	_, err := c.C.SignalWithStartWorkflow(ctx, opts.ID, contract.ReportSignal, r, opts, contract.WorkflowTypeRoom,
 		contract.RoomInput{Settings: create.WithDefaults()})
 	return mapError(err)
 }

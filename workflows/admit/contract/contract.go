@@ -16,11 +16,11 @@ import (
 // TaskQueue is the queue of the room workflows (workers/admit).
 const TaskQueue = "admit"
 
-// WorkflowType is the room workflow's registered name.
-const WorkflowType = "Room"
+// WorkflowTypeRoom is the room workflow's registered name.
+const WorkflowTypeRoom = "Room"
 
-// RoomID is the workflow ID of a room: one workflow per room name.
-func RoomID(name string) string { return "room/" + name }
+// RoomWorkflowID is the workflow ID of a room: one workflow per room name.
+func RoomWorkflowID(name string) string { return "room/" + name }
 
 // RoomKey is the search attribute holding the room's name, so the Web UI
 // finds a room with Room="shop".
@@ -40,11 +40,11 @@ const ReportSignal = "report"
 // The room's updates. Each has a validator: an invalid request is refused
 // before it is written to history and changes nothing.
 const (
-	UpdateSettings = "update-settings" // SettingsChange → Change
-	AddEvent       = "add-event"       // admit.Event → Change
-	CancelEvent    = "cancel-event"    // event name → Change
-	DeleteRoom     = "delete"          // no argument → Change
-	RecreateRoom   = "recreate"        // admit.Settings → Change; only on a deleted room
+	SettingsUpdate    = "update-settings" // SettingsChange → Change
+	AddEventUpdate    = "add-event"       // admit.Event → Change
+	CancelEventUpdate = "cancel-event"    // event name → Change
+	DeleteUpdate      = "delete"          // no argument → Change
+	RecreateUpdate    = "recreate"        // admit.Settings → Change; only on a deleted room
 )
 
 // The room's queries.

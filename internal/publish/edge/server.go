@@ -1,8 +1,8 @@
-// Package cdn is the HTTP edge of the CDN: it serves published files from the
+// Package edge is the HTTP edge of the CDN: it serves published files from the
 // buckets the publish pipeline writes (through an in-memory cache, the primary
 // store and, when the primary fails, the mirror), a cdnjs-compatible JSON API,
 // and a small browsable web UI.
-package cdn
+package edge
 
 import (
 	"errors"

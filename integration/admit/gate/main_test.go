@@ -1,6 +1,8 @@
 // Package gate runs gate processes (cmd/gate, built here) in front of a
 // test origin, on a real Temporal dev server with the admit worker in this
-// process, and real Redis servers for their counters.
+// process, and real Redis servers for their counters. It sits with Admit's
+// room tests (integration/admit) but is its own package: those stop and
+// start their workers, these keep one running for every test.
 package gate
 
 import (
@@ -12,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -27,7 +28,6 @@ import (
 	engine "github.com/edgeflow/edgeflow/internal/admit"
 	"github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
-	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/testenv"
 	roomwf "github.com/edgeflow/edgeflow/workflows/admit"
@@ -63,17 +63,12 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	root, err := devstack.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	gateBin, roomBin = filepath.Join(dir, "gate"), filepath.Join(dir, "room")
-	for bin, pkg := range map[string]string{gateBin: "./cmd/gate", roomBin: "./starters/room"} {
-		build := exec.Command("go", "build", "-o", bin, pkg)
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+	for _, b := range []struct {
+		bin *string
+		pkg string
+	}{{&gateBin, "./cmd/gate"}, {&roomBin, "./starters/room"}} {
+		if *b.bin, err = testenv.BuildCommand(dir, b.pkg); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 	}
