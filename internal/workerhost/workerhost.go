@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -37,9 +36,6 @@ type Options struct {
 	MaxActivityPollers int
 	HealthAddr         string
 	StopTimeout        time.Duration
-	// AlsoServe are more task queues served with the same registrations, so
-	// that runs started on a queue's former name finish after a rename.
-	AlsoServe []string
 }
 
 // RegisterFlags adds the pool flags to fs with defaults for this pool.
@@ -89,12 +85,8 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 		MaxConcurrentActivityTaskPollers:       o.MaxActivityPollers,
 		WorkerStopTimeout:                      o.StopTimeout,
 	}
-	var workers []worker.Worker
-	for _, q := range append([]string{o.TaskQueue}, o.AlsoServe...) {
-		w := worker.New(c, q, opts)
-		register(w)
-		workers = append(workers, w)
-	}
+	w := worker.New(c, o.TaskQueue, opts)
+	register(w)
 
 	var ready atomic.Bool
 	health := "off"
@@ -106,16 +98,11 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 		health = ops.Addr // the port chosen, for HEALTH_ADDR=host:0
 		defer ops.Close()
 	}
-	for i, w := range workers {
-		if err := w.Start(); err != nil {
-			for _, started := range workers[:i] {
-				started.Stop()
-			}
-			return fmt.Errorf("start worker on %s: %w", o.TaskQueue, err)
-		}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker on %s: %w", o.TaskQueue, err)
 	}
 	ready.Store(true)
-	log.Info("worker started", "taskQueue", o.TaskQueue, "alsoServing", o.AlsoServe, "temporal", o.Temporal.HostPort,
+	log.Info("worker started", "taskQueue", o.TaskQueue, "temporal", o.Temporal.HostPort,
 		"namespace", o.Temporal.Namespace, "maxActivities", o.MaxActivities, "health", health,
 		"metrics", metricsURL(health), "tracing", tracing.Enabled())
 	sig := make(chan os.Signal, 1)
@@ -128,11 +115,7 @@ func Run(o Options, log *slog.Logger, register func(worker.Worker)) error {
 	}
 	ready.Store(false)
 	log.Info("stopping: no new tasks; waiting for in-flight activities", "timeout", o.StopTimeout)
-	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Go(w.Stop)
-	}
-	wg.Wait()
+	w.Stop()
 	log.Info("stopped")
 	return nil
 }
