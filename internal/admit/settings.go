@@ -91,8 +91,11 @@ const (
 	DefaultCookieSameSite         = "auto"
 	DefaultCookieSecure           = "auto"
 	DefaultRefreshIntervalSeconds = 20
-	DefaultSnapshotMaxAgeSeconds  = 120
-	DefaultMaxReportersPerMinute  = 1000
+	// MaxRefreshIntervalSeconds is half a minute, so that
+	// a jittered interval still fits in every minute.
+	MaxRefreshIntervalSeconds    = 30
+	DefaultSnapshotMaxAgeSeconds = 120
+	DefaultMaxReportersPerMinute = 1000
 
 	MaxLimit          = 2147483647
 	MaxSessionMinutes = 30
@@ -276,8 +279,8 @@ func (s Settings) validate(c checks) error {
 	if !cookieSuffixRegex.MatchString(s.CookieSuffix) {
 		p.add("cookie_suffix", "must be at most 64 letters, digits, hyphens or underscores, got %q", s.CookieSuffix)
 	}
-	if s.RefreshIntervalSeconds < 1 || s.RefreshIntervalSeconds > 30 {
-		p.add("refresh_interval_seconds", "must be between 1 and 30, got %d", s.RefreshIntervalSeconds)
+	if s.RefreshIntervalSeconds < 1 || s.RefreshIntervalSeconds > MaxRefreshIntervalSeconds {
+		p.add("refresh_interval_seconds", "must be between 1 and %d, got %d", MaxRefreshIntervalSeconds, s.RefreshIntervalSeconds)
 	}
 	if s.SnapshotMaxAgeSeconds < 10 || s.SnapshotMaxAgeSeconds > 3600 {
 		p.add("snapshot_max_age_seconds", "must be between 10 and 3600, got %d", s.SnapshotMaxAgeSeconds)

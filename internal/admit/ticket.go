@@ -74,14 +74,18 @@ func fromMillis(ms int64) time.Time {
 }
 
 // RefreshBase is the check-in interval of queued visitors before jitter:
-// the room's setting, but never more than a third of a minute, so that every
+// the room's setting (1-30 s, Cloudflare's range), used as given in a room
+// of 60-s minutes. Jittered by at most 20% it stays under 36 s, so every
 // waiting visitor checks in at least once in every minute and is counted.
+// A room with a shorter minute (tests, the simulator) runs on a compressed
+// clock: the interval shrinks with the minute, keeping its share of it
+// (20 s of a 60-s minute is 3 s of a 10-s one), never past half of it.
 func RefreshBase(setting int, minute time.Duration) int {
-	limit := int(minute / (3 * time.Second))
-	if limit < 1 {
-		limit = 1
+	setting = min(max(setting, 1), MaxRefreshIntervalSeconds)
+	if minute <= 0 || minute >= time.Minute {
+		return setting
 	}
-	return min(max(setting, 1), limit)
+	return max(1, int(time.Duration(setting)*minute/time.Minute))
 }
 
 // JitterRefresh varies a visitor's refresh interval by up to ±20% with each
