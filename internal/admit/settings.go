@@ -220,10 +220,19 @@ func ValidName(name string) bool { return namePattern.MatchString(name) }
 // an *InvalidError naming every wrong field, or nil.
 func (s Settings) Validate() error { return s.validate(checks{}) }
 
+// ValidateForMinute is Validate for a room whose minute lasts minuteSeconds
+// (0: 60).
+func (s Settings) ValidateForMinute(minuteSeconds int) error {
+	return s.validate(checks{minuteSeconds: minuteSeconds})
+}
+
 // checks picks what a validation relaxes; the zero value checks everything,
 // as new settings are. A room replaying its history relaxes what was added
 // after it was recorded, so it accepts again what it accepted then.
 type checks struct {
+	// minuteSeconds, when set, is the room's minute: an explicit
+	// refresh_interval_seconds past half of a shorter minute is refused.
+	minuteSeconds int
 	legacyPages   bool // custom_page_html by its syntax only (see Room.LegacyPages)
 	recordedPaths bool // route paths as first accepted, matchable or not
 }
@@ -281,6 +290,10 @@ func (s Settings) validate(c checks) error {
 	}
 	if s.RefreshIntervalSeconds < 1 || s.RefreshIntervalSeconds > MaxRefreshIntervalSeconds {
 		p.add("refresh_interval_seconds", "must be between 1 and %d, got %d", MaxRefreshIntervalSeconds, s.RefreshIntervalSeconds)
+	}
+	if m := c.minuteSeconds; m > 0 && m < DefaultMinute && s.RefreshIntervalSeconds != DefaultRefreshIntervalSeconds &&
+		2*s.RefreshIntervalSeconds > m {
+		p.add("refresh_interval_seconds", "must be at most half the room's %d-s minute (%d), got %d", m, m/2, s.RefreshIntervalSeconds)
 	}
 	if s.SnapshotMaxAgeSeconds < 10 || s.SnapshotMaxAgeSeconds > 3600 {
 		p.add("snapshot_max_age_seconds", "must be between 10 and 3600, got %d", s.SnapshotMaxAgeSeconds)

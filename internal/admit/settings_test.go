@@ -255,3 +255,33 @@ func TestRecordedRoutePathsStillApply(t *testing.T) {
 		t.Errorf("a recorded update no longer replays: %v", err)
 	}
 }
+
+// An explicit refresh interval past half a short minute is refused, naming
+// the field; the default scales instead (RefreshBase), and a 60-s room
+// takes up to 30 s.
+func TestRefreshIntervalWithinTheMinute(t *testing.T) {
+	s := Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10, RefreshIntervalSeconds: 6}
+	r, err := NewRoom(s, 10, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := firstProblem(r.CheckSettings(s, 0)); f == nil || f.Field != "refresh_interval_seconds" || !strings.Contains(f.Reason, "half") {
+		t.Errorf("6 s in a 10-s minute: %v", f)
+	}
+	if err := s.WithDefaults().ValidateForMinute(10); err == nil {
+		t.Error("ValidateForMinute(10) accepted 6 s")
+	}
+	for _, ok := range []Settings{{RefreshIntervalSeconds: 5}, {RefreshIntervalSeconds: 0}, {RefreshIntervalSeconds: DefaultRefreshIntervalSeconds}} {
+		ok.Name, ok.TotalActiveUsers, ok.NewUsersPerMinute = "shop", 10, 10
+		if err := r.CheckSettings(ok, 0); err != nil {
+			t.Errorf("refresh %d in a 10-s minute: %v", ok.RefreshIntervalSeconds, err)
+		}
+	}
+	s.RefreshIntervalSeconds = 30
+	if err := s.WithDefaults().ValidateForMinute(60); err != nil {
+		t.Errorf("30 s in a 60-s minute: %v", err)
+	}
+	if err := s.WithDefaults().ValidateForMinute(0); err != nil {
+		t.Errorf("30 s in a default minute: %v", err)
+	}
+}

@@ -65,7 +65,7 @@ func StartOptions(s admit.Settings) client.StartWorkflowOptions {
 // again (recreated is true); on a room that exists it fails with ErrExists.
 func (c Client) Create(ctx context.Context, s admit.Settings, o CreateOptions) (recreated bool, err error) {
 	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
+	if err := s.ValidateForMinute(o.MinuteSeconds); err != nil {
 		return false, err
 	}
 	_, err = c.C.ExecuteWorkflow(ctx, StartOptions(s), contract.WorkflowTypeRoom,
