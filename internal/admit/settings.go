@@ -69,10 +69,17 @@ type Settings struct {
 
 	CookieAttributes CookieAttributes `json:"cookie_attributes"`
 	CookieSuffix     string           `json:"cookie_suffix,omitempty"`
+	// AlwaysUseHTTPS says the site is served over HTTPS only (Cloudflare's
+	// Always Use HTTPS): cookie_attributes auto then means SameSite=None;
+	// Secure, whatever scheme the gate itself sees behind a TLS terminator.
+	AlwaysUseHTTPS bool `json:"always_use_https,omitempty"`
+	// QueueCapacity, when set, is how many visitors may wait before the
+	// queue reads as full (queueIsFull on the page and in the JSON); 0: no
+	// capacity, and the queue reads as full only past a day's wait.
+	QueueCapacity int `json:"queue_capacity,omitempty"`
 
 	// Not in Cloudflare Waiting Room's API (it fixes both): how often a queued
-	// visitor checks in (jittered per visitor, and never more than a third
-	// of a minute), and how old a snapshot a gate may decide on before it
+	// visitor checks in (jittered per visitor), and how old a snapshot a gate may decide on before it
 	// queues every new visitor.
 	RefreshIntervalSeconds int `json:"refresh_interval_seconds,omitempty"` // default 20
 	SnapshotMaxAgeSeconds  int `json:"snapshot_max_age_seconds,omitempty"` // default 120
@@ -290,6 +297,9 @@ func (s Settings) validate(c checks) error {
 	}
 	if s.RefreshIntervalSeconds < 1 || s.RefreshIntervalSeconds > MaxRefreshIntervalSeconds {
 		p.add("refresh_interval_seconds", "must be between 1 and %d, got %d", MaxRefreshIntervalSeconds, s.RefreshIntervalSeconds)
+	}
+	if s.QueueCapacity < 0 || s.QueueCapacity > MaxLimit {
+		p.add("queue_capacity", "must be between 0 (no capacity) and %d, got %d", MaxLimit, s.QueueCapacity)
 	}
 	if m := c.minuteSeconds; m > 0 && m < DefaultMinute && s.RefreshIntervalSeconds != DefaultRefreshIntervalSeconds &&
 		2*s.RefreshIntervalSeconds > m {

@@ -98,6 +98,8 @@ func TestParseSettingsRefuses(t *testing.T) {
 		{`{` + base + `,"additional_routes":[{"path":"/"}]}`, "additional_routes[0]", "already covered"},
 		{`{` + base + `,"additional_routes":[{"host":"A"}]}`, "additional_routes[0].host", "lower case"},
 		{`{` + base + `,"refresh_interval_seconds":31}`, "refresh_interval_seconds", "between 1 and 30"},
+		{`{` + base + `,"queue_capacity":-1}`, "queue_capacity", "between 0"},
+		{`{` + base + `,"always_use_https":"yes"}`, "always_use_https", "must be a bool"},
 		{`{` + base + `,"snapshot_max_age_seconds":5}`, "snapshot_max_age_seconds", "between 10"},
 		{`{` + base + `,"max_reporters_per_minute":10001}`, "max_reporters_per_minute", "between 1 and 10000"},
 		{`{` + base + `,"max_reporters_per_minute":-1}`, "max_reporters_per_minute", "between 1 and 10000"},

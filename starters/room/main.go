@@ -50,7 +50,8 @@ Settings flags (create, update): --host --path --additional-routes --total-activ
   --queue-all --suspended --disable-session-renewal --enabled-origin-commands
   --json-response-enabled --custom-page-html --cookie-attributes-samesite
   --cookie-attributes-secure --cookie-suffix --refresh-interval-seconds
-  --snapshot-max-age-seconds --max-reporters-per-minute --description
+  --snapshot-max-age-seconds --max-reporters-per-minute --always-use-https
+  --queue-capacity --description
 
 Exit codes: 0 done, 1 failed (no such room, refused), 2 bad usage or invalid settings
 (the message names the field), 3 Temporal unreachable.

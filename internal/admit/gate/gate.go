@@ -164,7 +164,6 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			room.tally.End(minute, admit.Effect{})
 		}
 	}()
-	https := g.isHTTPS(r)
 	ck, resealNeeded := g.openCookie(r, st, now)
 	if ck != nil && ck.Admitted() && st.snap.Settings.RevokeEnabled() &&
 		g.counters.Revocations.Revoked(room.name, ck.VisitorID, now) {
@@ -228,7 +227,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			d.RefreshIn = time.Duration(next.RefreshIntervalSeconds) * time.Second
 		}
 	}
-	a := attributesFor(st.snap.Settings, st.cookieName, st.cookiePath, https)
+	a := attributesFor(st.snap.Settings, st.cookieName, st.cookiePath)
 	if next != nil && next != ck {
 		next.Expires = cookieExpiry(next, st.snap, now).UnixMilli()
 		if v, err := g.codec.Seal(next); err == nil {
@@ -335,13 +334,6 @@ func (g *Gate) openCookie(r *http.Request, st *roomState, now time.Time) (ck *Co
 		}
 	}
 	return nil, false
-}
-
-func (g *Gate) isHTTPS(r *http.Request) bool {
-	if r.TLS != nil {
-		return true
-	}
-	return g.cfg.TrustForwarded && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // countsNothing reports whether an effect has nothing for the report (most
