@@ -3,7 +3,10 @@ package publish
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -11,12 +14,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/internal/heartbeat"
 	"github.com/edgeflow/edgeflow/internal/metrics"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/publish/audit"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
+	"github.com/edgeflow/edgeflow/internal/publish/registry"
+	"github.com/edgeflow/edgeflow/internal/publish/release"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
@@ -77,7 +83,7 @@ func (c *Compress) original(ctx context.Context, name, version string) (io.ReadC
 // reportOf is the report as history holds it: counts, and the first problems.
 func reportOf(rep *audit.Report) *contract.AuditReport {
 	out := &contract.AuditReport{Package: rep.Package, Versions: rep.Versions, Checked: rep.Checked,
-		Repaired: rep.Repaired, Unrepaired: rep.Unrepaired, Withdrawn: rep.Withdrawn}
+		Repaired: rep.Repaired, Unrepaired: rep.Unrepaired, Withdrawn: rep.Withdrawn, NeedOriginals: rep.NeedOriginals}
 	for _, p := range rep.Problems {
 		if out.ByKind == nil {
 			out.ByKind = map[string]int{}
@@ -132,4 +138,49 @@ func (m *auditMetrics) record(rep *audit.Report) {
 	}
 	m.repaired.Add(float64(rep.Repaired))
 	m.unrepaired.Add(float64(rep.Unrepaired))
+}
+
+// FetchOriginal downloads a published version's release from its registry
+// (as its package document's catalog entry names it), verified against the
+// registry's integrity, and keeps it in the incoming bucket, where an
+// audit re-processes it to repair files no store holds right any more.
+// Unlike staging it rejects nothing: a mismatch fails only this fetch.
+func (a *Publish) FetchOriginal(ctx context.Context, in contract.OriginalRef) error {
+	defer heartbeat.Every(ctx, 10*time.Second, func() any { return "fetching " + in.Name + "@" + in.Version })()
+	var doc metadata.Package
+	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(in.Name), &doc); err != nil {
+		return err
+	}
+	pkg := doc.Package
+	dist, err := a.resolveDist(ctx, pkg, contract.VersionRef{PackageRef: contract.PackageRef{Name: in.Name}, Version: in.Version})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(a.TempDir, "original-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	archive := filepath.Join(tmp, "archive.tgz")
+	src := release.Sources{NPM: a.NPM, GitHub: a.GitHub, HTTP: a.HTTP, MaxBytes: a.MaxTarballBytes}
+	if err := src.FetchVerified(ctx, pkg, dist, archive, nil); err != nil {
+		var mismatch *registry.IntegrityError
+		var tooLarge *registry.TooLargeError
+		if errors.As(err, &mismatch) || errors.As(err, &tooLarge) {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s@%s: %v", in.Name, in.Version, err), contract.ErrIntegrity, nil)
+		}
+		return err
+	}
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	_, err = a.Primary.Put(ctx, a.Buckets.Incoming, metadata.TarballKey(in.Name, in.Version), f, st.Size(),
+		objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: "application/gzip"}})
+	return err
 }

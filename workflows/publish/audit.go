@@ -54,9 +54,12 @@ func AuditCatalog(ctx workflow.Context, in contract.AuditInput) (*contract.Audit
 	for in.Cursor < len(in.Names) {
 		end := min(in.Cursor+parallel, len(in.Names))
 		futures := make([]workflow.Future, 0, end-in.Cursor)
+		inputs := make([]contract.AuditPackageInput, 0, end-in.Cursor)
 		for _, name := range in.Names[in.Cursor:end] {
-			futures = append(futures, auditPackage(ctx, contract.AuditPackageInput{Name: name, SamplePercent: in.SamplePercent,
-				Seed: in.Seed, Repair: in.Repair, WithdrawBroken: in.WithdrawBroken}))
+			pin := contract.AuditPackageInput{Name: name, SamplePercent: in.SamplePercent,
+				Seed: in.Seed, Repair: in.Repair, WithdrawBroken: in.WithdrawBroken}
+			inputs = append(inputs, pin)
+			futures = append(futures, auditPackage(ctx, pin))
 		}
 		workflow.SetCurrentDetails(ctx, auditDetails("auditing", in.Cursor+1, end, st))
 		for i, f := range futures {
@@ -64,6 +67,9 @@ func AuditCatalog(ctx workflow.Context, in contract.AuditInput) (*contract.Audit
 			if err := f.Get(ctx, &r); err != nil {
 				st.Fail(in.Names[in.Cursor+i], err.Error())
 				continue
+			}
+			if in.Repair && len(r.NeedOriginals) > 0 {
+				r = auditWithOriginals(ctx, inputs[i], r)
 			}
 			st.Add(r)
 		}
@@ -76,6 +82,44 @@ func AuditCatalog(ctx workflow.Context, in contract.AuditInput) (*contract.Audit
 	}
 	workflow.SetCurrentDetails(ctx, auditDetails("audited", 1, len(in.Names), st))
 	return st, nil
+}
+
+// auditWithOriginals fetches from the registry the releases a package's
+// audit needed and no store kept, then audits the package again, which
+// repairs from them. The result counts what the first audit repaired and
+// what the second found; a fetch that fails leaves the first report.
+func auditWithOriginals(ctx workflow.Context, in contract.AuditPackageInput, r contract.AuditReport) contract.AuditReport {
+	fetched := 0
+	for _, v := range r.NeedOriginals[:min(len(r.NeedOriginals), contract.MaxOriginalFetches)] {
+		err := workflow.ExecuteActivity(publishOptions(ctx), contract.FetchOriginalActivity, contract.OriginalRef{Name: in.Name, Version: v}).Get(ctx, nil)
+		if err != nil {
+			workflow.GetLogger(ctx).Warn("fetching an original failed", "package", in.Name, "version", v, "error", err)
+			continue
+		}
+		fetched++
+	}
+	if fetched == 0 {
+		return r
+	}
+	var again contract.AuditReport
+	if err := auditPackage(ctx, in).Get(ctx, &again); err != nil {
+		return r
+	}
+	out := again
+	out.Checked = r.Checked
+	out.Problems = nil
+	for _, p := range r.Problems {
+		if p.Repaired {
+			out.Problems = append(out.Problems, p)
+			if out.ByKind == nil {
+				out.ByKind = map[string]int{}
+			}
+			out.ByKind[p.Kind]++
+		}
+	}
+	out.Problems = append(out.Problems, again.Problems...)
+	out.Repaired += r.Repaired
+	return out
 }
 
 func auditDetails(verb string, from, to int, st *contract.AuditStats) string {

@@ -91,3 +91,44 @@ func TestAuditCatalogResumesAndCounts(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// A package whose files only their original release could repair, and
+// none is kept: the audit fetches it from the registry and audits again.
+func TestAuditCatalogFetchesMissingOriginals(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(30 * time.Second)
+	publish.Register(env)
+	publishacts.RegisterPublish(env, acts)
+	publishacts.RegisterCompress(env, compress)
+	var fetched []contract.OriginalRef
+	audits := 0
+	env.OnActivity(acts.FetchOriginal, anyInput...).Return(func(_ context.Context, in contract.OriginalRef) error {
+		fetched = append(fetched, in)
+		return nil
+	})
+	env.OnActivity(compress.AuditPackage, anyInput...).Return(func(_ context.Context, in contract.AuditPackageInput) (*contract.AuditReport, error) {
+		audits++
+		if len(fetched) == 0 {
+			return &contract.AuditReport{Package: "x", Versions: 1, Checked: 4, Repaired: 1, Unrepaired: 2, NeedOriginals: []string{"1.0.0"},
+				ByKind: map[string]int{"missing": 3}, Problems: []contract.AuditProblem{
+					{Package: "x", Version: "1.0.0", File: "a.js", Store: "mirror", Kind: "missing", Repaired: true},
+					{Package: "x", Version: "1.0.0", File: "b.js", Store: "primary", Kind: "missing"},
+					{Package: "x", Version: "1.0.0", File: "b.js", Store: "mirror", Kind: "missing"}}}, nil
+		}
+		return &contract.AuditReport{Package: "x", Versions: 1, Checked: 4, Repaired: 2, ByKind: map[string]int{"missing": 2}, Problems: []contract.AuditProblem{
+			{Package: "x", Version: "1.0.0", File: "b.js", Store: "primary", Kind: "missing", Repaired: true},
+			{Package: "x", Version: "1.0.0", File: "b.js", Store: "mirror", Kind: "missing", Repaired: true}}}, nil
+	})
+	env.ExecuteWorkflow(publish.AuditCatalog, contract.AuditInput{Only: []string{"x"}, Repair: true})
+	var st contract.AuditStats
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if len(fetched) != 1 || fetched[0] != (contract.OriginalRef{Name: "x", Version: "1.0.0"}) || audits != 2 {
+		t.Fatalf("fetched %v, %d audits", fetched, audits)
+	}
+	if st.Repaired != 3 || st.Unrepaired != 0 || st.Checked != 4 || len(st.Problems) != 3 || st.ByKind["missing"] != 3 || !st.Passed() {
+		t.Errorf("stats %+v", st)
+	}
+}

@@ -227,6 +227,25 @@ func TestUnrepairableIsReportedAndWithdrawnOnlyWhenAsked(t *testing.T) {
 	}
 }
 
+// With no copy anywhere and no original kept, the version is named for
+// its original to be fetched from the registry.
+func TestNeedsTheOriginalWhenNoneIsKept(t *testing.T) {
+	a, primary, mirror := fixture(t)
+	ctx := context.Background()
+	js := metadata.FileKey("lib", "1.0.0", "lib.js")
+	primary.Delete(ctx, "files", js)
+	mirror.Delete(ctx, "mirror", js)
+	primary.Delete(ctx, "incoming", metadata.TarballKey("lib", "1.0.0"))
+	rep := run(t, a, Options{Repair: true})
+	if rep.Unrepaired != 2 || len(rep.NeedOriginals) != 1 || rep.NeedOriginals[0] != "1.0.0" || rep.Problems[0].Reason != reasonNoCopy {
+		t.Fatalf("%+v", rep)
+	}
+	mustPut(t, primary, "incoming", metadata.TarballKey("lib", "1.0.0"), libTarball())
+	if rep := run(t, a, Options{Repair: true}); rep.Repaired != 2 || rep.Unrepaired != 0 || len(rep.NeedOriginals) != 0 {
+		t.Fatalf("with the original back: %+v", rep)
+	}
+}
+
 func TestRepairOffOnlyReports(t *testing.T) {
 	a, primary, _ := fixture(t)
 	css := metadata.FileKey("lib", "1.0.0", "lib.css")

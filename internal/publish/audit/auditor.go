@@ -274,6 +274,9 @@ func (a *Auditor) version(ctx context.Context, pkg *metadata.Package, version st
 			fa.unrepairable = reason
 			fa.report(&found, o)
 		}
+		if reason == reasonNoCopy && a.Original != nil && found.Unrepaired > 0 {
+			rep.NeedOriginals = append(rep.NeedOriginals, version)
+		}
 	}
 	return
 }

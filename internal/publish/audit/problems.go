@@ -84,6 +84,10 @@ type Report struct {
 	Repaired   int       `json:"repaired"`
 	Unrepaired int       `json:"unrepaired"`
 	Withdrawn  []string  `json:"withdrawn,omitempty"`
+	// NeedOriginals are versions with files only their original release
+	// could repair, and none is kept: once it is fetched from the registry
+	// into the incoming bucket, another audit repairs them.
+	NeedOriginals []string `json:"needOriginals,omitempty"`
 }
 
 func (r *Report) add(p Problem) {

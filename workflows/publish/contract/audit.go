@@ -13,6 +13,10 @@ const (
 	// AuditPackageActivity audits one package: it reads, hashes and
 	// decodes, so it runs on CompressTaskQueue.
 	AuditPackageActivity = "AuditPackage"
+	// FetchOriginalActivity downloads a version's release from its registry,
+	// verified against its integrity, into the incoming bucket, for an
+	// audit to repair from (on TaskQueue: it holds the registry clients).
+	FetchOriginalActivity = "FetchOriginal"
 	// AuditScheduleID is the Schedule that starts AuditCatalog.
 	AuditScheduleID = "catalog-audit"
 )
@@ -103,7 +107,19 @@ type AuditReport struct {
 	Repaired   int            `json:"repaired"`
 	Unrepaired int            `json:"unrepaired"`
 	Withdrawn  []string       `json:"withdrawn,omitempty"`
+	// NeedOriginals are versions only their original release could repair,
+	// none kept: the audit fetches each from its registry and audits again.
+	NeedOriginals []string `json:"needOriginals,omitempty"`
 }
+
+// OriginalRef names the release FetchOriginal downloads.
+type OriginalRef struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// MaxOriginalFetches bounds the releases one package's audit downloads.
+const MaxOriginalFetches = 10
 
 // AuditStats is what an audit found and did, over every package.
 type AuditStats struct {
