@@ -28,6 +28,9 @@ var targets = []target{
 	{"BenchmarkPublish1000Files", "next-visible/first", true, 0.15},
 	{"BenchmarkPublish20FilesVisible", "start-to-visible-s", true, 3},
 	{"BenchmarkEdgeVsFileServer", "edge/fileserver", false, 0.8},
+	// The audit of a 1,000-file package on both stores, end to end, against
+	// a plain Go pool hashing the same objects (issue #27).
+	{"BenchmarkAuditPackage", "audit/baseline", false, 0.8},
 	// Migrate's rate over a plain minio-go worker pool's, medians of alternating runs.
 	{"BenchmarkMigrateSmallObjects", "migrate/baseline", false, 0.95},
 	{"BenchmarkMigrateLargeObjects", "migrate/baseline", false, 0.9},

@@ -238,6 +238,17 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 		verb = "created"
 	}
 	o.Say("schedule %q %s (every %s) and triggered: the sample catalog publishes within a minute or two", contract.UpdatesScheduleID, verb, c.UpdateEvery)
+	// The audit is not triggered: it has nothing to find before the first
+	// publish, and an operator's pause of it is kept.
+	created, err = schedules.Upsert(ctx, tcl, contract.AuditScheduleID, schedules.DefaultAuditEvery)
+	if err != nil {
+		return fmt.Errorf("audit schedule: %w", err)
+	}
+	verb = "updated"
+	if created {
+		verb = "created"
+	}
+	o.Say("schedule %q %s (every %s: a 5%% sample of published files, repairing)", contract.AuditScheduleID, verb, schedules.DefaultAuditEvery)
 	demo := DemoRoom()
 	switch _, err := (roomclient.Client{C: tcl}).Create(ctx, demo, roomclient.CreateOptions{}); {
 	case err == nil:
