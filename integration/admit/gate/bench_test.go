@@ -156,8 +156,8 @@ func BenchmarkGateOutOfProcess(b *testing.B) {
 
 const (
 	benchWorkers  = 16
-	benchRounds   = 3
-	benchDuration = 3 * time.Second
+	benchRounds   = 5
+	benchDuration = 2 * time.Second
 	benchWarmup   = 300 * time.Millisecond
 	// staleBy is how long ago a stale cookie checked in: past the renewal
 	// interval (a sixth of the room's minute, 10 s).
