@@ -142,7 +142,7 @@ func (s *Server) api(h handlerFunc) http.Handler {
 		began := time.Now()
 		status, tokenName := 0, ""
 		defer func() {
-			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", status, "token", tokenName, "ms", time.Since(began).Milliseconds())
+			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", status, "caller", tokenName, "ms", time.Since(began).Milliseconds())
 		}()
 		tok, ok := s.tokens.Authenticate(r.Header.Get("Authorization"))
 		if !ok {

@@ -87,7 +87,7 @@ func TestAuthOnEveryRoute(t *testing.T) {
 			t.Fatalf("the log holds a secret: %s", logs.String())
 		}
 	}
-	if !strings.Contains(logs.String(), "token=viewer") {
+	if !strings.Contains(logs.String(), "caller=viewer") {
 		t.Errorf("the log names no token: %s", logs.String())
 	}
 }

@@ -79,7 +79,7 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 	}
 	addr := ln.Addr().String()
 	return cli.ServeHTTP(ctx, srv, func() error { return srv.Serve(ln) }, 30*time.Second, log, func() {
-		log.Info("serving the API", "url", "http://"+addr+"/api/v1/", "tokens", len(tokens), "tokens_from", from)
+		log.Info("serving the API", "url", "http://"+addr+"/api/v1/", "callers", len(tokens), "callers_from", from)
 		if ready != nil {
 			ready(addr)
 		}
