@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -414,6 +416,25 @@ func DecodeSettings(data []byte) (Settings, error) {
 	return s, nil
 }
 
+// failingField finds the top-level field of a JSON object that v's type
+// refuses to decode (a time that does not parse, say: the decoder's own
+// error names no field), or "" when none alone does.
+func failingField(data []byte, v any) string {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(data, &doc) != nil {
+		return ""
+	}
+	t := reflect.TypeOf(v).Elem()
+	keys := slices.Sorted(maps.Keys(doc))
+	for _, k := range keys {
+		one, err := json.Marshal(map[string]json.RawMessage{k: doc[k]})
+		if err == nil && json.Unmarshal(one, reflect.New(t).Interface()) != nil {
+			return k
+		}
+	}
+	return ""
+}
+
 // decodeStrict decodes exactly one JSON object into v, naming the field of
 // any type error and refusing unknown fields.
 func decodeStrict(data []byte, v any) error {
@@ -429,6 +450,9 @@ func decodeStrict(data []byte, v any) error {
 				field = `""`
 			}
 			return &InvalidError{Problems: []*FieldError{{Field: field, Reason: "is not a setting"}}}
+		}
+		if field := failingField(data, v); field != "" {
+			return &InvalidError{Problems: []*FieldError{{Field: field, Reason: "invalid: " + err.Error()}}}
 		}
 		return &InvalidError{Problems: []*FieldError{{Field: "(document)", Reason: "not a JSON object: " + err.Error()}}}
 	}

@@ -238,6 +238,11 @@ func TestEvents(t *testing.T) {
 		!strings.Contains(err.Error(), "prequeue: is not a setting") {
 		t.Errorf("unknown event field: %v", err)
 	}
+	// A time that does not parse is named by its field, not "(document)".
+	if _, err := ParseEvent([]byte(`{"name":"x","event_start_time":"tomorrow","event_end_time":"2030-01-01T01:00:00Z"}`)); err == nil ||
+		!strings.Contains(err.Error(), "event_start_time: invalid") {
+		t.Errorf("unparsable event time: %v", err)
+	}
 }
 
 // Settings a room recorded before route paths were checked still apply
