@@ -226,3 +226,27 @@ func TestCredentialsType(t *testing.T) {
 		}
 	}
 }
+
+// A replaced object reads with a new ETag, so a copy whose ranges span the
+// change (migrate's copyParts compares each range's ETag with the first's)
+// notices it instead of joining bytes of two versions.
+func TestReplacedObjectChangesItsETag(t *testing.T) {
+	srv, s := fakeGCS(t)
+	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "src"})
+	srv.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: "src", Name: "obj"}, Content: []byte("version one")})
+	body, first, err := s.GetRange(context.Background(), "src", "obj", 0, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body.Close()
+	srv.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: "src", Name: "obj"}, Content: []byte("version two")})
+	body, second, err := s.GetRange(context.Background(), "src", "obj", 4, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(body)
+	body.Close()
+	if first.ETag == second.ETag || string(data) != "ion two" {
+		t.Errorf("ranges before and after a replacement: ETags %s and %s, second range %q; want different ETags", first.ETag, second.ETag, data)
+	}
+}
