@@ -145,6 +145,9 @@ func runSplit(args []string) int {
 	if len(problems) > 0 {
 		return f.fail(cli.ExitUsage, base, "%s", strings.Join(problems, "\n  "))
 	}
+	if first.Source.Provider == migrate.ProviderGCS {
+		return f.fail(cli.ExitUsage, base, "--source %s: split lists S3 sources only; start one job for a gs:// source", first.Source.Location)
+	}
 	srcCreds, _, _ := migrate.LoadCredentials(os.Getenv, f.credentials)
 	src, err := s3.New(s3.Config{Endpoint: first.Source.Endpoint, Secure: first.Source.Secure, Region: first.Source.Region,
 		AccessKey: srcCreds.AccessKey, SecretKey: srcCreds.SecretKey, SessionToken: srcCreds.SessionToken})

@@ -19,6 +19,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/gcs"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -39,8 +40,8 @@ type jobFlags struct {
 
 func (f *jobFlags) register(fs *flag.FlagSet) {
 	f.common.register(fs)
-	fs.StringVar(&f.source, "source", "", "source s3://BUCKET[/PREFIX] (required)")
-	fs.StringVar(&f.sourceEndpoint, "source-endpoint", "", "source store host:port (required)")
+	fs.StringVar(&f.source, "source", "", "source s3://BUCKET[/PREFIX], or gs://BUCKET[/PREFIX] on Google Cloud Storage (required)")
+	fs.StringVar(&f.sourceEndpoint, "source-endpoint", "", "source store host:port (required for s3://)")
 	fs.BoolVar(&f.sourceInsecure, "source-insecure", false, "plain HTTP to the source (default https)")
 	fs.StringVar(&f.sourceRegion, "source-region", "", "source region")
 	fs.StringVar(&f.dest, "dest", "", "destination s3://BUCKET[/PREFIX]; the prefix is prepended to every key as is (required)")
@@ -74,17 +75,27 @@ func (f *jobFlags) input(job string) (contract.JobInput, []string) {
 	in := contract.JobInput{Job: job, Account: f.account, Verify: f.verify, DryRun: f.dryRun, StripSourcePrefix: f.stripSourcePrefix}
 	side := func(name, loc, endpoint, region string, insecure bool) contract.Endpoint {
 		e := contract.Endpoint{Endpoint: endpoint, Secure: !insecure, Region: region}
+		parse := migrate.ParseLocation
+		if name == "source" {
+			parse = migrate.ParseSourceLocation // s3:// or gs://
+		}
 		switch {
 		case loc == "":
 			bad("--%s is required (s3://BUCKET[/PREFIX])", name)
 		default:
-			l, err := migrate.ParseLocation(loc)
+			l, err := parse(loc)
 			if err != nil {
 				bad("--%s: %v", name, err)
 			}
 			e.Location = l
 		}
 		switch {
+		case e.Provider == migrate.ProviderGCS:
+			// Google Cloud Storage is reached at its own endpoint, over https.
+			if endpoint != "" || insecure || region != "" {
+				bad("--%s %s is on Google Cloud Storage: --%s-endpoint, --%s-insecure and --%s-region do not apply", name, loc, name, name, name)
+			}
+			e.Secure = true
 		case endpoint == "":
 			bad("--%s-endpoint is required (host:port)", name)
 		case strings.Contains(endpoint, "://"):
@@ -142,9 +153,14 @@ func (f *jobFlags) input(job string) (contract.JobInput, []string) {
 	if len(problems) > 0 {
 		return in, problems
 	}
-	srcCreds, dstCreds, err := migrate.LoadCredentials(os.Getenv, f.credentials)
+	srcCreds, dstCreds, err := migrate.LoadCredentialsFor(os.Getenv, f.credentials, in.Source.Provider)
 	if err != nil {
 		return in, []string{err.Error()}
+	}
+	if srcCreds.GCSKey != "" {
+		if _, err := gcs.CredentialsType([]byte(srcCreds.GCSKey)); err != nil {
+			return in, []string{fmt.Sprintf("%s: %v", migrate.EnvSourceGCSCredentialsFile, err)}
+		}
 	}
 	keys, err := keyring.Codec.Load()
 	if err != nil {

@@ -147,7 +147,12 @@ type Endpoint struct {
 }
 
 // String is the side's location and endpoint, for people.
-func (e Endpoint) String() string { return e.Location.String() + " on " + e.Endpoint }
+func (e Endpoint) String() string {
+	if e.Provider == migrate.ProviderGCS {
+		return e.Location.String() // the location names the store
+	}
+	return e.Location.String() + " on " + e.Endpoint
+}
 
 // Settings tune a job. Zero fields take the defaults of WithDefaults.
 type Settings struct {
