@@ -30,12 +30,22 @@ func (t *transfer) copy(ctx context.Context, src Object, dk string) (note string
 		if err != nil {
 			return "", err
 		}
-		_, err = objectstore.Copy(ctx, s.Source, s.SourceBucket, src.Key, s.Dest, s.DestBucket, dk, objectstore.CopyOptions{
-			Size: src.Size, SingleCopyLimit: o.CopyCutoff, PartSize: partSize, Parallel: o.PartConcurrency})
+		opts := objectstore.CopyOptions{Size: src.Size, SingleCopyLimit: o.CopyCutoff, PartSize: partSize, Parallel: o.PartConcurrency}
+		if o.Policy == OverwriteNever {
+			// A composed copy completes only if the key is still free; one
+			// copy request cannot say so, so the key is checked just before.
+			opts.IfNoneMatch = "*"
+			if src.Size <= o.CopyCutoff {
+				if err := t.stillFree(ctx, dk); err != nil {
+					return "", err
+				}
+			}
+		}
+		_, err = objectstore.Copy(ctx, s.Source, s.SourceBucket, src.Key, s.Dest, s.DestBucket, dk, opts)
 		if raised && src.Size > o.CopyCutoff {
 			note = partSizeNote(partSize, o.PartSize)
 		}
-		return note, err
+		return note, t.appeared(ctx, dk, err)
 	}
 	if src.Size > o.MultipartCutoff {
 		mu, ok1 := s.Dest.(objectstore.MultipartUploader)
@@ -45,6 +55,34 @@ func (t *transfer) copy(ctx context.Context, src Object, dk string) (note string
 		}
 	}
 	return "", t.copyWhole(ctx, src, dk)
+}
+
+// errAppeared: overwrite=never found the key taken by the time of the write.
+var errAppeared = errSkipped{"appeared at the destination during the copy; overwrite=never"}
+
+// stillFree is the check just before a write that cannot be conditional.
+func (t *transfer) stillFree(ctx context.Context, dk string) error {
+	_, err := t.sides.Dest.Stat(ctx, t.sides.DestBucket, dk)
+	switch {
+	case err == nil:
+		return errAppeared
+	case errors.Is(err, objectstore.ErrNoSuchKey):
+		return nil
+	}
+	return err
+}
+
+// appeared turns a refused conditional write into a skip. A precondition
+// also guards the source (its ETag while parts are read), so the key is
+// looked at: only an object there now means the destination refused.
+func (t *transfer) appeared(ctx context.Context, dk string, err error) error {
+	if t.opts.Policy != OverwriteNever || !errors.Is(err, objectstore.ErrPreconditionFailed) {
+		return err
+	}
+	if free := t.stillFree(ctx, dk); free != nil {
+		return free
+	}
+	return err
 }
 
 // partSizeNote says a part size was raised to fit S3's 10,000 parts.
@@ -65,7 +103,7 @@ func (t *transfer) copyWhole(ctx context.Context, src Object, dk string) error {
 		// Never overwrite, even what appeared since the listing.
 		_, err = cw.PutIf(ctx, s.DestBucket, dk, body, info.Size, put, objectstore.Precondition{IfNoneMatch: "*"})
 		if errors.Is(err, objectstore.ErrPreconditionFailed) {
-			return errSkipped{"appeared at the destination during the copy; overwrite=never"}
+			return errAppeared
 		}
 		return err
 	}
@@ -145,8 +183,15 @@ func (t *transfer) copyParts(ctx context.Context, mu objectstore.MultipartUpload
 	if err = g.Wait(); err != nil {
 		return "", err
 	}
-	_, err = mu.CompleteMultipartUpload(ctx, up, parts)
-	return note, err
+	cond := ""
+	if o.Policy == OverwriteNever {
+		cond = "*" // never overwrite what appeared while the parts were sent
+	}
+	_, err = objectstore.CompleteIf(ctx, mu, up, parts, cond)
+	if err = t.appeared(ctx, dk, err); err != nil {
+		return "", err
+	}
+	return note, nil
 }
 
 // checksums computes the MD5s Decide asked for: of each side whose ETag is
