@@ -19,6 +19,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -89,6 +90,12 @@ func (f *jobFlags) input(job string) (contract.JobInput, []string) {
 			bad("--%s-endpoint is required (host:port)", name)
 		case strings.Contains(endpoint, "://"):
 			bad("--%s-endpoint %q: give host:port without a scheme (--%s-insecure for plain HTTP)", name, endpoint, name)
+		default:
+			// What the S3 client refuses (a host name with "_", a path) is
+			// refused here, naming the flag, not by the job's precheck.
+			if _, err := s3.New(s3.Config{Endpoint: endpoint, Secure: !insecure, Region: region}); err != nil {
+				bad("--%s-endpoint %q: %v", name, endpoint, err)
+			}
 		}
 		return e
 	}
