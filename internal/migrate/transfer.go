@@ -236,13 +236,17 @@ func (t *transfer) attempt(ctx context.Context, obj Object, recovering, first bo
 		res.Status, res.Bytes = StatusWouldCopy, src.Size
 		return res, nil
 	default:
-		if err := t.copy(ctx, src, dk); err != nil {
+		note, err := t.copy(ctx, src, dk)
+		if err != nil {
 			if errors.Is(err, objectstore.ErrNoSuchKey) && !o.KeysOnly {
 				return ObjectResult{}, errSkipped{"deleted from the source after it was listed"}
 			}
 			return ObjectResult{}, err
 		}
 		res.Status, res.Bytes = StatusCopied, src.Size
+		if note != "" {
+			res.Reason += "; " + note
+		}
 	}
 	if o.Verify {
 		if res.Verify, res.VerifyDetail, err = t.verify(ctx, src, dk); err != nil {

@@ -59,6 +59,13 @@ func Job(ctx workflow.Context, in contract.JobInput) (*contract.Status, error) {
 	})
 	j.lastReport = workflow.Now(ctx)
 
+	if fresh && workflow.GetVersion(ctx, "check-job-input", workflow.DefaultVersion, 1) == 1 {
+		// A starter other than ours may send settings no store accepts
+		// (a part size that overflows): refused before anything runs.
+		if err := in.Check(); err != nil {
+			return j.fail(temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrPermanent, nil))
+		}
+	}
 	if fresh {
 		j.setState(contract.StateQueued)
 		if err := j.waitForSlot(); err != nil {

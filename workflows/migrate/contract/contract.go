@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/product"
 )
 
@@ -244,12 +245,17 @@ func (s Settings) Check() error {
 	switch {
 	case s.PageSize > 10000:
 		return fmt.Errorf("page size %d: at most 10000 objects per page", s.PageSize)
-	case s.PartSize != 0 && s.PartSize < 5<<20:
-		return fmt.Errorf("part size %d: S3 parts are at least 5 MiB", s.PartSize)
+	case s.PartSize < 0 || s.MultipartCutoff < 0 || s.CopyCutoff < 0:
+		return fmt.Errorf("part size (--part-size) %d, multipart cutoff (--multipart-cutoff) %d, copy cutoff (--copy-cutoff) %d: sizes are not negative",
+			s.PartSize, s.MultipartCutoff, s.CopyCutoff)
+	case s.PartSize != 0 && s.PartSize < objectstore.MinPartSize:
+		return fmt.Errorf("part size (--part-size) %d: S3 parts are at least 5 MiB", s.PartSize)
+	case s.PartSize > objectstore.MaxPartSize:
+		return fmt.Errorf("part size (--part-size) %d: S3 parts are at most 5 GiB", s.PartSize)
 	case s.MultipartCutoff != 0 && s.PartSize != 0 && s.MultipartCutoff < s.PartSize:
-		return fmt.Errorf("multipart cutoff %d is below the part size %d", s.MultipartCutoff, s.PartSize)
-	case s.CopyCutoff > 5<<30:
-		return fmt.Errorf("copy cutoff %d: S3 copies at most 5 GiB in one request", s.CopyCutoff)
+		return fmt.Errorf("multipart cutoff (--multipart-cutoff) %d is below the part size (--part-size) %d", s.MultipartCutoff, s.PartSize)
+	case s.CopyCutoff > objectstore.MaxCopySize:
+		return fmt.Errorf("copy cutoff (--copy-cutoff) %d: S3 copies at most 5 GiB in one request", s.CopyCutoff)
 	}
 	return nil
 }

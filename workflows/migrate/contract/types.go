@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
@@ -27,6 +28,22 @@ type JobInput struct {
 	Redrive *RedriveFrom `json:"redrive,omitempty"`
 	// Resume carries the state across continue-as-new.
 	Resume *JobState `json:"resume,omitempty"`
+}
+
+// Check reports what no job may ask for, whoever started it: the starter
+// checks its flags with it, and the job its input before it queues, so a
+// job started by other means fails at once with the reason.
+func (in JobInput) Check() error {
+	if err := in.Settings.Check(); err != nil {
+		return err
+	}
+	if in.KeyList != "" && in.Source.Prefix != "" && in.Redrive == nil {
+		// A key list names whole source keys; a prefix as well would leave
+		// open whether it is prepended, so it is refused.
+		return fmt.Errorf("source %s has a prefix: a key list (--keys) names whole source keys; give the source as s3://%s",
+			in.Source.Location, in.Source.Bucket)
+	}
+	return nil
 }
 
 // KeyMap is where the job puts each key.
