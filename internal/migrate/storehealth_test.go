@@ -16,7 +16,7 @@ import (
 // fakeClock is a clock the test moves.
 type fakeClock struct{ t time.Time }
 
-func (c *fakeClock) now() time.Time           { return c.t }
+func (c *fakeClock) now() time.Time          { return c.t }
 func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 func netErr(errno syscall.Errno) error {
