@@ -124,8 +124,14 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 			case <-activity.GetWorkerStopChannel(ctx):
 				return false
 			default:
-				return true
 			}
+			// Only a cancellation the job asked for (an abort) keeps a
+			// partial page. An attempt whose heartbeat found it timed out
+			// (a stalled worker; another attempt runs the page) is
+			// cancelled too, with another cause: stored, its partial
+			// results would pass for the whole page's.
+			var asked *temporal.CanceledError
+			return errors.As(context.Cause(ctx), &asked)
 		},
 	}
 	// A page of large objects can spend minutes on one object.

@@ -209,17 +209,31 @@ func outageJob(t *testing.T, f *figures, keys *keyring.Keyring, jobs migrate.Job
 	}
 	f.lost += int64(len(dead))
 
+	// No object written twice. A write the destination committed just as
+	// it was stopped has no answer, so the proxy cannot count it; the copy
+	// found there afterwards (read back below) is that write. There are at
+	// most as many as transfers ran at once (2 workers × Concurrency).
 	writes := proxy.Writes()
-	var once, other int64
+	var once, unanswered, twice int64
 	for _, o := range objs {
-		if writes[dstBucket+"/"+in.KeyMap().Dest(o.Key)] == 1 {
+		switch writes[dstBucket+"/"+in.KeyMap().Dest(o.Key)] {
+		case 1:
 			once++
-		} else {
-			other++
+		case 0:
+			unanswered++
+		default:
+			twice++
+			t.Errorf("%s written %d times", o.Key, writes[dstBucket+"/"+in.KeyMap().Dest(o.Key)])
 		}
 	}
-	if other != 0 || len(writes) != len(objs) {
-		t.Errorf("%d objects not written exactly once; %d keys written for %d objects", other, len(writes), len(objs))
+	maxUnanswered := int64(0)
+	if down == migrate.SideDest {
+		maxUnanswered = int64(2 * in.Settings.Concurrency)
+	}
+	other := twice
+	if unanswered > maxUnanswered {
+		t.Errorf("%d objects with no write counted, more than the %d transfers that can run at once", unanswered, maxUnanswered)
+		other += unanswered
 	}
 	var same, diff atomic.Int64
 	parallel(len(objs), func(i int) {
@@ -236,6 +250,6 @@ func outageJob(t *testing.T, f *figures, keys *keyring.Keyring, jobs migrate.Job
 	}
 	f.verified += once + same.Load()
 	f.lost += other + diff.Load()
-	f.note("%s MinIO stopped for %s mid-job (%d objects; %d copied when it stopped, %s after the start) and started again: the job waited %.0f s in all (state running, waiting_for=%s), went on %s after the restart by itself, and completed: copied %d, failed %d, **%d dead letters**; %d objects written exactly once, %d byte-identical",
-		down, outage, n, copiedAtStop, stopped.Sub(started).Round(time.Second), st.WaitedSeconds, down, resumedIn.Round(time.Second), st.Copied, st.Failed, len(dead), once, same.Load())
+	f.note("%s MinIO stopped for %s mid-job (%d objects; %d copied when it stopped, %s after the start) and started again: the job waited %.0f s in all (state running, waiting_for=%s), went on %s after the restart by itself, and completed: copied %d, failed %d, **%d dead letters**; at the destination's proxy %d objects written exactly once, %d twice, %d whose one write the store committed as it stopped (no answer to count; found there after); %d byte-identical",
+		down, outage, n, copiedAtStop, stopped.Sub(started).Round(time.Second), st.WaitedSeconds, down, resumedIn.Round(time.Second), st.Copied, st.Failed, len(dead), once, twice, unanswered, same.Load())
 }
