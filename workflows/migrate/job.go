@@ -35,6 +35,8 @@ type job struct {
 	failure       error
 	lastReport    time.Time
 	watching      bool // a watchdog timer is armed
+	storeDowns    workflow.ReceiveChannel
+	probing       bool // a probe of the waited-for store is scheduled
 }
 
 // Job runs one migration job. Its workflow ID is contract.MigrationWorkflowID.
@@ -56,6 +58,12 @@ func Job(ctx workflow.Context, in contract.JobInput) (*contract.Status, error) {
 		var r contract.PageReport
 		c.Receive(ctx, &r)
 		j.record(r)
+	})
+	j.storeDowns = workflow.GetSignalChannel(ctx, contract.StoreDownSignal)
+	j.sel.AddReceive(j.storeDowns, func(c workflow.ReceiveChannel, _ bool) {
+		var d contract.StoreDown
+		c.Receive(ctx, &d)
+		j.storeDown(d)
 	})
 	j.lastReport = workflow.Now(ctx)
 
@@ -154,6 +162,7 @@ func (j *job) continueAsNew() (*contract.Status, error) {
 		j.sel.Select(j.ctx)
 	}
 	j.drainReports()
+	j.drainStoreDowns()
 	if j.failure != nil {
 		j.cancelOutstanding()
 		return j.fail(j.failure)
@@ -213,6 +222,8 @@ func (j *job) waitForSlot() error {
 // signals the job never handled.
 func (j *job) drainSignals() {
 	j.drainReports()
+	for j.storeDowns.ReceiveAsync(nil) {
+	}
 	slot := workflow.GetSignalChannel(j.ctx, contract.SlotGrantedSignal)
 	for slot.ReceiveAsync(nil) {
 	}
@@ -253,6 +264,10 @@ func (j *job) finishCompleted() (*contract.Status, error) {
 // finishAborted stops every page in flight, waits a while for their
 // reports (so the counters say what was done), and ends.
 func (j *job) finishAborted() (*contract.Status, error) {
+	if w := j.st.Waiting; w != nil {
+		j.st.Waited += workflow.Now(j.ctx).Sub(w.Since)
+		j.st.Waiting = nil
+	}
 	j.setState(contract.StateAborted)
 	j.cancelOutstanding()
 	deadline := false

@@ -42,6 +42,8 @@ const (
 	FindReportsActivity  = "FindReports"
 	RequestSlotActivity  = "RequestSlot"
 	StillRunningActivity = "StillRunning"
+	// ProbeStoreActivity asks whether a store that went down is back.
+	ProbeStoreActivity = "ProbeStore"
 )
 
 // Publish's side of a catalog import: the queue and name of the activity
@@ -84,6 +86,10 @@ const (
 	ReleaseSignal = "release"
 	// SlotGrantedSignal tells a waiting job it may run.
 	SlotGrantedSignal = "slot-granted"
+	// StoreDownSignal (a StoreDown) tells a job that a page stopped because
+	// a store is down; StoreUpSignal tells the waiting pages it is back.
+	StoreDownSignal = "store-down"
+	StoreUpSignal   = "store-up"
 )
 
 // Updates of a job (pause, resume, abort, redrive) return its Status; of an
@@ -269,6 +275,9 @@ const (
 	// ErrPermanent (an activity's, not retried): retrying cannot help
 	// (credentials that do not open, a malformed input).
 	ErrPermanent = "PermanentFailure"
+	// ErrStoreUnavailable (an activity's, not retried by Temporal): a store
+	// is down; its details are a StoreDown, and the job waits for the store.
+	ErrStoreUnavailable = "StoreUnavailable"
 	// ErrMigrationFailed: a job failed; its details are its Status.
 	ErrMigrationFailed = "MigrationFailed"
 	// ErrImportIncomplete: a catalog import stopped before writing any

@@ -81,6 +81,36 @@ type JobState struct {
 	Rate             migrate.RateMeter `json:"rate"`
 	Error            string            `json:"error,omitempty"`
 	Runs             int               `json:"runs,omitempty"`
+	// Waiting is the store the job waits for, nil while none is down;
+	// Waited is the time it waited in all.
+	Waiting *StoreWait    `json:"waiting,omitempty"`
+	Waited  time.Duration `json:"waited,omitempty"`
+}
+
+// StoreWait is a job waiting for a store that went down: no new transfer
+// starts, and the store is probed with backoff until it passes.
+type StoreWait struct {
+	Side   string    `json:"side"`
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason"`
+	// Probes counts the probes that failed; the next waits
+	// migrate.ProbeDelay(Probes).
+	Probes int `json:"probes,omitempty"`
+}
+
+// StoreDown is a page's (or listing's) word that a store is down: the
+// StoreDownSignal's payload and an ErrStoreUnavailable's details.
+type StoreDown struct {
+	Execution string `json:"execution,omitempty"`
+	Side      string `json:"side"`
+	Reason    string `json:"reason"`
+}
+
+// ProbeInput asks whether one side of a job is usable again.
+type ProbeInput struct {
+	Job      string   `json:"job"`
+	Side     string   `json:"side"`
+	Endpoint Endpoint `json:"endpoint"`
 }
 
 // RedrivePass walks the pages that have dead letters.
@@ -120,6 +150,13 @@ type Status struct {
 	Error         string     `json:"error,omitempty"`
 	// ContinuedAsNew counts the runs the job's history was split into.
 	ContinuedAsNew int `json:"continuedAsNew,omitempty"`
+	// WaitingFor is the side ("source" or "destination") the running job
+	// waits for, since WaitingSince, for WaitingReason; empty while both
+	// stores work. WaitedSeconds is the time it waited in all.
+	WaitingFor    string     `json:"waiting_for,omitempty"`
+	WaitingSince  *time.Time `json:"waiting_since,omitempty"`
+	WaitingReason string     `json:"waiting_reason,omitempty"`
+	WaitedSeconds float64    `json:"waitedSeconds,omitempty"`
 }
 
 // PageInput asks a page child to copy one page (pass 0) or to retry one
