@@ -45,6 +45,10 @@ func stillRunning(ctx workflow.Context, in contract.RunningInput) (running []str
 	return running, err
 }
 
+func archiveJob(ctx workflow.Context, st contract.Status) error {
+	return workflow.ExecuteActivity(ctx, contract.ArchiveJobActivity, st).Get(ctx, nil)
+}
+
 // rebuildMetadata runs on Publish's queue (see workflows/publish/contract).
 func rebuildMetadata(ctx workflow.Context, in contract.RebuildRequest) (counts contract.RebuildCounts, err error) {
 	err = workflow.ExecuteActivity(ctx, contract.RebuildMetadataActivity, in).Get(ctx, &counts)

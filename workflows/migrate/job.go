@@ -239,6 +239,7 @@ func (j *job) finishCompleted() (*contract.Status, error) {
 	j.setState(contract.StateCompleted)
 	j.releaseSlot()
 	s := j.status()
+	j.archive(s)
 	workflow.GetLogger(j.ctx).Info("migration completed", "job", j.in.Job, "copied", s.Copied, "skipped", s.Skipped, "failed", s.Failed)
 	return &s, nil
 }
@@ -258,6 +259,7 @@ func (j *job) finishAborted() (*contract.Status, error) {
 	j.drainSignals()
 	j.details()
 	s := j.status()
+	j.archive(s)
 	return &s, nil
 }
 
@@ -270,7 +272,31 @@ func (j *job) fail(err error) (*contract.Status, error) {
 	j.setState(contract.StateFailed)
 	j.releaseSlot()
 	s := j.status()
+	j.archive(s)
 	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("migration %s failed: %s", j.in.Job, j.st.Error), contract.ErrMigrationFailed, err, s)
+}
+
+// archive keeps the job's final status in the job store (ArchiveJob), where
+// the starters read it once retention has removed this workflow. It is best
+// effort, on a context of its own (a cancelled job still leaves its
+// summary): a job store down for minutes does not change how the job
+// ended, and the workflow stays the answer until its retention.
+func (j *job) archive(s contract.Status) {
+	if workflow.GetVersion(j.ctx, "archive-job-summary", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	ctx, _ := workflow.NewDisconnectedContext(j.ctx)
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           contract.TaskQueue,
+		StartToCloseTimeout: time.Minute,
+		HeartbeatTimeout:    j.set.HeartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 10,
+		},
+	})
+	if err := archiveJob(ctx, s); err != nil {
+		workflow.GetLogger(j.ctx).Warn("the job's summary was not archived; status needs its workflow", "job", j.in.Job, "error", err)
+	}
 }
 
 // rootMessage is the innermost message of an error chain: what went wrong,

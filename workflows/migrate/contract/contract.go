@@ -41,6 +41,9 @@ const (
 	FindReportsActivity  = "FindReports"
 	RequestSlotActivity  = "RequestSlot"
 	StillRunningActivity = "StillRunning"
+	// ArchiveJobActivity (a Status) keeps a finished job's summary in the
+	// job store, where the starter reads it once the workflow is gone.
+	ArchiveJobActivity = "ArchiveJob"
 )
 
 // Publish's side of a catalog import: the queue and name of the activity
