@@ -45,8 +45,9 @@ func stillRunning(ctx workflow.Context, in contract.RunningInput) (running []str
 	return running, err
 }
 
-func archiveJob(ctx workflow.Context, st contract.Status) error {
-	return workflow.ExecuteActivity(ctx, contract.ArchiveJobActivity, st).Get(ctx, nil)
+// archiveJob resolves once the summary is stored.
+func archiveJob(ctx workflow.Context, st contract.Status) workflow.Future {
+	return workflow.ExecuteActivity(ctx, contract.ArchiveJobActivity, st)
 }
 
 // rebuildMetadata runs on Publish's queue (see workflows/publish/contract).
