@@ -70,7 +70,7 @@ func TestFinishedJobOutlivesItsWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "the deleted workflow is NotFound", func() bool {
-		_, err := env.Client.DescribeWorkflowExecution(context.Background(), id, "")
+		_, err := env.Client.DescribeWorkflow(context.Background(), id, "")
 		var notFound *serviceerror.NotFound
 		return errors.As(err, &notFound)
 	})
