@@ -193,3 +193,11 @@ func (a *Activities) FindReports(ctx context.Context, in contract.FindReportsInp
 	}
 	return out, nil
 }
+
+// ArchiveJob keeps a finished job's summary (its final Status) in the job
+// store, so the starter can answer for the job after Temporal's retention
+// has removed its workflow. A retry writes the same document.
+func (a *Activities) ArchiveJob(ctx context.Context, st contract.Status) error {
+	defer beat(ctx)()
+	return a.Jobs.PutSummary(ctx, st.Job, st)
+}

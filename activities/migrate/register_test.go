@@ -31,6 +31,7 @@ func TestRegisteredNamesAreTheContracts(t *testing.T) {
 	want := []string{
 		contract.PrecheckActivity, contract.ListPageActivity, contract.TransferPageActivity, contract.DeadPagesActivity,
 		contract.FindReportsActivity, contract.RequestSlotActivity, contract.StillRunningActivity, contract.ProbeStoreActivity,
+		contract.ArchiveJobActivity,
 	}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()

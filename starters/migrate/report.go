@@ -45,9 +45,9 @@ func runReport(args []string) int {
 		return code
 	}
 	defer tc.Close()
-	st, err := queryStatus(tc, job)
+	st, err := jobStatus(tc, jobStore, job)
 	if err != nil {
-		return c.fail(temporalCode(err), job, "job %s: %v", job, err)
+		return c.fail(statusCode(err), job, "job %s: %v", job, err)
 	}
 	store, err := jobStore.Open()
 	if err != nil {

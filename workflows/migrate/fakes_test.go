@@ -46,6 +46,7 @@ type bucket struct {
 	found         map[int]contract.PageReport
 	findSeen      [][]int
 	asked         int // slot requests
+	archived      []contract.Status
 	// down: a page's transfer (by seq) finds the destination down this many
 	// times; listDown: the listing of a page finds the source down so;
 	// probeFails: the next probes fail; probes: the probes made.
@@ -156,6 +157,12 @@ func (b *bucket) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 		}
 		res.Last = len(res.Seqs) < in.Max
 		return res, nil
+	})
+	env.OnActivity(a.ArchiveJob, mock.Anything, mock.Anything).Return(func(ctx context.Context, st contract.Status) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.archived = append(b.archived, st)
+		return nil
 	})
 	env.OnActivity(a.FindReports, mock.Anything, mock.Anything).Return(func(ctx context.Context, in contract.FindReportsInput) ([]contract.PageReport, error) {
 		b.mu.Lock()

@@ -44,6 +44,9 @@ const (
 	StillRunningActivity = "StillRunning"
 	// ProbeStoreActivity asks whether a store that went down is back.
 	ProbeStoreActivity = "ProbeStore"
+	// ArchiveJobActivity (a Status) keeps a finished job's summary in the
+	// job store, where the starter reads it once the workflow is gone.
+	ArchiveJobActivity = "ArchiveJob"
 )
 
 // Publish's side of a catalog import: the queue and name of the activity
