@@ -157,23 +157,7 @@ func (a *Auditor) searchIndex(ctx context.Context, pkg *metadata.Package, o Opti
 // putIndexEntry writes the package's entry into its shard from the package
 // document as the primary holds it.
 func (a *Auditor) putIndexEntry(ctx context.Context, name string) error {
-	_, err := objectstore.UpdateJSON(ctx, a.Primary, a.Buckets.Meta, metadata.SearchShardKey(metadata.SearchShardOf(name)),
-		func(ix *metadata.Index, _ bool) (bool, error) {
-			var p metadata.Package
-			if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(name), &p); err != nil {
-				return false, err
-			}
-			var latest *metadata.Version
-			var v metadata.Version
-			switch _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.VersionKey(name, p.Latest), &v); {
-			case err == nil:
-				latest = &v
-			case !errors.Is(err, objectstore.ErrNotFound):
-				return false, err
-			}
-			return ix.Put(&p, latest, a.now()), nil
-		})
-	return err
+	return metadata.PutSearchEntry(ctx, a.Primary, a.Buckets.Meta, name, a.now())
 }
 
 // withdraw takes broken versions out of the package document on the
