@@ -129,7 +129,7 @@ func sameBucket(ctx context.Context, src objectstore.Store, srcLoc Location, src
 	if _, err := rand.Read(nonce[:]); err != nil {
 		return err
 	}
-	probe := dstLoc.Prefix + ".edgeflow-precheck/" + hex.EncodeToString(nonce[:])
+	probe := dstLoc.Prefix + PrecheckProbeDir + hex.EncodeToString(nonce[:])
 	err := retrying(ctx, func() error {
 		_, err := dst.Put(ctx, dstLoc.Bucket, probe, eofReader{}, 0, objectstore.PutOptions{})
 		return err
@@ -190,4 +190,22 @@ func retrying(ctx context.Context, request func() error) error {
 		case <-time.After(DefaultBackoff.Delay(attempt, nil)):
 		}
 	}
+}
+
+// PrecheckProbeDir is the folder, under the destination's prefix, of the
+// empty object the precheck writes and removes to tell whether the two
+// sides are one bucket: the one write of a job that is not a copy.
+const PrecheckProbeDir = ".edgeflow-precheck/"
+
+// WithoutProbes returns the writes counted at a destination (bucket/key →
+// count) less the precheck's probe objects, for tests that count a job's
+// copies.
+func WithoutProbes(writes map[string]int) map[string]int {
+	out := make(map[string]int, len(writes))
+	for k, n := range writes {
+		if !strings.Contains(k, "/"+PrecheckProbeDir) && !strings.HasPrefix(k, PrecheckProbeDir) {
+			out[k] = n
+		}
+	}
+	return out
 }
