@@ -32,6 +32,7 @@ type checked struct {
 	name        string
 	bucket, key string
 	n, size     int64
+	verified    bool // the whole object was read and its checksum compared
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -53,9 +54,14 @@ func (c *checked) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.h.Write(p[:n])
 	c.n += int64(n)
-	if err == io.EOF {
+	// Checked on the read that completes the object, not only at io.EOF,
+	// and a mismatch withholds that read's bytes: an upload of a known size
+	// stops at its last byte (io.ReadFull even drops an error that comes
+	// with a full buffer), so it must never get the whole object.
+	if err == io.EOF || (err == nil && c.n >= c.size && !c.verified) {
+		c.verified = true
 		if got := c.h.Sum(nil); c.n != c.size || !bytes.Equal(got, c.want) {
-			return n, fmt.Errorf("read %s/%s: %w: %d bytes with %s %s; Google Cloud Storage has %d bytes with %s %s",
+			return 0, fmt.Errorf("read %s/%s: %w: %d bytes with %s %s; Google Cloud Storage has %d bytes with %s %s",
 				c.bucket, c.key, ErrChecksum, c.n, c.name, hex.EncodeToString(got), c.size, c.name, hex.EncodeToString(c.want))
 		}
 	}

@@ -250,3 +250,20 @@ func TestReplacedObjectChangesItsETag(t *testing.T) {
 		t.Errorf("ranges before and after a replacement: ETags %s and %s, second range %q; want different ETags", first.ETag, second.ETag, data)
 	}
 }
+
+// An upload of a known size reads the object's last byte and stops: the
+// mismatch must come with that read, not with an io.EOF it never asks for.
+func TestChecksumFailsOnTheLastByteNotOnlyAtEOF(t *testing.T) {
+	data := []byte("part one|part two")
+	for _, md5 := range []bool{true, false} {
+		r := gcs.NewCheckedForTest(bytes.NewReader([]byte("part one|part 2wo")), data, md5)
+		buf := make([]byte, len(data))
+		if _, err := io.ReadFull(r, buf); !errors.Is(err, gcs.ErrChecksum) {
+			t.Errorf("md5 %v: reading exactly the object's size of corrupted bytes: %v; want a checksum mismatch", md5, err)
+		}
+		r = gcs.NewCheckedForTest(bytes.NewReader(data), data, md5)
+		if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("md5 %v: intact bytes: %q, %v", md5, got, err)
+		}
+	}
+}
