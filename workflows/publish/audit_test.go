@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,8 +84,12 @@ func TestAuditCatalogResumesAndCounts(t *testing.T) {
 			t.Errorf("%s audited with %+v", a.Name, a)
 		}
 	}
+	// The workflow schedules packages in name order, but the test
+	// environment runs the activities of one batch concurrently: the order
+	// the mock sees them in is not the workflow's to decide.
+	slices.Sort(names)
 	if !reflect.DeepEqual(names, []string{"a", "b", "c", "d", "e"}) {
-		t.Errorf("audited %v, want each package once, in name order", names)
+		t.Errorf("audited %v, want each package once", names)
 	}
 	if st.Packages != 5 || st.Audited != 4 || st.Checked != 19 || st.Repaired != 1 || st.FailedCount != 1 ||
 		st.ByKind["missing"] != 1 || len(st.Problems) != 1 || st.ContinuedAsNew != 2 || st.Passed() {
