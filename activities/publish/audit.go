@@ -90,7 +90,7 @@ func reportOf(rep *audit.Report) *contract.AuditReport {
 		}
 		out.ByKind[p.Kind]++
 		if len(out.Problems) < contract.MaxAuditProblems {
-			out.Problems = append(out.Problems, contract.AuditProblem(p))
+			out.Problems = append(out.Problems, p)
 		}
 	}
 	return out

@@ -8,7 +8,11 @@
 // re-processed; what has no such copy left is reported as unrepairable.
 package audit
 
-import "hash/fnv"
+import (
+	"hash/fnv"
+
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
+)
 
 // Problem kinds.
 const (
@@ -39,24 +43,10 @@ const (
 	StoreMirror  = "mirror"
 )
 
-// Problem is one thing found wrong, and what became of it.
-type Problem struct {
-	Package string `json:"package"`
-	Version string `json:"version,omitempty"`
-	// File is the published path (with .br or .gz for a twin); empty for
-	// a document.
-	File   string `json:"file,omitempty"`
-	Store  string `json:"store"`
-	Kind   string `json:"kind"`
-	Detail string `json:"detail,omitempty"`
-	// Repaired says the right bytes were written back; otherwise Reason
-	// says why not (repair off, no good copy left).
-	Repaired bool   `json:"repaired"`
-	Reason   string `json:"reason,omitempty"`
-	// Withdrawn: the version was taken out of its package document
-	// (only with WithdrawBroken).
-	Withdrawn bool `json:"withdrawn,omitempty"`
-}
+// Problem is one thing found wrong, and what became of it: the contract's
+// AuditProblem, so the activity hands the workflow what the audit found as
+// it is.
+type Problem = contract.AuditProblem
 
 // Options are what one package's audit does.
 type Options struct {

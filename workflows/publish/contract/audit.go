@@ -85,15 +85,21 @@ type AuditPackageInput struct {
 
 // AuditProblem is one thing an audit found wrong, and what became of it.
 type AuditProblem struct {
-	Package   string `json:"package"`
-	Version   string `json:"version,omitempty"`
-	File      string `json:"file,omitempty"`
-	Store     string `json:"store"`
-	Kind      string `json:"kind"`
-	Detail    string `json:"detail,omitempty"`
-	Repaired  bool   `json:"repaired"`
-	Reason    string `json:"reason,omitempty"`
-	Withdrawn bool   `json:"withdrawn,omitempty"`
+	Package string `json:"package"`
+	Version string `json:"version,omitempty"`
+	// File is the published path (with .br or .gz for a twin); empty for
+	// a document.
+	File   string `json:"file,omitempty"`
+	Store  string `json:"store"`
+	Kind   string `json:"kind"`
+	Detail string `json:"detail,omitempty"`
+	// Repaired says the right bytes were written back; otherwise Reason
+	// says why not (repair off, no good copy left).
+	Repaired bool   `json:"repaired"`
+	Reason   string `json:"reason,omitempty"`
+	// Withdrawn: the version was taken out of its package document (only
+	// with WithdrawBroken).
+	Withdrawn bool `json:"withdrawn,omitempty"`
 }
 
 // AuditReport is what one package's audit found and did.
