@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -179,19 +178,7 @@ func outageJob(t *testing.T, f *figures, keys *keyring.Keyring, jobs migrate.Job
 	restarted := time.Now()
 
 	var st contract.Status
-	eventually(t, 20*time.Minute, "the job ends", func() (bool, string) {
-		desc, err := env.client.DescribeWorkflow(ctx, contract.MigrationWorkflowID(job), "")
-		if err != nil {
-			return false, err.Error()
-		}
-		if desc.Status == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			return false, "running"
-		}
-		if err := run.Get(ctx, &st); err != nil {
-			t.Fatalf("the job failed: %v", err)
-		}
-		return true, ""
-	})
+	eventually(t, 20*time.Minute, "the job ends", jobEnded(ctx, t, run, job, &st))
 	resumedIn := time.Since(restarted)
 
 	n := int64(len(objs))
