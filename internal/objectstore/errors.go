@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"syscall"
 )
@@ -49,6 +50,24 @@ var (
 	// ErrNotSupported: the store lacks a capability a helper needs.
 	ErrNotSupported = errors.New("not supported by this store")
 )
+
+// KindOfStatus is the kind an HTTP status alone says, for answers whose
+// store-specific code a store does not know; nil when it says none.
+func KindOfStatus(status int) error {
+	switch {
+	case status == http.StatusNotFound:
+		return ErrNotFound
+	case status == http.StatusPreconditionFailed:
+		return ErrPreconditionFailed
+	case status == http.StatusForbidden:
+		return ErrAccessDenied
+	case status == http.StatusTooManyRequests || status >= 500:
+		return ErrTransient
+	case status == http.StatusConflict:
+		return ErrConflict
+	}
+	return nil
+}
 
 // kind is a sentinel with a parent: errors.Is(ErrNoSuchKey, ErrNotFound).
 type kind struct {

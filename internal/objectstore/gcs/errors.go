@@ -43,6 +43,8 @@ func (s *Store) fail(ctx context.Context, op, bucket, key string, err error) err
 	return e
 }
 
+// kindOf adds what GCS's JSON API says by status alone to the statuses
+// every store shares: a 404 names the bucket or the key by what was asked.
 func kindOf(status int, key string) error {
 	switch {
 	case status == http.StatusNotFound && key == "":
@@ -51,16 +53,10 @@ func kindOf(status int, key string) error {
 		return objectstore.ErrNoSuchKey
 	case status == http.StatusUnauthorized:
 		return objectstore.ErrBadCredentials
-	case status == http.StatusForbidden:
-		return objectstore.ErrAccessDenied
-	case status == http.StatusPreconditionFailed:
-		return objectstore.ErrPreconditionFailed
-	case status == http.StatusConflict:
-		return objectstore.ErrConflict
 	case status == http.StatusRequestedRangeNotSatisfiable, status == http.StatusBadRequest:
 		return objectstore.ErrInvalid
-	case status == http.StatusTooManyRequests, status == http.StatusRequestTimeout, status >= 500:
+	case status == http.StatusRequestTimeout:
 		return objectstore.ErrTransient
 	}
-	return nil
+	return objectstore.KindOfStatus(status)
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -432,17 +431,5 @@ func classify(code string, status int, message string) error {
 		"EntityTooSmall", "KeyTooLongError", "MalformedXML", "InvalidRange":
 		return objectstore.ErrInvalid
 	}
-	switch {
-	case status == http.StatusNotFound:
-		return objectstore.ErrNotFound
-	case status == http.StatusPreconditionFailed:
-		return objectstore.ErrPreconditionFailed
-	case status == http.StatusForbidden:
-		return objectstore.ErrAccessDenied
-	case status == http.StatusTooManyRequests || status >= 500:
-		return objectstore.ErrTransient
-	case status == http.StatusConflict:
-		return objectstore.ErrConflict
-	}
-	return nil
+	return objectstore.KindOfStatus(status)
 }
