@@ -1,7 +1,9 @@
 package admit
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"time"
@@ -152,7 +154,8 @@ type Snapshot struct {
 
 	Pools []Pool `json:"pools"`
 	// PacedRelease: random queueing with visitors waiting releases the slots
-	// evenly over the minute, so no check-in moment is favoured.
+	// at random moments through the minute (PacedLimit), so no check-in
+	// moment is favoured.
 	PacedRelease bool `json:"pacedRelease,omitempty"`
 	// Shuffled buckets count as their From bucket: an event's pre-queue,
 	// shuffled at its start.
@@ -197,6 +200,17 @@ func (s *Snapshot) BucketOf(b time.Time) time.Time {
 		}
 	}
 	return b
+}
+
+// ReleaseSeed seeds the schedule of release moments of a scope of a pool in
+// a random queue in a minute (PacedLimit): every gate computes the same one
+// from the snapshot, and it changes every minute.
+func (s *Snapshot) ReleaseSeed(minute time.Time, pool, scope string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(s.Room))
+	_, _ = h.Write(binary.BigEndian.AppendUint64([]byte{0}, uint64(minute.UnixMilli())))
+	_, _ = h.Write([]byte(pool + "\x00" + scope))
+	return h.Sum64()
 }
 
 // Position is how many visitors wait in buckets up to and including b: the
