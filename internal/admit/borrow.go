@@ -49,7 +49,7 @@ func (s BorrowingCounters) TakeSlot(ctx context.Context, req SlotRequest) (strin
 		}
 		limit := BorrowableLimit(sc.Limit, elapsed, length)
 		if snap.PacedRelease {
-			limit = min(limit, PacedLimit(sc.Limit, elapsed, length))
+			limit = min(limit, PacedLimit(sc.Limit, elapsed, length, snap.ReleaseSeed(snap.Minute, pool.Key(), sc.Name)))
 		}
 		if limit <= 0 {
 			continue

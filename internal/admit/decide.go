@@ -42,6 +42,10 @@ type Input struct {
 	Gate     Gate
 	Strategy Strategy
 	Entropy  uint64
+	// Lot is random bits fixed for the visitor for as long as it keeps its
+	// ticket (the gate's: a hash of its visitor id): its place in an
+	// event's shuffled pre-queue (Snapshot.InTurn).
+	Lot uint64
 }
 
 // Decision is what to do with a request: the outcome, the ticket to write
@@ -209,6 +213,9 @@ func tryAdmit(ctx context.Context, in Input, bucket time.Time, queued bool) (ok 
 	}
 	if snap.Settings.QueueingMethod == Passthrough {
 		return true, "", "", "", nil
+	}
+	if queued && !snap.InTurn(bucket, in.Lot) {
+		return false, "", "", ReasonLimits, nil
 	}
 	for _, p := range candidatePools(snap, bucket, queued) {
 		sc, took, err := in.Strategy.TakeSlot(ctx, SlotRequest{Snapshot: snap, Now: in.Now, Gate: in.Gate, Pool: p})

@@ -221,18 +221,6 @@ func TestCounterFailure(t *testing.T) {
 	}
 }
 
-func TestPacedLimit(t *testing.T) {
-	for _, c := range []struct {
-		limit   int
-		elapsed time.Duration
-		want    int
-	}{{60, 0, 1}, {60, 30 * time.Second, 31}, {60, 59 * time.Second, 60}, {60, 2 * time.Minute, 60}, {0, time.Second, 0}, {2147483647, 59 * time.Second, 2111692253}} {
-		if got := PacedLimit(c.limit, c.elapsed, time.Minute); got != c.want {
-			t.Errorf("PacedLimit(%d, %s) = %d, want %d", c.limit, c.elapsed, got, c.want)
-		}
-	}
-}
-
 func TestMemoryCounter(t *testing.T) {
 	now := t0
 	c := NewMemoryCounter(func() time.Time { return now })

@@ -26,6 +26,8 @@ func TestEventPrequeueAndShuffle(t *testing.T) {
 				t.Errorf("next wake %s", wake)
 			}
 			users := make([]*Ticket, 3) // A, B, C arrive in minutes 2, 3, 4
+			// Their draws put B first, then C, then A (ShufflePosition).
+			w.lots = map[**Ticket]uint64{&users[0]: lotAt(pre, 0.7, 1), &users[1]: lotAt(pre, 0, 0.3), &users[2]: lotAt(pre, 0.4, 0.6)}
 			w.step(2*time.Minute + 10*time.Second)
 			if s := w.room.Snapshot; s.Status != StatusEventPrequeueing || s.Event == nil || s.Event.Phase != EventPrequeueing || s.Estimate.Known {
 				t.Fatalf("at 2:10 %s %+v", s.Status, s.Event)
@@ -58,20 +60,39 @@ func TestEventPrequeueAndShuffle(t *testing.T) {
 			} else if len(s.Buckets) != 3 {
 				t.Fatalf("buckets %+v", s.Buckets)
 			}
-			// C checks in first. Shuffled, it is as early as anyone and gets
-			// the slot; in order, the slot is A's.
-			got := ""
-			for _, u := range []int{2, 1, 0} {
-				if d := w.request("ams-1", &users[u]); d.Outcome == Admit {
-					got += string(rune('A' + u))
-				}
-			}
-			want := "A"
+			// C checks in first, then B, then A, every minute. In order the
+			// slots go to A, B, C; shuffled, to the order of their draws —
+			// B, C, A — however early each checks in.
+			want := []string{"A", "B", "C"}
 			if shuffle {
-				want = "C"
+				want = []string{"B", "C", "A"}
 			}
-			if got != want {
-				t.Errorf("admitted %q, want %q", got, want)
+			for m := range 3 {
+				got := ""
+				for _, u := range []int{2, 1, 0} {
+					if users[u].Admitted() {
+						continue
+					}
+					if d := w.request("ams-1", &users[u]); d.Outcome == Admit {
+						got += string(rune('A' + u))
+					}
+				}
+				if got != want[m] {
+					t.Errorf("minute %d of the event: admitted %q, want %q", m, got, want[m])
+				}
+				if shuffle && m == 0 {
+					// A change republishing the minute passes no one.
+					passed := w.room.Snapshot.Buckets[0].Passed
+					ns := w.room.Settings
+					ns.RefreshIntervalSeconds = 25
+					if _, err := w.room.SetSettings(ns, w.room.SettingsVersion, w.now); err != nil {
+						t.Fatal(err)
+					}
+					if got := w.room.Snapshot.Buckets[0].Passed; got != passed {
+						t.Errorf("republished: passed %v, was %v", got, passed)
+					}
+				}
+				w.step(time.Minute)
 			}
 			// After the end the room's own limits are back.
 			w.step(end.Sub(w.now) + 6*time.Second)
@@ -82,6 +103,41 @@ func TestEventPrequeueAndShuffle(t *testing.T) {
 				t.Errorf("ended event kept: %v", w.room.Events)
 			}
 		})
+	}
+}
+
+// lotAt finds a lot whose position in the pre-queue shuffled from from is
+// in [lo, hi).
+func lotAt(from time.Time, lo, hi float64) uint64 {
+	for lot := uint64(1); ; lot++ {
+		if p := ShufflePosition(lot, from); p >= lo && p < hi {
+			return lot
+		}
+	}
+}
+
+// A shuffled bucket's turn: the positions passed before, and as many of
+// the rest as the minute reserves for; only FIFO rooms keep to it.
+func TestShuffledTurn(t *testing.T) {
+	for _, c := range []struct {
+		b    Bucket
+		want float64
+	}{{Bucket{Waiting: 4, ReservedSlots: 1}, 0.25}, {Bucket{Waiting: 4, ReservedSlots: 2, Passed: 0.5}, 0.75},
+		{Bucket{Waiting: 3, ReservedSlots: 3, Passed: 0.2}, 1}, {Bucket{}, 1}, {Bucket{Waiting: 5, Passed: 0.4}, 0.4}} {
+		if got := c.b.Turn(); got != c.want {
+			t.Errorf("%+v: turn %v, want %v", c.b, got, c.want)
+		}
+	}
+	from := t0.Add(-3 * time.Minute)
+	first, last := lotAt(from, 0, 0.2), lotAt(from, 0.8, 1)
+	snap := &Snapshot{Settings: Settings{QueueingMethod: FIFO}, Shuffled: []TimeRange{{From: from, To: t0}},
+		Buckets: []Bucket{{Key: from, Waiting: 10, ReservedSlots: 5}, {Key: t0, Waiting: 10, ReservedSlots: 0}}}
+	if !snap.InTurn(from, first) || snap.InTurn(from, last) || !snap.InTurn(t0, last) {
+		t.Errorf("FIFO: first in turn %v, last %v, unshuffled bucket %v", snap.InTurn(from, first), snap.InTurn(from, last), snap.InTurn(t0, last))
+	}
+	snap.Settings.QueueingMethod = Random
+	if !snap.InTurn(from, last) {
+		t.Error("a random queue kept a shuffled order")
 	}
 }
 

@@ -268,6 +268,7 @@ func (r *Room) publish(now, minute time.Time) *Snapshot {
 	slots := SlotsAvailable(eff.TotalActiveUsers, active, eff.NewUsersPerMinute)
 	buckets := r.waitingBuckets(last.Queued)
 	buckets, newSlots := Reserve(buckets, slots)
+	r.passShuffled(buckets, minute)
 	shares, anywhere := Shares(last.DataCenters, eff.TotalActiveUsers)
 	waiting := 0
 	for _, b := range buckets {

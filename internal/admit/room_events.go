@@ -86,3 +86,31 @@ func (r *Room) trackShuffle(ev *Event, phase EventPhase) {
 		return !slices.ContainsFunc(r.Snapshot.Buckets, func(b Bucket) bool { return rg.Contains(b.Key) })
 	})
 }
+
+// passShuffled sets Passed on the shuffled buckets of the snapshot of
+// minute: in a new minute, the turn the last snapshot's reservation
+// reached; republishing the same minute, what it had passed already. Only a
+// snapshot that offered the bucket a reservation within its minute (a
+// bucket's slots are spent in their minute only) advances it: not the one
+// an event's start republishes after its minute ended.
+func (r *Room) passShuffled(buckets []Bucket, minute time.Time) {
+	prev := r.Snapshot
+	if prev == nil {
+		return
+	}
+	offered := prev.PublishedAt.Before(prev.Minute.Add(prev.MinuteLength()))
+	for i := range buckets {
+		key := buckets[i].Key
+		if !slices.ContainsFunc(prev.Shuffled, func(rg TimeRange) bool { return rg.From.Equal(key) }) {
+			continue
+		}
+		j := slices.IndexFunc(prev.Buckets, func(b Bucket) bool { return b.Key.Equal(key) })
+		switch {
+		case j < 0:
+		case prev.Minute.Before(minute) && offered && prev.Pool(key) != nil:
+			buckets[i].Passed = prev.Buckets[j].Turn()
+		default:
+			buckets[i].Passed = prev.Buckets[j].Passed
+		}
+	}
+}

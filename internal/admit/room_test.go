@@ -224,8 +224,13 @@ func TestFIFORandomFIFOKeepsOrder(t *testing.T) {
 	if b := w.room.Snapshot.Buckets; len(b) != 5 {
 		t.Fatalf("buckets %+v, want 5 of one each", b)
 	}
-	// Random, one slot: whoever checks in first — user 4 — gets it.
+	// Random, one slot: whoever checks in first after its release moment —
+	// user 4 — gets it.
 	setSettings(Random, 2)
+	snap := w.room.Snapshot
+	for PacedLimit(1, w.now.Sub(snap.Minute), time.Minute, snap.ReleaseSeed(snap.Minute, PoolNew, Anywhere)) == 0 {
+		w.step(time.Second)
+	}
 	if got := checkAll([]int{4, 5, 3, 2, 1}); fmt.Sprint(got) != "[4]" {
 		t.Fatalf("random admitted %v, want [4]", got)
 	}

@@ -1,7 +1,9 @@
 package admit
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"time"
@@ -31,6 +33,20 @@ type Bucket struct {
 	Key           time.Time `json:"key"`
 	Waiting       int       `json:"waiting"`
 	ReservedSlots int       `json:"reservedSlots"`
+	// Passed (an event's pre-queue shuffled at its start, in a FIFO room):
+	// the share of the shuffled positions whose turn came before this
+	// minute (see Turn).
+	Passed float64 `json:"passed,omitempty"`
+}
+
+// Turn is the share of a shuffled bucket's positions whose turn has come
+// by this minute: those passed before, and of the rest as many as the
+// minute reserves for the bucket's waiting visitors.
+func (b Bucket) Turn() float64 {
+	if b.Waiting <= b.ReservedSlots {
+		return 1
+	}
+	return min(1, b.Passed+(1-b.Passed)*float64(b.ReservedSlots)/float64(b.Waiting))
 }
 
 // TrafficShare is one data center's part of the previous minute's traffic:
@@ -152,7 +168,8 @@ type Snapshot struct {
 
 	Pools []Pool `json:"pools"`
 	// PacedRelease: random queueing with visitors waiting releases the slots
-	// evenly over the minute, so no check-in moment is favoured.
+	// at random moments through the minute (PacedLimit), so no check-in
+	// moment is favoured.
 	PacedRelease bool `json:"pacedRelease,omitempty"`
 	// Shuffled buckets count as their From bucket: an event's pre-queue,
 	// shuffled at its start.
@@ -197,6 +214,43 @@ func (s *Snapshot) BucketOf(b time.Time) time.Time {
 		}
 	}
 	return b
+}
+
+// ReleaseSeed seeds the schedule of release moments of a scope of a pool in
+// a random queue in a minute (PacedLimit): every gate computes the same one
+// from the snapshot, and it changes every minute.
+func (s *Snapshot) ReleaseSeed(minute time.Time, pool, scope string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(s.Room))
+	_, _ = h.Write(binary.BigEndian.AppendUint64([]byte{0}, uint64(minute.UnixMilli())))
+	_, _ = h.Write([]byte(pool + "\x00" + scope))
+	return h.Sum64()
+}
+
+// InTurn reports whether a queued visitor of bucket (mapped by BucketOf)
+// with lot (Input.Lot) may take a slot now. In a FIFO room, an event's
+// pre-queue shuffled at its start ("shuffle_at_event_start") gives each of
+// its visitors a random position (ShufflePosition), and only those whose
+// position's turn has come may take the bucket's slots: the order is the
+// draw's, not who checks in first. Everyone else is always in turn.
+func (s *Snapshot) InTurn(bucket time.Time, lot uint64) bool {
+	if s.Settings.QueueingMethod != FIFO || !slices.ContainsFunc(s.Shuffled, func(r TimeRange) bool { return r.From.Equal(bucket) }) {
+		return true
+	}
+	for _, b := range s.Buckets {
+		if b.Key.Equal(bucket) {
+			return ShufflePosition(lot, bucket) < b.Turn()
+		}
+	}
+	return true // no longer counted as waiting: nothing keeps it from a slot
+}
+
+// ShufflePosition is a visitor's place in the shuffled pre-queue that
+// starts at from, as a share of the line, [0, 1): random and fixed for as
+// long as the visitor keeps its ticket, different in each event.
+func ShufflePosition(lot uint64, from time.Time) float64 {
+	x := splitMix64(lot ^ splitMix64(uint64(from.UnixMilli())))
+	return float64(x>>11) / (1 << 53)
 }
 
 // Position is how many visitors wait in buckets up to and including b: the

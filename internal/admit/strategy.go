@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"time"
 )
@@ -185,8 +186,13 @@ func takeSlot(ctx context.Context, store Counter, req SlotRequest, split func(Sc
 	expire := current.Add(2*length + snap.MaxAge())
 	for _, sc := range scopeOrder(pool, req.Gate.DataCenter) {
 		suffix, limit := split(sc)
-		if snap.PacedRelease && current.Equal(snap.Minute) {
-			limit = PacedLimit(limit, req.Now.Sub(snap.Minute), length)
+		paced := limit
+		if snap.PacedRelease {
+			// A random queue's slots come at the minute's release moments,
+			// also those spent on the last minute's snapshot: unpaced, they
+			// went to whoever checked in first in the minute, before its
+			// snapshot reached the gates.
+			paced = PacedLimit(limit, req.Now.Sub(current), length, snap.ReleaseSeed(current, pool.Key(), sc.Name))
 		}
 		if current.After(snap.Minute) {
 			used := 0
@@ -201,6 +207,7 @@ func takeSlot(ctx context.Context, store Counter, req SlotRequest, split func(Sc
 			_, headroom := split(Scope{Name: sc.Name, Limit: sc.Headroom})
 			limit = min(share, limit-used+headroom)
 		}
+		limit = min(limit, paced)
 		if limit <= 0 {
 			continue
 		}
@@ -260,13 +267,45 @@ func scopeOrder(p *Pool, dataCenter string) []Scope {
 	return out
 }
 
-// PacedLimit is how much of a minute's limit is released after elapsed:
-// one slot at once, then evenly over the minute, so that in a random queue a
-// visitor's chance does not depend on when in the minute it checks in.
-func PacedLimit(limit int, elapsed, minute time.Duration) int {
-	if limit <= 0 {
+// PacedLimit is how much of a minute's limit is released after elapsed in
+// a random queue (Cloudflare's "Waiting Room: Random Queueing" post: every
+// waiting visitor who checks in has the same chance). Slot k of limit is
+// released at a random moment within the k-th limit-th of the minute, drawn
+// from seed: the releases are spread over the whole minute, so a slot goes
+// to whoever checks in next after a moment nobody can time a check-in to,
+// not to whoever checks in first after the minute starts (were every slot
+// free then) or at the same offsets every minute (were they paced evenly).
+// One slot per stripe keeps the release rate steady: a chance run of early
+// moments would leave the end of the minute without slots. Every gate
+// computes the same schedule from the snapshot (Snapshot.ReleaseSeed).
+func PacedLimit(limit int, elapsed, minute time.Duration, seed uint64) int {
+	switch {
+	case limit <= 0 || elapsed < 0:
 		return 0
+	case elapsed >= minute:
+		return limit
 	}
-	released := int(float64(limit)*float64(max(elapsed, 0))/float64(minute)) + 1
+	// Exact integers: stripe k of the minute, and how far into it elapsed is.
+	hi, lo := bits.Mul64(uint64(elapsed), uint64(limit))
+	k, into := bits.Div64(hi, lo, uint64(minute)) // hi < minute, since elapsed < minute
+	released := int(k)
+	if into >= releaseOffset(seed, k, uint64(minute)) {
+		released++
+	}
 	return min(released, limit)
+}
+
+// releaseOffset is where in stripe k its slot is released, in [0, minute)
+// units of minute/limit.
+func releaseOffset(seed, k, minute uint64) uint64 {
+	hi, _ := bits.Mul64(splitMix64(seed+k*0x9e3779b97f4a7c15), minute)
+	return hi
+}
+
+// splitMix64 is SplitMix64's output function: a well-mixed 64-bit value of x.
+func splitMix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }

@@ -56,6 +56,7 @@ type gateSet[G interface{ base() *worldGate }] struct {
 	gates    []G
 	counters Counter
 	entropy  uint64
+	lots     map[**Ticket]uint64 // a visitor's Input.Lot (0 unless set)
 }
 
 // newGateSet makes the gates, all on snap with shared counters, each
@@ -87,7 +88,7 @@ func (s *gateSet[G]) decide(gateID string, now time.Time, ticket **Ticket) (G, D
 	g := s.gate(gateID)
 	b := g.base()
 	s.entropy = s.entropy*6364136223846793005 + 1442695040888963407
-	d, err := Decide(context.Background(), Input{Now: now, Snapshot: b.snap, Ticket: *ticket, Gate: b.Gate, Strategy: b.strategy, Entropy: s.entropy >> 11})
+	d, err := Decide(context.Background(), Input{Now: now, Snapshot: b.snap, Ticket: *ticket, Gate: b.Gate, Strategy: b.strategy, Entropy: s.entropy >> 11, Lot: s.lots[ticket]})
 	if err != nil {
 		s.t.Fatal(err)
 	}

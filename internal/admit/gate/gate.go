@@ -190,6 +190,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The refresh jitter depends only on the visitor and its tries, so that
 	// no copy of a cookie is told to come back sooner than another.
 	in.Entropy = tryEntropy(visitor, expected)
+	in.Lot = visitorLot(visitor)
 	d, err := admit.Decide(r.Context(), in)
 	if err != nil && !errors.Is(err, ErrCountersDown) && !errors.Is(err, ErrCountersBusy) {
 		g.log.Warn("decide", "room", room.name, "err", err)
@@ -328,6 +329,15 @@ func tryEntropy(visitor string, n int64) uint64 {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(visitor))
 	_, _ = h.Write([]byte(strconv.FormatInt(n, 10)))
+	return h.Sum64()
+}
+
+// visitorLot is the visitor's place in a shuffled pre-queue (admit's
+// Input.Lot): fixed by its visitor id, which the gate draws, so no copy of
+// its cookie draws again.
+func visitorLot(visitor string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("lot\x00" + visitor))
 	return h.Sum64()
 }
 

@@ -29,6 +29,11 @@ type Fairness struct {
 	Pairs      int64   `json:"pairs"`
 	// Mean wait (minutes) of admitted visitors by refresh behaviour.
 	MeanWaitByRefresh map[string]float64 `json:"mean_wait_minutes_by_refresh"`
+	// FirstSecondsPct is the share of the admitted who got in within the
+	// first 5 s of a minute (1/12 of it), while gates still decide on the
+	// previous minute's snapshot: 8.3% when slots come at moments that
+	// favour no part of the minute, as a random queue's should.
+	FirstSecondsPct float64 `json:"admitted_first_5s_of_minute_pct"`
 }
 
 // MeasureFairness computes the fairness of a run from its visitors.
@@ -58,6 +63,13 @@ func MeasureFairness(people []VisitorRecord) Fairness {
 	}
 	f.OvertakersInDCPct = pct(f.OvertakersInDC, len(admitted))
 	f.KendallTau, f.Pairs = cowaitingTau(admitted)
+	early := 0
+	for _, p := range admitted {
+		if p.AdmittedAt%time.Minute < 5*time.Second {
+			early++
+		}
+	}
+	f.FirstSecondsPct = pct(early, len(admitted))
 	sum, n := [3]float64{}, [3]int{}
 	for _, p := range admitted {
 		sum[p.Refresh] += p.Wait().Minutes()

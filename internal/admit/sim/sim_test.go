@@ -203,6 +203,12 @@ func TestHeadline(t *testing.T) {
 		if r.Admitted < 1000 || r.KendallTau > 0.1 || r.KendallTau < -0.1 {
 			t.Errorf("seed %d random: %d admitted from the queue, τ %.3f over %d pairs, want about 0", seed, r.Admitted, r.KendallTau, r.Pairs)
 		}
+		// The random queue's slots come at random moments of the minute:
+		// about 1/12 of its admissions in a minute's first 5 s (a quarter,
+		// when gates on the last minute's snapshot spent theirs at once).
+		if r.FirstSecondsPct > 12 || res.RandomMixedFairness.FirstSecondsPct > 12 {
+			t.Errorf("seed %d random: %.1f%% (mixed visitors: %.1f%%) admitted in a minute's first 5 s, want about 8.3%%", seed, r.FirstSecondsPct, res.RandomMixedFairness.FirstSecondsPct)
+		}
 		if res.FIFO.OvershootNewPct > 0 || res.Random.OvershootNewPct > 0 || res.FIFO.StillWaiting+res.Random.StillWaiting != 0 {
 			t.Errorf("seed %d: overshoot %.2f%% / %.2f%%, %d still waiting", seed, res.FIFO.OvershootNewPct, res.Random.OvershootNewPct, res.FIFO.StillWaiting+res.Random.StillWaiting)
 		}

@@ -289,6 +289,12 @@ func (w *world) propagate(at time.Duration) {
 	w.observe(snap, at)
 }
 
+// lot is the visitor's fixed random bits (a gate hashes its visitor id):
+// drawn from no generator, so the runs' other draws stay as they were.
+func (w *world) lot(v *visitor) uint64 {
+	return uint64(v.id)<<32 ^ w.cfg.Seed*0x9e3779b97f4a7c15
+}
+
 // pickGate chooses the gate a request of data center dc lands on.
 func (w *world) pickGate(dc int) *gate {
 	cum := w.gateWeights[dc]
@@ -305,7 +311,7 @@ func (w *world) request(v *visitor, at time.Duration) {
 	w.meter.expire(at, w.visitors)
 	g := w.pickGate(w.cfg.Profile.route(at, v.dc))
 	d, err := admit.Decide(w.ctx, admit.Input{Now: w.now, Snapshot: g.snap, Ticket: v.ticket, Gate: g.Gate,
-		Strategy: w.strategy, Entropy: w.rng.Uint64()})
+		Strategy: w.strategy, Entropy: w.rng.Uint64(), Lot: w.lot(v)})
 	if err != nil {
 		w.err = fmt.Errorf("gate %s at %s: %w", g.ID, at, err)
 		return
