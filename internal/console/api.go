@@ -208,6 +208,7 @@ type Server struct {
 	tokens     Tokens
 	rooms      roomAPI
 	migrations migrationAPI
+	publish    publishAPI
 	log        *slog.Logger
 	mux        *http.ServeMux
 }
@@ -217,5 +218,6 @@ func (s *Server) Handler() http.Handler { return s.mux }
 
 func (s *Server) routes() []route {
 	rs := append(s.rooms.routes(), s.migrations.routes()...)
+	rs = append(rs, s.publish.routes()...)
 	return append(rs, route{"GET /api/v1/openapi.json", serveOpenAPI})
 }

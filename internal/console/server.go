@@ -41,7 +41,8 @@ func New(o Options) *Server {
 	}
 	s := &Server{tokens: o.Tokens, log: o.Log, mux: http.NewServeMux(),
 		rooms:      roomAPI{rc: roomclient.Client{C: o.Temporal}, timeout: o.Timeout},
-		migrations: migrationAPI{tc: o.Temporal, jobStore: o.JobStore, timeout: o.Timeout}}
+		migrations: migrationAPI{tc: o.Temporal, jobStore: o.JobStore, timeout: o.Timeout},
+		publish:    publishAPI{tc: o.Temporal, timeout: o.Timeout}}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, s.api(rt.handler))
 	}
