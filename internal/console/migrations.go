@@ -154,9 +154,13 @@ func decodeStrict(body []byte, v any) error {
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &syntaxErr):
+		// Not the decoder's words: they quote the body, which may hold a key.
+		return fail(http.StatusBadRequest, CodeInvalid, "(document): not valid JSON (at byte %d)", syntaxErr.Offset)
 	case errors.As(err, &typeErr):
 		return fail(http.StatusBadRequest, CodeInvalid, "%s: want %s, got %s", typeErr.Field, typeErr.Type, typeErr.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
