@@ -39,11 +39,11 @@ func TestPublishRequest(t *testing.T) {
 	}
 	for id, typ := range map[string]string{contract.PackageUpdatesWorkflowID("it-lib"): contract.WorkflowTypePackageUpdates,
 		contract.PublishVersionWorkflowID("it-lib", "1.2.3"): contract.WorkflowTypePublishVersion} {
-		d, err := env.Client.DescribeWorkflowExecution(context.Background(), id, "")
+		d, err := env.Client.DescribeWorkflow(context.Background(), id, "")
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
-		if info := d.GetWorkflowExecutionInfo(); info.GetTaskQueue() != contract.TaskQueue || info.GetType().GetName() != typ {
+		if info := d.RawResponse.GetWorkflowExecutionInfo(); info.GetTaskQueue() != contract.TaskQueue || info.GetType().GetName() != typ {
 			t.Errorf("%s is a %s on %q, want a %s on %q", id, info.GetType().GetName(), info.GetTaskQueue(), typ, contract.TaskQueue)
 		}
 		_ = env.Client.TerminateWorkflow(context.Background(), id, "", "test over")
