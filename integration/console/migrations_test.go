@@ -145,7 +145,7 @@ func TestMigrationsAPI(t *testing.T) {
 		{`{"source":"s3://src-x","sourceEndpoint":"h:1","dest":"s3://dst-y","destEndpoint":"h:1","pageSize":"ten"}`, "pageSize"},
 		{`{"source":"s3://src-x","sourceEndpoint":"h:1","dest":"s3://dst-y","destEndpoint":"h:1","partSize":"6GiB"}`, "at most 5 GiB"},
 		{`{"source":"ftp://src-x","dest":"s3://dst-y","destEndpoint":"h:1"}`, "source:"},
-		{`{"source":"s3://src-x","sourceEndpoint":"h:1","dest":"s3://dst-y","destEndpoint":"h:1","overwrite":"maybe"}`, "overwrite:"},
+		{`{"source":"s3://src-x","sourceEndpoint":"h:1","dest":"s3://dst-y","destEndpoint":"h:1","overwrite":"maybe"}`, `overwrite "maybe": use never`},
 		{`{"source":"s3://src-x","sourceEndpoint":"h:1","dest":"s3://dst-y","destEndpoint":"h:1","keys":"none-such"}`, "keys: no key list"},
 		{`{"source":"s3://src-x","sourceEndpoint":"h:1","dest":"s3://dst-y","destEndpoint":"h:1","credentials":{"AWS_SECRET":"v"}}`, "credentials.AWS_SECRET: unknown name"},
 		{`{"source":"s3://src-x","sourceEndpoint":"h:1","dest":"s3://dst-y","destEndpoint":"h:1","credentials":{"MIGRATE_SOURCE_ACCESS_KEY":"a"}}`, "MIGRATE_SOURCE_SECRET_KEY"},

@@ -41,11 +41,14 @@ func TestInputNamesTheOptionAsTheCallerSpellsIt(t *testing.T) {
 		name Namer
 		want []string
 	}{
-		{FlagName, []string{"--dest-endpoint is required", "--keys with --source s3://src/p/", "--overwrite:", "at most 5 GiB"}},
-		{JSONName, []string{"destEndpoint is required", "keys with source s3://src/p/", "overwrite:"}},
+		{FlagName, []string{"--dest-endpoint is required", "--keys with --source s3://src/p/", `--overwrite "sometimes"`, "part size (--part-size)"}},
+		{JSONName, []string{"destEndpoint is required", "keys with source s3://src/p/", `overwrite "sometimes"`, "part size (partSize)"}},
 	} {
 		_, problems := o.Input("m-1", c.name)
 		got := strings.Join(problems, "\n")
+		if c.name(" ") != "-- " && strings.Contains(got, "--") {
+			t.Errorf("problems for the API name a flag: %q", got)
+		}
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("problems %q: want one with %q", got, w)

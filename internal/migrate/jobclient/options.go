@@ -7,6 +7,7 @@ package jobclient
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/edgeflow/edgeflow/internal/keyring"
@@ -113,7 +114,7 @@ func (o Options) Input(job string, name Namer) (contract.JobInput, []string) {
 	}
 	var err error
 	if in.Overwrite, err = migrate.ParseOverwrite(overwrite); err != nil {
-		bad("%s: %v", n("overwrite"), err)
+		bad("%v", err) // it names --overwrite
 	}
 	if err := migrate.CheckJobID(job); err != nil {
 		bad("%s: %v", n("job"), err)
@@ -145,8 +146,16 @@ func (o Options) Input(job string, name Namer) (contract.JobInput, []string) {
 	if o.Keys != "" && in.Source.Prefix != "" {
 		bad("%s with %s %s: the key list names whole source keys, so the source takes no prefix (give s3://%s)", n("keys"), n("source"), in.Source.Location, in.Source.Bucket)
 	}
+	// The engine's own errors name the flags (--part-size): spell them as
+	// the caller does.
+	for i, p := range problems {
+		problems[i] = flagMention.ReplaceAllStringFunc(p, func(m string) string { return name(m[2:]) })
+	}
 	return in, problems
 }
+
+// flagMention is a flag named in an error: --part-size.
+var flagMention = regexp.MustCompile(`--[a-z]+(?:-[a-z]+)*`)
 
 // Seal seals both sides' credentials into in, bound to its job, with the
 // codec keys (CODEC_KEYS): only the migrate workers open them. A GCS
