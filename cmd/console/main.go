@@ -24,6 +24,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	fs.SetOutput(stderr)
 	var s console.Settings
 	s.Temporal.RegisterFlags(fs)
+	s.JobStore.RegisterFlags(fs) // Migrate's job store, found as the starter and the workers find it
 	fs.StringVar(&s.Addr, "addr", config.Env("CONSOLE_ADDR", "127.0.0.1:8070"), "listen address (env CONSOLE_ADDR)")
 	fs.StringVar(&s.DataDir, "data-dir", config.Env("DATA_DIR", filepath.Join(".", ".data")), "where the development token file keys/console.tokens is (env DATA_DIR)")
 	if err := fs.Parse(args); err != nil {

@@ -1,5 +1,6 @@
 // Package console drives the console's HTTP API through a real HTTP server
-// on a real Temporal dev server, with the admit worker in this process.
+// on a real Temporal dev server and MinIO, with the admit and migrate
+// workers in this process.
 package console
 
 import (
@@ -26,7 +27,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{Temporal: true}, &env)
+	testenv.Main(m, testenv.Options{Temporal: true, MinIO: true}, &env)
 }
 
 const (

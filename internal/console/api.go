@@ -162,6 +162,12 @@ func (s *Server) api(h handlerFunc) http.Handler {
 			status = http.StatusOK
 			return
 		}
+		var cut *streamError
+		if errors.As(err, &cut) {
+			status = http.StatusOK // sent already: the answer is cut short
+			s.log.Error("answer cut short", "method", r.Method, "path", r.URL.Path, "err", err)
+			return
+		}
 		if err != nil {
 			e := s.toAPIError(err)
 			status = e.status
@@ -184,6 +190,9 @@ func (s *Server) toAPIError(err error) *apiError {
 	if e := roomError(err); e != nil {
 		return e
 	}
+	if e := migrationError(err); e != nil {
+		return e
+	}
 	return fail(http.StatusInternalServerError, CodeInternal, "%v", err)
 }
 
@@ -196,15 +205,19 @@ type route struct {
 
 // Server is the console's HTTP API.
 type Server struct {
-	tokens Tokens
-	rooms  roomAPI
-	log    *slog.Logger
-	mux    *http.ServeMux
+	tokens     Tokens
+	rooms      roomAPI
+	migrations migrationAPI
+	publish    publishAPI
+	log        *slog.Logger
+	mux        *http.ServeMux
 }
 
 // Handler serves the API.
 func (s *Server) Handler() http.Handler { return s.mux }
 
 func (s *Server) routes() []route {
-	return append(s.rooms.routes(), route{"GET /api/v1/openapi.json", serveOpenAPI})
+	rs := append(s.rooms.routes(), s.migrations.routes()...)
+	rs = append(rs, s.publish.routes()...)
+	return append(rs, route{"GET /api/v1/openapi.json", serveOpenAPI})
 }

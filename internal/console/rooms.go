@@ -30,6 +30,7 @@ func (a roomAPI) routes() []route {
 		{"PATCH /api/v1/waiting_rooms/{name}", a.patch},
 		{"DELETE /api/v1/waiting_rooms/{name}", a.delete},
 		{"GET /api/v1/waiting_rooms/{name}/status", a.status},
+		{"GET /api/v1/waiting_rooms/{name}/minutes", a.minutes},
 		{"GET /api/v1/waiting_rooms/{name}/events", a.events},
 		{"POST /api/v1/waiting_rooms/{name}/events", a.addEvent},
 		{"DELETE /api/v1/waiting_rooms/{name}/events/{event}", a.cancelEvent},

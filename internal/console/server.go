@@ -19,14 +19,16 @@ import (
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/logging"
+	"github.com/edgeflow/edgeflow/internal/migrate"
 )
 
 // Options configure a Server.
 type Options struct {
 	Temporal client.Client
 	Tokens   Tokens
-	Log      *slog.Logger  // nil: discard
-	Timeout  time.Duration // per Temporal call; 0: 15 s
+	JobStore migrate.JobStoreConfig // where Migrate's jobs keep pages, reports and key lists
+	Log      *slog.Logger           // nil: discard
+	Timeout  time.Duration          // per Temporal call; 0: 15 s
 }
 
 // New builds the API's routes.
@@ -38,7 +40,9 @@ func New(o Options) *Server {
 		o.Timeout = 15 * time.Second
 	}
 	s := &Server{tokens: o.Tokens, log: o.Log, mux: http.NewServeMux(),
-		rooms: roomAPI{rc: roomclient.Client{C: o.Temporal}, timeout: o.Timeout}}
+		rooms:      roomAPI{rc: roomclient.Client{C: o.Temporal}, timeout: o.Timeout},
+		migrations: migrationAPI{tc: o.Temporal, jobStore: o.JobStore, timeout: o.Timeout},
+		publish:    publishAPI{tc: o.Temporal, timeout: o.Timeout}}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, s.api(rt.handler))
 	}
@@ -55,6 +59,7 @@ type Settings struct {
 	Addr     string
 	DataDir  string
 	Temporal config.Temporal
+	JobStore migrate.JobStoreConfig // the migrate workers' S3_* and BUCKET_MIGRATE
 }
 
 // Run serves the API until ctx ends; ready, if set, gets the address.
@@ -70,7 +75,7 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 	}
 	defer tc.Close()
 	srv := &http.Server{
-		Handler:           New(Options{Temporal: tc, Tokens: tokens, Log: log}).Handler(),
+		Handler:           New(Options{Temporal: tc, Tokens: tokens, JobStore: st.JobStore, Log: log}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 	}
 	ln, err := net.Listen("tcp", st.Addr)

@@ -179,6 +179,17 @@ func LoadCredentialsFor(getenv func(string) string, path, sourceProvider string)
 		}
 		return file[name]
 	}
+	where := "the environment"
+	if path != "" {
+		where += " or " + path
+	}
+	return CredentialsFrom(get, where, sourceProvider)
+}
+
+// CredentialsFrom reads both sides' credentials by their names with get,
+// which says where they come from (where, in errors); the rules of
+// LoadCredentialsFor. Errors never contain a value.
+func CredentialsFrom(get func(string) string, where, sourceProvider string) (source, dest Credentials, err error) {
 	source = Credentials{AccessKey: get(EnvSourceAccessKey), SecretKey: get(EnvSourceSecretKey), SessionToken: get(EnvSourceSessionToken)}
 	dest = Credentials{AccessKey: get(EnvDestAccessKey), SecretKey: get(EnvDestSecretKey), SessionToken: get(EnvDestSessionToken)}
 	required := map[string]string{EnvSourceAccessKey: source.AccessKey, EnvSourceSecretKey: source.SecretKey,
@@ -201,10 +212,6 @@ func LoadCredentialsFor(getenv func(string) string, path, sourceProvider string)
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		where := "the environment"
-		if path != "" {
-			where += " or " + path
-		}
 		return source, dest, fmt.Errorf("credentials: %s not set in %s (credentials are never taken from flags)", strings.Join(missing, ", "), where)
 	}
 	return source, dest, nil

@@ -5,19 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 	"text/tabwriter"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/migrate/jobclient"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -64,11 +59,11 @@ func runStatus(args []string) int {
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		go func() { defer close(done); follow(tc, job, stop) }()
-		_, _ = result(tc.GetWorkflow(background, contract.MigrationWorkflowID(job), ""))
+		_, _ = jobclient.Result(background, tc.GetWorkflow(background, contract.MigrationWorkflowID(job), ""))
 		close(stop)
 		<-done
 	}
-	st, err := jobStatus(tc, jobStore, job)
+	st, err := jobclient.Status(background, tc, jobStore, job)
 	if err != nil {
 		return c.fail(statusCode(err), job, "status of job %s: %v", job, err)
 	}
@@ -89,7 +84,7 @@ func runControl(action string) func([]string) int {
 			return code
 		}
 		defer tc.Close()
-		st, err := update(tc, job, action)
+		st, err := jobclient.Update(background, tc, job, action)
 		if err != nil {
 			return c.fail(controlCode(err), job, "%s job %s: %v", action, job, err)
 		}
@@ -102,22 +97,12 @@ func runControl(action string) func([]string) int {
 	}
 }
 
-func update(tc client.Client, job, name string) (contract.Status, error) {
-	var st contract.Status
-	err := cli.Update(background, tc, client.UpdateWorkflowOptions{WorkflowID: contract.MigrationWorkflowID(job), UpdateName: name}, &st)
-	return st, err
-}
-
 // controlCode: a request the job (or account) refused is bad input, told
 // by the refusal's contract type; a job that has ended is gone to the
 // server (NotFound), which temporalCode says is bad input too.
 func controlCode(err error) int {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		switch app.Type() {
-		case contract.ErrNotRunning, contract.ErrNotPaused, contract.ErrJobEnded, contract.ErrNothingToRedrive, contract.ErrInvalidLimit:
-			return cli.ExitUsage
-		}
+	if jobclient.Refused(err) {
+		return cli.ExitUsage
 	}
 	return temporalCode(err)
 }
@@ -141,61 +126,14 @@ func runRedrive(args []string) int {
 		return code
 	}
 	defer tc.Close()
-	id := contract.MigrationWorkflowID(job)
-	d, err := tc.DescribeWorkflow(background, id, "")
-	if err != nil {
-		return f.fail(temporalCode(err), job, "job %s: %v", job, err)
-	}
-	if d.WorkflowCloseTime == nil {
-		st, err := update(tc, job, contract.RedriveUpdate)
-		if err != nil {
-			return f.fail(controlCode(err), job, "redrive job %s: %v", job, err)
-		}
-		if !f.asJSON {
-			fmt.Fprintf(os.Stderr, "job %s is %s: its dead letters are retried once its copy is done\n", job, st.State)
-		}
-		return f.awaitRun(tc, job, tc.GetWorkflow(background, id, ""), false)
-	}
-	prev, err := result(tc.GetWorkflow(background, id, ""))
-	if err != nil {
-		return f.fail(cli.ExitFailed, job, "job %s ended without a status to redrive from: %v", job, err)
-	}
-	if prev.DryRun {
-		return f.fail(cli.ExitUsage, job, "job %s was a dry run: it copied nothing and has nothing to redrive", job)
-	}
-	if prev.Failed == 0 {
-		return f.fail(cli.ExitUsage, job, "job %s has no dead letters (failed 0)", job)
-	}
-	in, err := lastInput(tc, id, d.WorkflowExecution.RunID)
-	if err != nil {
-		return f.fail(cli.ExitFailed, job, "read the input of job %s: %v", job, err)
-	}
-	in.Resume = nil
-	in.Redrive = &contract.RedriveFrom{Execution: prev.Execution, Started: prev.Started, Passes: prev.RedrivePasses, Counters: prev.Counters}
-	run, err := startJob(tc, in)
-	if err != nil {
-		return f.fail(temporalCode(err), job, "start the redrive of job %s: %v", job, err)
+	run, running, err := jobclient.Redrive(background, tc, job)
+	switch {
+	case err != nil:
+		return f.fail(controlCode(err), job, "redrive job %s: %v", job, err)
+	case running && !f.asJSON:
+		fmt.Fprintf(os.Stderr, "job %s is running: its dead letters are retried once its copy is done\n", job)
 	}
 	return f.awaitRun(tc, job, run, false)
-}
-
-// lastInput reads the input a run of a job was started with (its sealed
-// credentials included, which stay sealed).
-func lastInput(tc client.Client, id, runID string) (contract.JobInput, error) {
-	it := tc.GetWorkflowHistory(background, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !it.HasNext() {
-		return contract.JobInput{}, fmt.Errorf("empty history")
-	}
-	ev, err := it.Next()
-	if err != nil {
-		return contract.JobInput{}, err
-	}
-	var in contract.JobInput
-	attrs := ev.GetWorkflowExecutionStartedEventAttributes()
-	if attrs == nil {
-		return in, fmt.Errorf("the history does not start with the job's start")
-	}
-	return in, converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in)
 }
 
 // runList lists jobs, newest first, with the state each keeps in its memo.
@@ -220,53 +158,13 @@ func runList(args []string) int {
 		return code
 	}
 	defer tc.Close()
-	type row = listRow
-	var rows []row
-	var token []byte
-	live := map[string]bool{}
-	// With --all every workflow is read, so that a job that has one shows
-	// its live state, not its archived summary.
-	for all || len(rows) < limit {
-		resp, err := tc.ListWorkflow(background, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: fmt.Sprintf("WorkflowType = '%s'", contract.WorkflowTypeMigration), NextPageToken: token, PageSize: 100,
-		})
-		if err != nil {
-			return c.fail(temporalCode(err), "", "list jobs: %v", err)
-		}
-		for _, e := range resp.GetExecutions() {
-			r := row{Job: strings.TrimPrefix(e.GetExecution().GetWorkflowId(), contract.MigrationWorkflowID("")),
-				Started: e.GetStartTime().AsTime(), Closed: e.GetCloseTime() != nil}
-			dc := converter.GetDefaultDataConverter()
-			fields := e.GetMemo().GetFields()
-			_ = dc.FromPayload(fields[contract.MemoState], &r.State)
-			_ = dc.FromPayload(fields[contract.MemoAccount], &r.Account)
-			_ = dc.FromPayload(fields[contract.MemoSummary], &r.Summary)
-			if r.Closed && !contract.Ended(r.State) {
-				// Terminated from outside, or reset: no final state recorded.
-				r.State = strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
-			}
-			live[r.Job] = true
-			if (account == "" || r.Account == account) && (state == "" || r.State == state) && (all || len(rows) < limit) {
-				rows = append(rows, r)
-			}
-		}
-		if token = resp.GetNextPageToken(); len(token) == 0 {
-			break
-		}
-	}
-	if all {
-		archived, err := archivedRows(jobStore, live)
-		if err != nil {
-			return c.fail(cli.ExitUnavailable, "", "list archived jobs in the job store %s/%s: %v", jobStore.S3.Endpoint, jobStore.Bucket, err)
-		}
-		archived = slices.DeleteFunc(archived, func(r row) bool {
-			return (account != "" && r.Account != account) || (state != "" && r.State != state)
-		})
-		rows = mergeRows(rows, archived, limit)
+	rows, err := jobclient.List(background, tc, jobStore, jobclient.ListOptions{Account: account, State: state, Limit: limit, All: all})
+	if err != nil {
+		return c.fail(statusCode(err), "", "%v", err)
 	}
 	if c.asJSON {
 		if rows == nil {
-			rows = []row{}
+			rows = []jobclient.Row{}
 		}
 		cli.PrintJSON(rows)
 		return cli.ExitOK

@@ -15,6 +15,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/migrate/jobclient"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -50,7 +51,7 @@ func runImportCatalog(args []string) int {
 		return cli.ExitUsage
 	}
 	if job == "" {
-		job = "import-" + strings.TrimPrefix(newJobID(), "m-")
+		job = "import-" + strings.TrimPrefix(jobclient.NewJobID(), "m-")
 	}
 	var problems []string
 	loc, err := migrate.ParseLocation(src)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/migrate/jobclient"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -83,24 +84,6 @@ func printStatus(out *os.File, st contract.Status) {
 	}
 }
 
-// queryStatus asks a running job (or reads an ended job's result).
-func queryStatus(c client.Client, job string) (contract.Status, error) {
-	id := contract.MigrationWorkflowID(job)
-	d, err := c.DescribeWorkflow(background, id, "")
-	if err != nil {
-		return contract.Status{}, err
-	}
-	if d.WorkflowCloseTime != nil {
-		return result(c.GetWorkflow(background, id, ""))
-	}
-	v, err := c.QueryWorkflow(background, id, "", contract.StatusQuery)
-	if err != nil {
-		return contract.Status{}, fmt.Errorf("job %s is running but did not answer (is a migrate worker up?): %w", job, err)
-	}
-	var st contract.Status
-	return st, v.Get(&st)
-}
-
 // follow shows a job's progress until stop is closed: a live bar on a
 // terminal, a plain line every 10 seconds otherwise (cli.Live). The rate
 // comes from this process's own readings, and is shown only once they span
@@ -115,7 +98,7 @@ func follow(c client.Client, job string, stop <-chan struct{}) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		st, err := queryStatus(c, job)
+		st, err := jobclient.QueryStatus(background, c, job)
 		if err == nil {
 			meter.Add(migrate.Sample{At: time.Now(), Objects: st.Done(), Bytes: st.Bytes})
 			live.Show(progressLine(st, &meter))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/migrate/jobclient"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
@@ -45,7 +46,7 @@ func runReport(args []string) int {
 		return code
 	}
 	defer tc.Close()
-	st, err := jobStatus(tc, jobStore, job)
+	st, err := jobclient.Status(background, tc, jobStore, job)
 	if err != nil {
 		return c.fail(statusCode(err), job, "job %s: %v", job, err)
 	}
@@ -54,22 +55,7 @@ func runReport(args []string) int {
 		return c.fail(cli.ExitUsage, job, "job store: %v", err)
 	}
 	write := func(w io.Writer) (int, error) {
-		rw, err := migrate.NewReportWriter(w, format)
-		if err != nil {
-			return 0, err
-		}
-		n := 0
-		err = store.ForEachResult(background, job, st.Execution, func(r migrate.ObjectResult) error {
-			if onlyFailed && r.Status != migrate.StatusFailed {
-				return nil
-			}
-			n++
-			return rw.Write(r)
-		})
-		if cerr := rw.Close(); err == nil {
-			err = cerr
-		}
-		return n, err
+		return jobclient.WriteReport(background, store, job, st.Execution, format, onlyFailed, w)
 	}
 	var n int
 	switch {
@@ -138,7 +124,7 @@ func runSplit(args []string) int {
 	}
 	base := f.job
 	if base == "" {
-		base = newJobID()
+		base = jobclient.NewJobID()
 	}
 	// Check every flag once, with the first job's id.
 	first, problems := f.input(base + "-1")
@@ -186,7 +172,7 @@ func runSplit(args []string) int {
 			return f.fail(cli.ExitUsage, job, "%s", strings.Join(problems, "\n  "))
 		}
 		in.Range = sp.Range
-		if _, err := startJob(tc, in); err != nil {
+		if _, err := jobclient.Start(background, tc, in); err != nil {
 			return f.fail(temporalCode(err), job, "start job %s: %v", job, err)
 		}
 		out = append(out, started{Job: job, Range: sp.Range.String(), Prefixes: sp.Prefixes})

@@ -1,26 +1,19 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
-	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/migrate/jobclient"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
-	"github.com/edgeflow/edgeflow/internal/objectstore/gcs"
-	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -69,93 +62,20 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 }
 
 // input checks the flags and builds the job's input, credentials sealed.
-// Every problem is reported, with the flag it concerns.
+// Every problem is reported, with the flag it concerns; the rules are
+// jobclient's, the console's API applies the same.
 func (f *jobFlags) input(job string) (contract.JobInput, []string) {
-	var problems []string
-	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	in := contract.JobInput{Job: job, Account: f.account, Verify: f.verify, DryRun: f.dryRun, StripSourcePrefix: f.stripSourcePrefix}
-	side := func(name, loc, endpoint, region string, insecure bool) contract.Endpoint {
-		e := contract.Endpoint{Endpoint: endpoint, Secure: !insecure, Region: region}
-		parse := migrate.ParseLocation
-		if name == "source" {
-			parse = migrate.ParseSourceLocation // s3:// or gs://
-		}
-		switch {
-		case loc == "":
-			bad("--%s is required (s3://BUCKET[/PREFIX])", name)
-		default:
-			l, err := parse(loc)
-			if err != nil {
-				bad("--%s: %v", name, err)
-			}
-			e.Location = l
-		}
-		switch {
-		case e.Provider == migrate.ProviderGCS:
-			// Google Cloud Storage is reached at its own endpoint, over https.
-			if endpoint != "" || insecure || region != "" {
-				bad("--%s %s is on Google Cloud Storage: --%s-endpoint, --%s-insecure and --%s-region do not apply", name, loc, name, name, name)
-			}
-			e.Secure = true
-		case endpoint == "":
-			bad("--%s-endpoint is required (host:port)", name)
-		case strings.Contains(endpoint, "://"):
-			bad("--%s-endpoint %q: give host:port without a scheme (--%s-insecure for plain HTTP)", name, endpoint, name)
-		default:
-			// What the S3 client refuses (a host name with "_", a path) is
-			// refused here, naming the flag, not by the job's precheck.
-			if _, err := s3.New(s3.Config{Endpoint: endpoint, Secure: !insecure, Region: region}); err != nil {
-				bad("--%s-endpoint %q: %v", name, endpoint, err)
-			}
-		}
-		return e
-	}
-	in.Source = side("source", f.source, f.sourceEndpoint, f.sourceRegion, f.sourceInsecure)
-	in.Dest = side("dest", f.dest, f.destEndpoint, f.destRegion, f.destInsecure)
-	var err error
-	if in.Overwrite, err = migrate.ParseOverwrite(f.overwrite); err != nil {
-		bad("%v", err)
-	}
+	in, problems := f.options().Input(job, jobclient.FlagName)
 	if f.follow && f.detach {
-		bad("--follow and --detach exclude each other")
-	}
-	if err := migrate.CheckJobID(job); err != nil {
-		bad("--job: %v", err)
-	}
-	if f.account == "" {
-		bad("--account must not be empty")
-	}
-	if in.Source.Bucket != "" && in.Source.Bucket == in.Dest.Bucket && in.Source.Endpoint == in.Dest.Endpoint &&
-		strings.HasPrefix(in.Dest.Prefix, in.Source.Prefix) {
-		bad("--dest %s lies inside --source %s on the same store: the copies would be listed and copied again", in.Dest.Location, in.Source.Location)
-	}
-	in.Settings = contract.Settings{Concurrency: f.concurrency, PageSize: f.pageSize, PagesInFlight: f.pagesInFlight}
-	for _, s := range []struct {
-		flag, value string
-		into        *int64
-	}{{"multipart-cutoff", f.multipartCutoff, &in.Settings.MultipartCutoff}, {"part-size", f.partSize, &in.Settings.PartSize}, {"copy-cutoff", f.copyCutoff, &in.Settings.CopyCutoff}} {
-		if s.value == "" {
-			continue
-		}
-		n, err := migrate.ParseSize(s.value)
-		if err != nil {
-			bad("--%s: %v", s.flag, err)
-		}
-		*s.into = n
-	}
-	if err := in.Settings.Check(); err != nil {
-		bad("%v", err)
-	}
-	if f.keys != "" && in.Source.Prefix != "" {
-		bad("--keys with --source %s: the key list names whole source keys, so the source takes no prefix (give s3://%s)", in.Source.Location, in.Source.Bucket)
+		problems = append(problems, "--follow and --detach exclude each other")
 	}
 	if f.keys != "" {
 		file, err := os.Open(f.keys)
 		if err != nil {
-			bad("--keys: %v", err)
+			problems = append(problems, fmt.Sprintf("--keys: %v", err))
 		} else {
 			if _, err := migrate.CheckKeyList(file); err != nil {
-				bad("--keys %s: %v", f.keys, err)
+				problems = append(problems, fmt.Sprintf("--keys %s: %v", f.keys, err))
 			}
 			file.Close()
 		}
@@ -167,22 +87,21 @@ func (f *jobFlags) input(job string) (contract.JobInput, []string) {
 	if err != nil {
 		return in, []string{err.Error()}
 	}
-	if srcCreds.GCSKey != "" {
-		if _, err := gcs.CredentialsType([]byte(srcCreds.GCSKey)); err != nil {
-			return in, []string{fmt.Sprintf("%s: %v", migrate.EnvSourceGCSCredentialsFile, err)}
-		}
-	}
-	keys, err := keyring.Codec.Load()
-	if err != nil {
-		return in, []string{fmt.Sprintf("codec keys (they seal the credentials): %v", err)}
-	}
-	if in.Source.Credentials, err = migrate.SealCredentials(keys, srcCreds, job, migrate.SideSource); err != nil {
-		return in, []string{err.Error()}
-	}
-	if in.Dest.Credentials, err = migrate.SealCredentials(keys, dstCreds, job, migrate.SideDest); err != nil {
+	if err := jobclient.Seal(&in, srcCreds, dstCreds); err != nil {
 		return in, []string{err.Error()}
 	}
 	return in, nil
+}
+
+// options are the flags that describe the job, as jobclient takes them.
+func (f *jobFlags) options() jobclient.Options {
+	return jobclient.Options{
+		Source: f.source, SourceEndpoint: f.sourceEndpoint, SourceInsecure: f.sourceInsecure, SourceRegion: f.sourceRegion,
+		Dest: f.dest, DestEndpoint: f.destEndpoint, DestInsecure: f.destInsecure, DestRegion: f.destRegion,
+		Keys: f.keys, Overwrite: f.overwrite, Verify: f.verify, DryRun: f.dryRun, Job: f.job, Account: f.account,
+		StripSourcePrefix: f.stripSourcePrefix, Concurrency: f.concurrency, PageSize: f.pageSize, PagesInFlight: f.pagesInFlight,
+		MultipartCutoff: f.multipartCutoff, PartSize: f.partSize, CopyCutoff: f.copyCutoff,
+	}
 }
 
 // uploadKeys puts the key list into the job store, where the job's
@@ -210,12 +129,6 @@ func (f *jobFlags) uploadKeys(job string) (string, error) {
 	return key, err
 }
 
-func newJobID() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return "m-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
-}
-
 func runStart(args []string) int {
 	fs := flag.NewFlagSet("migrate start", flag.ContinueOnError)
 	var f jobFlags
@@ -225,7 +138,7 @@ func runStart(args []string) int {
 	}
 	job := f.job
 	if job == "" {
-		job = newJobID()
+		job = jobclient.NewJobID()
 	}
 	in, problems := f.input(job)
 	if len(problems) > 0 {
@@ -243,55 +156,11 @@ func runStart(args []string) int {
 		}
 		in.KeyList = key
 	}
-	run, err := startJob(c, in)
+	run, err := jobclient.Start(background, c, in)
 	if err != nil {
 		return f.fail(temporalCode(err), job, "start job %s: %v", job, err)
 	}
 	return f.awaitRun(c, job, run, in.DryRun)
-}
-
-// startJob starts a job's workflow; a running job with the same id is
-// followed instead, an ended one runs again.
-func startJob(c client.Client, in contract.JobInput) (client.WorkflowRun, error) {
-	return c.ExecuteWorkflow(background, client.StartWorkflowOptions{
-		ID:                       contract.MigrationWorkflowID(in.Job),
-		TaskQueue:                contract.TaskQueue,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(contract.JobKey.ValueSet(in.Job),
-			contract.SourceBucketKey.ValueSet(in.Source.Bucket), contract.DestBucketKey.ValueSet(in.Dest.Bucket)),
-		Memo:          map[string]any{contract.MemoState: contract.StateQueued, contract.MemoAccount: in.Account, contract.MemoSummary: summary(in)},
-		StaticSummary: "Migrate " + summary(in),
-		StaticDetails: staticDetails(in),
-	}, contract.WorkflowTypeMigration, in)
-}
-
-func summary(in contract.JobInput) string {
-	s := in.Source.String() + " → " + in.Dest.String()
-	if in.DryRun {
-		s += " (dry run)"
-	}
-	return s
-}
-
-func staticDetails(in contract.JobInput) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "**Job** %s (account %s)\n\n", in.Job, in.Account)
-	fmt.Fprintf(&b, "- source: %s\n- destination: %s\n- overwrite: %s\n", in.Source, in.Dest, in.Overwrite)
-	if in.KeyList != "" {
-		b.WriteString("- keys: from a key list\n")
-	}
-	if !in.Range.IsZero() {
-		fmt.Fprintf(&b, "- range: %s\n", in.Range)
-	}
-	if in.Verify {
-		b.WriteString("- verify: every copy is compared with its source\n")
-	}
-	if in.DryRun {
-		b.WriteString("- dry run: nothing is written\n")
-	}
-	b.WriteString("\nCredentials are sealed; only the migrate workers open them.")
-	return b.String()
 }
 
 // awaitRun waits for a started job (or returns at once with --detach) and
@@ -302,7 +171,7 @@ func (f *jobFlags) awaitRun(c client.Client, job string, run client.WorkflowRun,
 	}
 	if f.detach {
 		st := contract.Status{Job: job, State: contract.StateQueued}
-		if s, err := queryStatus(c, job); err == nil {
+		if s, err := jobclient.QueryStatus(background, c, job); err == nil {
 			st = s
 		}
 		if f.asJSON {
@@ -321,26 +190,11 @@ func (f *jobFlags) awaitRun(c client.Client, job string, run client.WorkflowRun,
 	} else {
 		close(followed)
 	}
-	st, err := result(run)
+	st, err := jobclient.Result(background, run)
 	close(stop)
 	<-followed
 	if err != nil && st.Job == "" {
 		return f.fail(cli.ExitFailed, job, "job %s: %v", job, err)
 	}
 	return f.printFinal(st)
-}
-
-// result waits for a job run and returns its status, also when it failed
-// (the failure carries the status).
-func result(run client.WorkflowRun) (contract.Status, error) {
-	var st contract.Status
-	err := run.Get(background, &st)
-	if err == nil {
-		return st, nil
-	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) && app.HasDetails() && app.Details(&st) == nil {
-		return st, nil
-	}
-	return contract.Status{}, err
 }

@@ -23,13 +23,12 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
+	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
 	"github.com/edgeflow/edgeflow/internal/tracing"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
@@ -118,28 +117,9 @@ func loadPackage(o options) (*catalog.Package, error) {
 	return &p, nil
 }
 
-// request is the run to start: one version's PublishVersion, or a check of
-// the package that waits for the versions it hands to the package's lane.
-// Either way a run already under that ID is followed, not duplicated.
+// request is the run to start (pubclient's, the console's API starts the same).
 func request(o options, pkg *catalog.Package) (client.StartWorkflowOptions, string, any) {
-	if o.version != "" {
-		ref := contract.VersionRef{PackageRef: contract.PackageRef{Name: o.name, Package: pkg}, Version: o.version}
-		return client.StartWorkflowOptions{
-			ID: contract.PublishVersionWorkflowID(o.name, o.version), TaskQueue: contract.TaskQueue, WorkflowIDReusePolicy: contract.PublishIDReusePolicy,
-			WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			TypedSearchAttributes:    contract.VersionAttributes(o.name, o.version), StaticSummary: contract.PublishSummary(o.name, o.version),
-		}, contract.WorkflowTypePublishVersion, contract.PublishInput{VersionRef: ref}
-	}
-	in := contract.UpdatesInput{Only: []string{o.name}, Wait: true}
-	if pkg != nil {
-		in.Packages = []catalog.Package{*pkg}
-	}
-	return client.StartWorkflowOptions{
-		ID: contract.PackageUpdatesWorkflowID(o.name), TaskQueue: contract.TaskQueue,
-		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(contract.PackageKey.ValueSet(o.name)),
-		StaticSummary:            "Publish new versions of " + o.name,
-	}, contract.WorkflowTypePackageUpdates, in
+	return pubclient.Request(o.name, o.version, pkg)
 }
 
 // await waits for the run, prints its result and returns the exit code; a

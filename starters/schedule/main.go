@@ -56,8 +56,8 @@ func main() {
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		os.Exit(cli.ExitUsage)
 	}
-	if *every < time.Minute {
-		cli.Exit(cli.ExitUsage, "schedule: --every must be at least 1m, got %s", *every)
+	if *every < schedules.MinEvery {
+		cli.Exit(cli.ExitUsage, "schedule: --every must be at least %s, got %s", schedules.MinEvery, *every)
 	}
 	// Tracing first: the client takes the tracing interceptor when dialled.
 	ctx := cli.Trace(context.Background(), "edgeflow-schedule-starter", "schedule "+cmd)
@@ -88,11 +88,11 @@ func main() {
 	case "delete":
 		report(h.Delete(ctx), "deleted schedule %s", *id)
 	case "describe":
-		d, err := h.Describe(ctx)
+		d, err := schedules.Describe(ctx, h)
 		if err != nil {
 			report(err, "")
 		}
-		describe(*id, d, *asJSON)
+		describe(d, *asJSON)
 	default:
 		fmt.Fprint(os.Stderr, usage)
 		cli.Exit(cli.ExitUsage, "schedule: unknown command %q", cmd)
@@ -110,37 +110,8 @@ func report(err error, format string, args ...any) {
 	fmt.Printf(format+"\n", args...)
 }
 
-func describe(id string, d *client.ScheduleDescription, asJSON bool) {
-	type recent struct {
-		WorkflowID string    `json:"workflowId"`
-		Scheduled  time.Time `json:"scheduled"`
-		Started    time.Time `json:"started"`
-	}
-	out := struct {
-		ID      string      `json:"id"`
-		Paused  bool        `json:"paused"`
-		Note    string      `json:"note,omitempty"`
-		Every   []string    `json:"every"`
-		Next    []time.Time `json:"next"`
-		Recent  []recent    `json:"recent"`
-		Running []string    `json:"running"`
-		Actions int         `json:"actions"`
-		Skipped int         `json:"skippedOverlaps"`
-	}{ID: id, Paused: d.Schedule.State.Paused, Note: d.Schedule.State.Note, Next: d.Info.NextActionTimes,
-		Actions: d.Info.NumActions, Skipped: d.Info.NumActionsSkippedOverlap}
-	for _, iv := range d.Schedule.Spec.Intervals {
-		out.Every = append(out.Every, iv.Every.String())
-	}
-	for _, r := range d.Info.RecentActions {
-		rc := recent{Scheduled: r.ScheduleTime, Started: r.ActualTime}
-		if r.StartWorkflowResult != nil {
-			rc.WorkflowID = r.StartWorkflowResult.WorkflowID
-		}
-		out.Recent = append(out.Recent, rc)
-	}
-	for _, r := range d.Info.RunningWorkflows {
-		out.Running = append(out.Running, r.WorkflowID)
-	}
+func describe(out schedules.Description, asJSON bool) {
+	id := out.ID
 	if asJSON {
 		cli.PrintJSON(out)
 		return

@@ -234,3 +234,9 @@ func isNPMName(s string) bool {
 		!strings.HasPrefix(s, ".") && !strings.HasPrefix(s, "_") &&
 		s != "node_modules" && s != "favicon.ico"
 }
+
+// ValidName reports whether name may be a library's name (namePattern,
+// and never a path of its own).
+func ValidName(name string) bool {
+	return namePattern.MatchString(name) && name != "." && name != ".."
+}

@@ -89,3 +89,52 @@ func Update(ctx context.Context, h client.ScheduleHandle, every time.Duration) e
 		},
 	})
 }
+
+// Description is a schedule as `schedule describe --json` shows it.
+type Description struct {
+	ID      string      `json:"id"`
+	Paused  bool        `json:"paused"`
+	Note    string      `json:"note,omitempty"`
+	Every   []string    `json:"every"`
+	Next    []time.Time `json:"next"`
+	Recent  []Recent    `json:"recent"`
+	Running []string    `json:"running"`
+	Actions int         `json:"actions"`
+	Skipped int         `json:"skippedOverlaps"`
+}
+
+// Recent is one of a schedule's recent runs.
+type Recent struct {
+	WorkflowID string    `json:"workflowId"`
+	Scheduled  time.Time `json:"scheduled"`
+	Started    time.Time `json:"started"`
+}
+
+// Describe reads the schedule h.
+func Describe(ctx context.Context, h client.ScheduleHandle) (Description, error) {
+	d, err := h.Describe(ctx)
+	if err != nil {
+		return Description{}, err
+	}
+	out := Description{ID: h.GetID(), Paused: d.Schedule.State.Paused, Note: d.Schedule.State.Note, Next: d.Info.NextActionTimes,
+		Actions: d.Info.NumActions, Skipped: d.Info.NumActionsSkippedOverlap}
+	if spec := d.Schedule.Spec; spec != nil {
+		for _, iv := range spec.Intervals {
+			out.Every = append(out.Every, iv.Every.String())
+		}
+	}
+	for _, r := range d.Info.RecentActions {
+		rc := Recent{Scheduled: r.ScheduleTime, Started: r.ActualTime}
+		if r.StartWorkflowResult != nil {
+			rc.WorkflowID = r.StartWorkflowResult.WorkflowID
+		}
+		out.Recent = append(out.Recent, rc)
+	}
+	for _, r := range d.Info.RunningWorkflows {
+		out.Running = append(out.Running, r.WorkflowID)
+	}
+	return out, nil
+}
+
+// MinEvery is the shortest interval between scheduled checks.
+const MinEvery = time.Minute
