@@ -13,8 +13,8 @@ import (
 // posted before there is a session is checked against this cookie, so a
 // foreign page cannot sign a browser in under the attacker's token).
 const (
-	SessionCookie = "edgeflow_console_session"
-	signinCookie  = "edgeflow_console_signin"
+	SessionCookie = "edgeflow-console-session"
+	signinCookie  = "edgeflow-console-signin"
 )
 
 // DefaultSessionTTL is how long a sign-in lasts, however busy: a working day.
