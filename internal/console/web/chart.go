@@ -21,6 +21,8 @@ type series struct {
 	Class  string // its colour, from the stylesheet (light and dark)
 	Points string // the polyline's points
 	Last   int
+	// The newest point, marked, so a room's first minute shows as a dot.
+	LastX, LastY string
 }
 
 // chartView is a room's last hour, drawn on the server: one line per
@@ -68,15 +70,16 @@ func chartOf(recent []admit.MinuteSummary, dcs []admit.TrafficShare) chartView {
 	offset := admit.RecentMinutes - len(recent)
 	for _, ms := range measures {
 		var pts strings.Builder
-		last := 0
+		sr := series{Name: ms.name, Class: ms.class}
 		for i, m := range recent {
 			v := ms.of(m)
 			x := float64(c.Left) + float64(offset+i)*step
 			y := float64(c.Bottom) - float64(v)/float64(c.Max)*float64(c.Bottom-c.Top)
 			fmt.Fprintf(&pts, "%.1f,%.1f ", x, y)
-			last = v
+			sr.Last, sr.LastX, sr.LastY = v, fmt.Sprintf("%.1f", x), fmt.Sprintf("%.1f", y)
 		}
-		c.Series = append(c.Series, series{Name: ms.name, Class: ms.class, Points: strings.TrimSpace(pts.String()), Last: last})
+		sr.Points = strings.TrimSpace(pts.String())
+		c.Series = append(c.Series, sr)
 	}
 	return c
 }

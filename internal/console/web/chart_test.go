@@ -24,8 +24,8 @@ func TestChartScalesTheLastHour(t *testing.T) {
 		t.Fatalf("queued: %d points, last %d", len(pts), queued.Last)
 	}
 	// The newest minute's peak is at the top right corner.
-	if want := "708.0,12.0"; pts[len(pts)-1] != want {
-		t.Errorf("the last point %s, want %s", pts[len(pts)-1], want)
+	if want := "708.0,12.0"; pts[len(pts)-1] != want || queued.LastX+","+queued.LastY != want {
+		t.Errorf("the last point %s (marked at %s,%s), want %s", pts[len(pts)-1], queued.LastX, queued.LastY, want)
 	}
 	// A room with three minutes draws them at the right end of the hour.
 	short := chartOf(recent[:3], nil)

@@ -120,10 +120,14 @@ func (p *Pages) showRoom(w http.ResponseWriter, r *http.Request, s *session, sta
 // roomChart is the chart alone, for the page's script to refresh.
 func (p *Pages) roomChart(w http.ResponseWriter, r *http.Request, s *session) {
 	name := r.PathValue("name")
+	if !admit.ValidName(name) {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
 	ctx, cancel := p.ctx(r)
 	defer cancel()
 	d, err := p.o.Rooms.Describe(ctx, name)
-	if err != nil || !admit.ValidName(name) {
+	if err != nil {
 		w.WriteHeader(statusOf(err))
 		return
 	}
