@@ -84,7 +84,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	if h := text(t, ctx, "h1"); h != "Room "+room {
 		t.Fatalf("after create: %q", h)
 	}
-	link, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("nav a[rel=noopener]").href`))
+	link, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("webui").href`))
 	if want := webUI + "/namespaces/default/workflows/room%2F" + room; err != nil || link != want {
 		t.Errorf("the Web UI link %q (%v), want %q", link, err, want)
 	}
@@ -139,6 +139,28 @@ func TestConsoleInTheBrowser(t *testing.T) {
 	checkAccessible(t, ctx, axe, artifacts, "rooms")
 	run("the room's page", chromedp.Navigate(srv.URL+"/rooms/"+room), chromedp.WaitVisible(chromedp.CSS("#chart svg")))
 	checkAccessible(t, ctx, axe, artifacts, "room")
+
+	// The script's refresh: the chart alone, from the same session.
+	chart, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(document.getElementById("chart").dataset.refresh).then(r => r.status + " " + r.text())`, chromedp.EvalAwaitPromise))
+	if err != nil || !strings.HasPrefix(chart, "200 ") {
+		t.Errorf("the chart's refresh: %q, %v", chart, err)
+	}
+
+	// Schedule an event with the form, then cancel it.
+	run("schedule an event",
+		chromedp.SendKeys(chromedp.CSS("#ev-name"), "launch"),
+		chromedp.SetValue(chromedp.CSS("#ev-event_start_time"), "2030-05-01T09:00"),
+		chromedp.SetValue(chromedp.CSS("#ev-event_end_time"), "2030-05-01T11:00"),
+		chromedp.Click(chromedp.CSS(`form[action$="/events"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`form[action$="/events/launch/cancel"]`)))
+	events := a.do("GET", "/api/v1/waiting_rooms/"+room+"/events", rwSecret, "")
+	if !strings.Contains(string(events.result), `"event_start_time": "2030-05-01T09:00:00Z"`) {
+		t.Errorf("the API lists the events %s", events.result)
+	}
+	checkAccessible(t, ctx, axe, artifacts, "room-event")
+	run("cancel the event",
+		chromedp.Click(chromedp.CSS(`form[action$="/events/launch/cancel"] button`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`form[action$="/events/launch/cancel"]`)))
 
 	// Suspend and resume with the buttons.
 	run("suspend", chromedp.Click(chromedp.CSS(`form[action$="/suspend"] button`)), chromedp.WaitVisible(chromedp.CSS(`form[action$="/resume"]`)))

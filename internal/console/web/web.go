@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	migratecontract "github.com/edgeflow/edgeflow/workflows/migrate/contract"
+	publishcontract "github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
 //go:embed templates/*.html
@@ -110,6 +112,9 @@ type view struct {
 	Notice  string
 	Errors  []string
 	Back    bool // a message page: a link back instead of a form
+	// Migrations and publishing have no pages here yet: the nav links to
+	// their runs in the Web UI.
+	MigrationsUI, PublishUI string
 	Content any
 }
 
@@ -131,6 +136,10 @@ func parsePages() map[string]*template.Template {
 
 // render writes a page; a template that fails is a bug, logged.
 func (p *Pages) render(w http.ResponseWriter, status int, page string, v view) {
+	if v.User != "" {
+		v.MigrationsUI = p.workflowsURL(`WorkflowType="` + migratecontract.WorkflowTypeMigration + `"`)
+		v.PublishUI = p.workflowsURL(`WorkflowType="` + publishcontract.WorkflowTypePublishVersion + `"`)
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	var err error
