@@ -105,17 +105,17 @@ func (p *Pages) Handler() http.Handler {
 
 // view is what every page's layout needs.
 type view struct {
-	Title   string
-	User    string
-	CSRF    string
-	WebUI   string // the Web UI page of what this page shows
-	Notice  string
-	Errors  []string
-	Back    bool // a message page: a link back instead of a form
+	Title  string
+	User   string
+	CSRF   string
+	WebUI  string // the Web UI page of what this page shows
+	Notice string
+	Errors []string
+	Back   bool // a message page: a link back instead of a form
 	// Migrations and publishing have no pages here yet: the nav links to
 	// their runs in the Web UI.
 	MigrationsUI, PublishUI string
-	Content any
+	Content                 any
 }
 
 func parsePages() map[string]*template.Template {
