@@ -26,7 +26,7 @@ COPY . .
 # rebuilds after an edit stay incremental) compiles shared packages once.
 RUN --mount=type=cache,target=/root/.cache/go-build \
     go build -ldflags="-s -w" -o /out/workers/ ./workers/publish ./workers/compress ./workers/migrate ./workers/admit \
- && go build -ldflags="-s -w" -o /out/cmd/ ./cmd/edge ./cmd/gate \
+ && go build -ldflags="-s -w" -o /out/cmd/ ./cmd/edge ./cmd/gate ./cmd/console \
  && go build -ldflags="-s -w" -o /out/starters/ ./starters/publish ./starters/schedule ./starters/catalog ./starters/room ./starters/migrate
 
 # ---- runtime base ----------------------------------------------------------
@@ -100,6 +100,15 @@ COPY --from=build /out/cmd/gate /usr/local/bin/gate
 ENV GATE_ADDR=0.0.0.0:8088 GATE_HEALTH_ADDR=0.0.0.0:8098
 EXPOSE 8088 8098
 ENTRYPOINT ["/usr/local/bin/gate"]
+
+# ---- console ---------------------------------------------------------------
+# The console: the HTTP API under /api/v1 and the web pages at /. Its tokens
+# come from a file (CONSOLE_TOKENS_FILE, a Compose secret) or CONSOLE_TOKENS.
+FROM runtime AS console
+COPY --from=build /out/cmd/console /usr/local/bin/console
+ENV CONSOLE_ADDR=0.0.0.0:8070
+EXPOSE 8070
+ENTRYPOINT ["/usr/local/bin/console"]
 
 # ---- starters --------------------------------------------------------------
 # The CLIs in one image, so there is no single ENTRYPOINT: the command names

@@ -26,7 +26,7 @@ import (
 )
 
 // infrastructure are the services besides the worker pools.
-var infrastructure = []string{"postgresql", "temporal", "temporal-setup", "temporal-ui", "minio", "edge", "schedule", "redis", "gate-keys", "gate"}
+var infrastructure = []string{"postgresql", "temporal", "temporal-setup", "temporal-ui", "minio", "edge", "schedule", "redis", "gate-keys", "gate", "console"}
 
 type service struct {
 	Build *struct {

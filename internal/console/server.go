@@ -18,6 +18,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/console/web"
 	"github.com/edgeflow/edgeflow/internal/logging"
 	"github.com/edgeflow/edgeflow/internal/migrate"
 )
@@ -29,6 +30,10 @@ type Options struct {
 	JobStore migrate.JobStoreConfig // where Migrate's jobs keep pages, reports and key lists
 	Log      *slog.Logger           // nil: discard
 	Timeout  time.Duration          // per Temporal call; 0: 15 s
+	// For the web pages' links to the Temporal Web UI (cli.UIURL; empty:
+	// no links) and the namespace they are in.
+	WebUI     string
+	Namespace string
 }
 
 // New builds the API's routes.
@@ -51,7 +56,21 @@ func New(o Options) *Server {
 	s.mux.Handle("/api/v1/", s.api(func(http.ResponseWriter, *http.Request) (int, any, *ResultInfo, error) {
 		return 0, nil, nil, fail(http.StatusNotFound, CodeNotFound, "path: no such route (GET /api/v1/openapi.json lists them)")
 	}))
+	s.mux.Handle("/", s.pages(o))
 	return s
+}
+
+// pages are the console's web pages (internal/console/web) at everything
+// outside /api/v1: they sign in with the same tokens, into a session cookie
+// that /api/v1 never reads.
+func (s *Server) pages(o Options) http.Handler {
+	return web.New(web.Options{
+		Authenticate: func(secret string) (string, bool, bool) {
+			t, ok := s.tokens.Authenticate("Bearer " + secret)
+			return t.Name, t.ReadOnly, ok
+		},
+		Rooms: roomclient.Client{C: o.Temporal}, Namespace: o.Namespace, WebUI: o.WebUI, Log: o.Log, Timeout: o.Timeout,
+	}).Handler()
 }
 
 // Settings are cmd/console's.
@@ -75,7 +94,7 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 	}
 	defer tc.Close()
 	srv := &http.Server{
-		Handler:           New(Options{Temporal: tc, Tokens: tokens, JobStore: st.JobStore, Log: log}).Handler(),
+		Handler:           New(Options{Temporal: tc, Tokens: tokens, JobStore: st.JobStore, Log: log, WebUI: cli.UIURL(), Namespace: st.Temporal.Namespace}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 	}
 	ln, err := net.Listen("tcp", st.Addr)
@@ -84,7 +103,7 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 	}
 	addr := ln.Addr().String()
 	return cli.ServeHTTP(ctx, srv, func() error { return srv.Serve(ln) }, 30*time.Second, log, func() {
-		log.Info("serving the API", "url", "http://"+addr+"/api/v1/", "callers", len(tokens), "callers_from", from)
+		log.Info("serving the API and the console", "url", "http://"+addr+"/api/v1/", "console", "http://"+addr+"/", "callers", len(tokens), "callers_from", from)
 		if ready != nil {
 			ready(addr)
 		}

@@ -304,6 +304,7 @@ func (o Output) announce(c StackConfig, uiURL, consoleURL, tokensFrom string, pr
 	o.Say("  Gate (demo room) http://%s  (status http://%s/status)", c.GateAddr, c.GateHealthAddr)
 	o.Say("  MinIO console    %s  (user %s, password from S3_SECRET_KEY)", consoleURL, c.AccessKey)
 	o.Say("  Console API      http://%s/api/v1/  (bearer token: %s; docs/console.md)", c.ConsoleAddr, tokensFrom)
+	o.Say("  Console          http://%s/  (sign in with a token's secret from the same place)", c.ConsoleAddr)
 	o.Say("")
 	o.Say("  Metrics (Prometheus), one per process:")
 	for _, p := range procs {
