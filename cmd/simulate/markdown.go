@@ -200,7 +200,7 @@ func findings(rows []sim.Allocation) []string {
 		for _, a := range c {
 			res, shares = math.Max(res, a.UnusedReservedPct), math.Max(shares, a.UnusedSharesPct)
 		}
-		out = append(out, fmt.Sprintf("Where the counters queue while below the limits, the slots that went unused were FIFO reservations of buckets whose visitors had given up or refreshed late (up to %s%% of the allowed slots) and data centers' shares (up to %s%%); see below.", num(res), num(shares)))
+		out = append(out, fmt.Sprintf("Where the counters queue while below the limits, the slots that went unused were FIFO reservations nobody claimed, not even the next bucket (up to %s%% of the allowed slots), and data centers' shares (up to %s%%); see below.", num(res), num(shares)))
 	}
 	return out
 }

@@ -217,7 +217,7 @@ func tryAdmit(ctx context.Context, in Input, bucket time.Time, queued bool) (ok 
 	if queued && !snap.InTurn(bucket, in.Lot) {
 		return false, "", "", ReasonLimits, nil
 	}
-	for _, p := range candidatePools(snap, bucket, queued) {
+	for _, p := range candidatePools(snap, bucket, queued, in.Now) {
 		sc, took, err := in.Strategy.TakeSlot(ctx, SlotRequest{Snapshot: snap, Now: in.Now, Gate: in.Gate, Pool: p})
 		if err != nil {
 			return false, "", "", ReasonCounterError, err
@@ -247,7 +247,9 @@ func queuesEveryone(in Input) string {
 // leave new visitors nothing (NewUserSlots is 0), that pool holds only the
 // slots stale gates may still spend, and of the visitors here only those
 // entitled to a reservation may use it, so nobody overtakes an older bucket.
-func candidatePools(snap *Snapshot, bucket time.Time, queued bool) []*Pool {
+// Late in the minute the next bucket may also take what older buckets left
+// of their reservations (releasedPools).
+func candidatePools(snap *Snapshot, bucket time.Time, queued bool, now time.Time) []*Pool {
 	var out []*Pool
 	fifo := snap.Settings.QueueingMethod == FIFO
 	if fifo && queued {
@@ -259,6 +261,9 @@ func candidatePools(snap *Snapshot, bucket time.Time, queued bool) []*Pool {
 		if !fifo || snap.NewUserSlots > 0 || (queued && !bucket.After(lastReserved(snap))) {
 			out = append(out, p)
 		}
+	}
+	if fifo {
+		out = append(out, releasedPools(snap, bucket, now)...)
 	}
 	return out
 }

@@ -1,0 +1,68 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+)
+
+// The shared counters leave no reservation unused while people queue: for
+// counters and counters+borrow, in both rooms of the report (per-minute
+// bound, active-users bound), in the four profiles of its tables, at seeds
+// 1-5, at most 8% of the queueing
+// minutes are below the limits (14-38% before unclaimed reservations went
+// to the next bucket), and nothing overshoots. The metrics are the
+// report's (Result), unchanged. Not asserted yet, short of the issue's
+// targets: queueing still starts as low as 84% when total_active_users
+// binds first (sessions that end mid-minute free their place only at the
+// next minute), and in regional-shift a data center's unused share queues
+// people below the limits (borrowing helps at some seeds, not all).
+func TestCountersQueueOnlyAtTheLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 runs of an hour each; make test runs it")
+	}
+	seeds := []uint64{1, 2, 3, 4, 5}
+	if s := os.Getenv("SIM_TARGET_SEED"); s != "" { // one seed, while working on it
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SIM_TARGET_SEED: %v", err)
+		}
+		seeds = []uint64{n}
+	}
+	bound := DefaultRoom()
+	bound.TotalActiveUsers = 1200
+	var cfgs []Config
+	for _, seed := range seeds {
+		for _, room := range []admit.Settings{DefaultRoom(), bound} {
+			for _, pn := range Profiles {
+				p := profile(t, pn)
+				for _, borrow := range []bool{false, true} {
+					cfgs = append(cfgs, Config{Seed: seed, Room: room, Strategy: StrategyCounters, BorrowReserved: borrow,
+						Profile: p, Behaviour: DefaultBehaviour(), Duration: p.Length(), Drain: 2 * time.Minute})
+				}
+			}
+		}
+	}
+	rs, err := RunAll(t.Context(), cfgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rs {
+		c := cfgs[i]
+		name := fmt.Sprintf("seed %d, %d/%d, %s, borrow %v", c.Seed, c.Room.TotalActiveUsers, c.Room.NewUsersPerMinute, r.Profile, c.BorrowReserved)
+		if testing.Verbose() {
+			t.Logf("%s: queueing starts at %v%%, below the limits %v%% of %d minutes, overshoot %v%%, %v%%",
+				name, r.QueueingStartPct, r.BelowLimitsPct, r.QueueingMinutes, r.OvershootTotalPct, r.OvershootNewPct)
+		}
+		if r.BelowLimitsPct > 8 {
+			t.Errorf("%s: %v%% of %d queueing minutes below the limits, want at most 8%%", name, r.BelowLimitsPct, r.QueueingMinutes)
+		}
+		if r.OvershootTotalPct != 0 || r.OvershootNewPct != 0 {
+			t.Errorf("%s: overshoot %v%% of total_active_users, %v%% of new_users_per_minute, want none", name, r.OvershootTotalPct, r.OvershootNewPct)
+		}
+	}
+}
