@@ -297,7 +297,7 @@ func TestAdmitUnderFaults(t *testing.T) {
 	f.note("%d requests; %d admissions counted against the limits over %d room minutes, %d beyond them (%d timed exactly by the gate's decision in their cookie, the rest by their request's span)",
 		res.requests, len(res.admissions), minutes, over, timed)
 	f.note("%d returning visits with a cookie let in, %d refused; %d visitors admitted before a gate restart let in by the restarted gate, %d refused", res.returnedOK, res.returnRefused, cookiesKept, cookiesRefused)
-	f.note("while the admit worker was down (%s): %d admitted of %d allowed (**%.0f%%**; the suite fails below 50%%), allowed = min(%d visitors who asked, %d = new_users_per_minute × %.0f room minutes, %d = the headroom of total_active_users); gates on a snapshot past its minute spend a quarter of its new visitors' pool in the minute after, nothing in the next, then what the shared counters show both limits leave (docs/admit.md, \"When the room cannot publish\")",
+	f.note("while the admit worker was down (%s): %d admitted of %d allowed (**%.0f%%**; the suite fails below 50%%), allowed = min(%d visitors who asked, %d = new_users_per_minute × %.0f room minutes, %d = the headroom of total_active_users); gates on a snapshot past its minute spend a quarter of its new visitors' pool in the minute after, nothing in the next, then what the shared counters show both limits leave (docs/faults.md, \"When the room cannot publish\")",
 		outage, admittedInOutage, allowed, 100*share, asked, byRate, outage.Seconds()/admitMinute.Seconds(), headroom)
 	f.note("admitted while Redis was down: %d", admittedWithoutRedis)
 	if len(overMinutes) > 0 {
