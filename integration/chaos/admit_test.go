@@ -157,7 +157,8 @@ func TestAdmitUnderFaults(t *testing.T) {
 	outageFrom := time.Now()
 	phases.mark("admit worker down")
 	time.Sleep(outage) // the outage itself: nothing to poll for
-	admittedInOutage := load.admittedBetween(outageFrom, time.Now())
+	outageTo := time.Now()
+	admittedInOutage := load.admittedBetween(outageFrom, outageTo)
 	worker.release()
 	phases.mark("admit worker back")
 	recovered := time.Now()
@@ -210,6 +211,18 @@ func TestAdmitUnderFaults(t *testing.T) {
 	waitMinutes(2)
 	res := load.stop()
 	phases.mark("load stopped")
+
+	// While the worker was down the gates admit on the shared counters:
+	// at least half of what the limits allowed, and (below) never more.
+	asked, byRate, headroom := outageAllowance(res, s, outageFrom, outageTo)
+	allowed := min(asked, byRate, headroom)
+	share := 1.0
+	if allowed > 0 {
+		share = float64(admittedInOutage) / float64(allowed)
+	}
+	if share < 0.5 {
+		t.Errorf("while the admit worker was down: %d admitted of %d allowed (%.0f%%), want at least half", admittedInOutage, allowed, 100*share)
+	}
 
 	// Every admission against the limits, minute by minute.
 	perMinute := res.perMinute()
@@ -284,7 +297,9 @@ func TestAdmitUnderFaults(t *testing.T) {
 	f.note("%d requests; %d admissions counted against the limits over %d room minutes, %d beyond them (%d timed exactly by the gate's decision in their cookie, the rest by their request's span)",
 		res.requests, len(res.admissions), minutes, over, timed)
 	f.note("%d returning visits with a cookie let in, %d refused; %d visitors admitted before a gate restart let in by the restarted gate, %d refused", res.returnedOK, res.returnRefused, cookiesKept, cookiesRefused)
-	f.note("admitted while the admit worker was down: %d (on a snapshot past its minute, gates spend at most a quarter of the new visitors' pool per minute and one minute's limit in all, never a queued bucket's reservation; a room that is queueing may admit no one new until the worker is back, while the visitors it admitted keep their sessions); while Redis was down: %d", admittedInOutage, admittedWithoutRedis)
+	f.note("while the admit worker was down (%s): %d admitted of %d allowed (**%.0f%%**; the suite fails below 50%%), allowed = min(%d visitors who asked, %d = new_users_per_minute × %.0f room minutes, %d = the headroom of total_active_users); gates on a snapshot past its minute spend a quarter of its new visitors' pool in the minute after, nothing in the next, then what the shared counters show both limits leave (docs/faults.md, \"When the room cannot publish\")",
+		outage, admittedInOutage, allowed, 100*share, asked, byRate, outage.Seconds()/admitMinute.Seconds(), headroom)
+	f.note("admitted while Redis was down: %d", admittedWithoutRedis)
 	if len(overMinutes) > 0 {
 		f.note("**over total_active_users** (the room counts the admissions of the session's minutes before and of this one): %s", strings.Join(overMinutes, "; "))
 	}
@@ -293,6 +308,33 @@ func TestAdmitUnderFaults(t *testing.T) {
 	if f.lost != 0 {
 		t.Errorf("lost %d", f.lost)
 	}
+}
+
+// outageAllowance is what the limits let the room admit in [from, to):
+// visitors who asked, new_users_per_minute for each room minute, and the
+// headroom of total_active_users: what the suite's own check of active
+// users (a minute's admissions and those of the session's minutes before)
+// lets in minute by minute after what was admitted before from.
+func outageAllowance(res loadResult, s engine.Settings, from, to time.Time) (asked, byRate, headroom int) {
+	asked = res.askedBetween(from, to)
+	byRate = int(float64(s.NewUsersPerMinute) * to.Sub(from).Seconds() / admitMinute.Seconds())
+	per := res.perMinute()
+	first := engine.MinuteOf(from, admitMinute)
+	admitted := map[time.Time]int{} // looked up only
+	for m := first.Add(-time.Duration(s.SessionDuration) * admitMinute); m.Before(first); m = m.Add(admitMinute) {
+		admitted[m] = per[m]
+	}
+	admitted[first] = res.admittedWithin(first, from)
+	for m := first; m.Before(to); m = m.Add(admitMinute) {
+		active := 0
+		for k := m.Add(-time.Duration(s.SessionDuration) * admitMinute); !k.After(m); k = k.Add(admitMinute) {
+			active += admitted[k]
+		}
+		n := max(0, s.TotalActiveUsers-active)
+		headroom += n
+		admitted[m] += n
+	}
+	return asked, byRate, headroom
 }
 
 // waitMinutes lets n room minutes of load pass: time is what the load
@@ -486,8 +528,26 @@ func (a admission) in(from, to time.Time) bool {
 type loadResult struct {
 	requests, returnedOK, returnRefused int64
 	admissions                          []admission
+	asks                                []ask // every request of a visitor not yet admitted
 	first, last                         time.Time
 	problems                            []string
+}
+
+// ask is a request of a visitor waiting to be let in.
+type ask struct {
+	visitor string
+	at      time.Time
+}
+
+// askedBetween counts the visitors who asked to be let in within [from, to).
+func (r loadResult) askedBetween(from, to time.Time) int {
+	who := map[string]bool{}
+	for _, a := range r.asks {
+		if !a.at.Before(from) && a.at.Before(to) {
+			who[a.visitor] = true
+		}
+	}
+	return len(who)
 }
 
 // admittedWithin counts the admissions whose request overlapped [from, to).
@@ -603,7 +663,10 @@ func (l *load) visitor(gates []*proc, path string, seed uint64) {
 			if l.ctx.Err() != nil {
 				return
 			}
-			l.count(func(r *loadResult) { r.requests++ })
+			l.count(func(r *loadResult) {
+				r.requests++
+				r.asks = append(r.asks, ask{fmt.Sprintf("%d-%d", seed, n), from})
+			})
 			if err != nil && status == 0 {
 				if !l.pause(200 * time.Millisecond) { // a gate restarting
 					return

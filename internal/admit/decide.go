@@ -217,7 +217,11 @@ func tryAdmit(ctx context.Context, in Input, bucket time.Time, queued bool) (ok 
 	if queued && !snap.InTurn(bucket, in.Lot) {
 		return false, "", "", ReasonLimits, nil
 	}
-	for _, p := range candidatePools(snap, bucket, queued, in.Now) {
+	pools := candidatePools(snap, bucket, queued, in.Now)
+	if InOutage(snap, in.Now) {
+		pools = outagePools(snap, queued)
+	}
+	for _, p := range pools {
 		sc, took, err := in.Strategy.TakeSlot(ctx, SlotRequest{Snapshot: snap, Now: in.Now, Gate: in.Gate, Pool: p})
 		if err != nil {
 			return false, "", "", ReasonCounterError, err
@@ -266,6 +270,19 @@ func candidatePools(snap *Snapshot, bucket time.Time, queued bool, now time.Time
 		out = append(out, releasedPools(snap, bucket, now)...)
 	}
 	return out
+}
+
+// outagePools: in an outage (InOutage) the room allots nothing, and the
+// gates hand out what the limits still allow (OutageLimit) from one pool
+// for everyone. The queue's order is not known beyond the snapshot, so in
+// a room that was queueing a new visitor waits behind those who are, and
+// tries from its next check-in on, as they do.
+func outagePools(snap *Snapshot, queued bool) []*Pool {
+	if !queued && snap.Status == StatusQueueing {
+		return nil
+	}
+	p := outagePool
+	return []*Pool{&p}
 }
 
 // lastReserved is the newest bucket holding reserved slots (zero if none).

@@ -113,6 +113,11 @@ func (w *loadedWorld) advance() {
 		if g.inFlight != nil && !g.readyAt.After(w.now) {
 			if g.inFlight.Seq > g.snap.Seq {
 				g.snap = g.inFlight
+				// As the gate's watcher does: gates still on an older
+				// snapshot then know the room publishes (see InOutage).
+				if err := MarkSnapshotRead(context.Background(), w.counters, g.snap); err != nil {
+					w.t.Fatal(err)
+				}
 			}
 			g.inFlight = nil
 			g.nextRead = w.now.Add(max(length/12/4, 50*time.Millisecond))

@@ -76,6 +76,9 @@ func (a Adaptive) Name() string { return "adaptive-" + strconv.FormatFloat(a.Cur
 
 // TakeSlot implements Strategy.
 func (s SharedCounters) TakeSlot(ctx context.Context, req SlotRequest) (string, bool, error) {
+	if InOutage(req.Snapshot, req.Now) {
+		return takeOutageSlot(ctx, s.Store, req)
+	}
 	return takeSlot(ctx, s.Store, req, func(sc Scope) (string, int) { return "", sc.Limit })
 }
 
@@ -166,7 +169,8 @@ func CounterKey(room string, minute time.Time, pool, scope string) string {
 // of the new visitors' pool (StaleSpendable), and only what the counters of
 // the snapshot's minute left of it. The room allots the new minute at least
 // that much in the same scopes, so nothing overshoots while snapshots
-// propagate. A snapshot two or more minutes old spends nothing: the room
+// propagate. A snapshot two or more minutes old spends nothing here (the
+// shared counters hand out an outage's slots instead, see InOutage): the room
 // allots floors only for its last snapshot of the minute before, so a
 // gate still on an older one would take slots beyond the minute's limit
 // (seen under load with short minutes, where one slow read can hold a

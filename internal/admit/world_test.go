@@ -134,5 +134,8 @@ func (w *world) sync() {
 		for _, g := range w.gates {
 			g.snap = s
 		}
+		if err := MarkSnapshotRead(context.Background(), w.counters, s); err != nil {
+			w.t.Fatal(err)
+		}
 	}
 }

@@ -255,10 +255,11 @@ func (g *Registry) rebuildIfRoutesChanged(old, st *roomState) {
 
 // Vanish marks a room whose workflow is gone without the room having been
 // deleted (terminated, failed, or no longer found): the gate keeps it and
-// goes on deciding on its last snapshot, under the rules of a room that
-// cannot publish (the snapshot ages; past snapshot_max_age_seconds every
-// new visitor is queued while admitted sessions pass), rather than pass
-// its traffic to the origin. A room whose last snapshot says it was
+// goes on deciding on its last snapshot, under the rules of any room that
+// cannot publish (admit.InOutage: on the shared counters new visitors are
+// admitted within both limits; past snapshot_max_age_seconds, or without
+// shared counters, every new visitor is queued; admitted sessions pass),
+// rather than pass its traffic to the origin. A room whose last snapshot says it was
 // deleted is forgotten. It reports whether the room was newly marked.
 func (g *Registry) Vanish(name string, at time.Time) bool {
 	g.mu.Lock()

@@ -81,7 +81,8 @@ func (t TemporalRooms) Pages(ctx context.Context, room string) (Pages, error) {
 // restart) and reads each room's snapshot every SnapshotEvery (more often
 // for rooms with a short minute, and while a new minute's snapshot is due).
 // When the source cannot be reached the gate keeps deciding on the last
-// snapshot; the engine's maximum-age rule then queues new visitors. A room
+// snapshot, by the engine's rules for a room that cannot publish
+// (admit.InOutage) until its maximum age, which queues new visitors. A room
 // whose workflow is gone without the room being deleted is kept the same
 // way, for VanishedFor (see Registry.Vanish).
 type Watcher struct {
@@ -91,11 +92,17 @@ type Watcher struct {
 	DiscoverEvery time.Duration // default 3s
 	Timeout       time.Duration // per call, default 5s
 	VanishedFor   time.Duration // how long a vanished room is kept, default 24h
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// Shared is where the watcher marks each snapshot minute it read (the
+	// shared counters; nil: nowhere), so that a gate still on an older
+	// snapshot knows the room publishes and that it is behind, not in an
+	// outage (admit.InOutage).
+	Shared admit.Counter
+	Logger *slog.Logger
+	Now    func() time.Time
 
 	mu      sync.Mutex
 	watched map[string]*watchedRoom
+	marked  map[string]time.Time // by room: the newest snapshot minute marked read
 }
 
 type watchedRoom struct {
@@ -290,7 +297,34 @@ func (w *Watcher) Refresh(ctx context.Context, name string) time.Duration {
 	if err := w.Registry.UpdatePages(&snap, pages, w.Now()); err != nil {
 		w.Logger.Warn("custom page does not parse; using the default page", "room", name, "err", err)
 	}
+	w.markRead(qctx, &snap)
 	return w.nextRead(&snap)
+}
+
+// markRead marks a snapshot's minute read in the shared counters once (a
+// failed write is tried again at the next read).
+func (w *Watcher) markRead(ctx context.Context, snap *admit.Snapshot) {
+	if w.Shared == nil || snap.Status == admit.StatusDeleted {
+		return
+	}
+	w.mu.Lock()
+	done := !snap.Minute.After(w.marked[snap.Room])
+	w.mu.Unlock()
+	if done {
+		return
+	}
+	if err := admit.MarkSnapshotRead(ctx, w.Shared, snap); err != nil {
+		w.Logger.Debug("mark snapshot read", "room", snap.Room, "err", err)
+		return
+	}
+	w.mu.Lock()
+	if w.marked == nil {
+		w.marked = map[string]time.Time{}
+	}
+	if snap.Minute.After(w.marked[snap.Room]) {
+		w.marked[snap.Room] = snap.Minute
+	}
+	w.mu.Unlock()
 }
 
 // nextRead is how long to wait before reading a snapshot again: at most

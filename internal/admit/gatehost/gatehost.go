@@ -177,7 +177,7 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 	defer tc.Close()
 	rc := roomclient.Client{C: tc}
 	watcher := &gate.Watcher{Source: gate.TemporalRooms{Client: rc}, Registry: registry,
-		SnapshotEvery: s.SnapshotEvery, DiscoverEvery: s.DiscoverEvery, Logger: log}
+		SnapshotEvery: s.SnapshotEvery, DiscoverEvery: s.DiscoverEvery, Shared: counters.Shared, Logger: log}
 	if !waitForRooms(ctx, watcher, log) {
 		return nil
 	}
