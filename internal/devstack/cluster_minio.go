@@ -108,8 +108,11 @@ func (m *DistributedMinIO) StartNode(i int) error {
 		"--address", m.NodeEndpoint(i), "--console-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(m.consoles[i]))}, m.args...)...)
 	// MINIO_CI_CD: the drives are directories on the root file system,
 	// which MinIO otherwise refuses in distributed mode.
+	// _MINIO_SERVER_LOCAL: in a container (/.dockerenv) MinIO waits for
+	// every node's host to resolve to a non-loopback address, which
+	// 127.0.0.1 never does; this names the node's own endpoint instead.
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+m.o.AccessKey, "MINIO_ROOT_PASSWORD="+m.o.SecretKey,
-		"MINIO_CI_CD=on", "MINIO_BROWSER_REDIRECT=off", "MINIO_UPDATE=off", "MINIO_CALLHOME_ENABLE=off")
+		"MINIO_CI_CD=on", "_MINIO_SERVER_LOCAL="+m.NodeEndpoint(i), "MINIO_BROWSER_REDIRECT=off", "MINIO_UPDATE=off", "MINIO_CALLHOME_ENABLE=off")
 	p, err := start(NodeName(i), cmd, m.o.Logs(NodeName(i)))
 	if err != nil {
 		return err

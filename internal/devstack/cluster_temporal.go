@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -46,7 +47,7 @@ type temporalConfig struct {
 // differs): PostgreSQL for persistence and visibility, after Temporal's
 // development-postgres12 sample. Every process lists every service's ports,
 // so each finds the others through the membership ring.
-var temporalConfigTemplate = template.Must(template.New("temporal").Parse(`log:
+var temporalConfigTemplate = template.Must(template.New("temporal").Funcs(template.FuncMap{"q": yamlString}).Parse(`log:
   stdout: true
   level: warn
 persistence:
@@ -58,10 +59,10 @@ persistence:
       sql:
         pluginName: postgres12
         databaseName: temporal
-        connectAddr: "{{.DBAddr}}"
+        connectAddr: {{q .DBAddr}}
         connectProtocol: tcp
-        user: "{{.DBUser}}"
-        password: "{{.DBPassword}}"
+        user: {{q .DBUser}}
+        password: {{q .DBPassword}}
         maxConns: 20
         maxIdleConns: 20
         maxConnLifetime: 1h
@@ -69,10 +70,10 @@ persistence:
       sql:
         pluginName: postgres12
         databaseName: temporal_visibility
-        connectAddr: "{{.DBAddr}}"
+        connectAddr: {{q .DBAddr}}
         connectProtocol: tcp
-        user: "{{.DBUser}}"
-        password: "{{.DBPassword}}"
+        user: {{q .DBUser}}
+        password: {{q .DBPassword}}
         maxConns: 5
         maxIdleConns: 5
         maxConnLifetime: 1h
@@ -110,9 +111,16 @@ clusterMetadata:
 dcRedirectionPolicy:
   policy: noop
 dynamicConfigClient:
-  filepath: "{{.DynamicFile}}"
+  filepath: {{q .DynamicFile}}
   pollInterval: 10s
 `))
+
+// yamlString quotes s for YAML: a JSON string is a YAML string, whatever
+// it holds (a password with quotes or colons).
+func yamlString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
 
 // The dynamic config: search attributes are read fresh from the database,
 // so a new one is usable at once, not after the cache's refresh.
