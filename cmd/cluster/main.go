@@ -61,7 +61,7 @@ func run() error {
 		DataDir: dataDir, BinDir: config.Env("BIN_DIR", filepath.Join(root, "bin")),
 		DBPassword: config.Env("TEMPORAL_DB_PASSWORD", "temporal"),
 		AccessKey:  config.Env("S3_ACCESS_KEY", "edgeflow"), SecretKey: config.Env("S3_SECRET_KEY", "edgeflow-dev-secret"),
-		ProductEnv: []string{"CATALOG_DIR=" + config.Env("CATALOG_DIR", filepath.Join(root, "catalog"))},
+		CatalogDir: config.Env("CATALOG_DIR", filepath.Join(root, "catalog")),
 		Say:        say, Logs: logs,
 	})
 	if err != nil {

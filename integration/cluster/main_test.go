@@ -100,7 +100,8 @@ func run(m *testing.M) int {
 	cl, err = devstack.StartCluster(ctx, devstack.ClusterOptions{
 		DataDir: dir, BinDir: filepath.Join(root, "bin"), DBPassword: "cluster-db-secret",
 		AccessKey: access, SecretKey: secret,
-		ProductEnv: []string{"NPM_REGISTRY=" + npm.URL, "GITHUB_API=" + npm.URL, "CATALOG_DIR=" + filepath.Join(dir, "catalog")},
+		CatalogDir: filepath.Join(dir, "catalog"),
+		ProductEnv: []string{"NPM_REGISTRY=" + npm.URL, "GITHUB_API=" + npm.URL},
 		Say:        say, Logs: logs,
 	})
 	if err != nil {

@@ -45,6 +45,7 @@ type ClusterOptions struct {
 	// (TEMPORAL_DB_PASSWORD); it goes only into the server's config files.
 	DBPassword           string
 	AccessKey, SecretKey string // MinIO's root user, the products' S3 keys
+	CatalogDir           string // the publish pool's catalog
 	// ProductEnv is added to every product process (a test's registry).
 	ProductEnv []string
 	Headless   bool // no Web UI
@@ -143,7 +144,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	}
 
 	const dbUser = "temporal"
-	c.Postgres, err = StartPostgres(ctx, PostgresOptions{Dir: filepath.Join(o.DataDir, "pg"), User: dbUser, Password: o.DBPassword, Logs: o.Logs("postgres")})
+	c.Postgres, err = StartPostgres(ctx, PostgresOptions{Dir: filepath.Join(o.DataDir, "pg"), User: dbUser, Password: o.DBPassword, Logs: o.Logs("postgresql")})
 	if err != nil {
 		return c, err
 	}
@@ -201,15 +202,6 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 	return c, nil
 }
 
-// ProductEnv is what every product process of the cluster is given: the
-// same variables a deployment sets (docker-compose.yml).
-func (c *Cluster) ProductEnv() []string {
-	return append([]string{"DATA_DIR=" + c.o.DataDir,
-		"TEMPORAL_ADDRESS=" + c.Temporal.HostPort, "TEMPORAL_NAMESPACE=" + c.Temporal.Namespace,
-		"S3_ENDPOINT=" + c.MinIO.Endpoint, "S3_ACCESS_KEY=" + c.o.AccessKey, "S3_SECRET_KEY=" + c.o.SecretKey,
-		"LOG_FORMAT=json"}, c.o.ProductEnv...)
-}
-
 func freeAddr() (string, error) {
 	p, err := choosePort()
 	if err != nil {
@@ -218,63 +210,37 @@ func freeAddr() (string, error) {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), nil
 }
 
+// startProducts starts the processes productProcesses lays out, with the
+// cluster's addresses: the variables a deployment sets (docker-compose.yml).
 func (c *Cluster) startProducts() error {
-	base := append(os.Environ(), c.ProductEnv()...)
-	run := func(name, bin string, env ...string) error {
-		if err := c.Sup.Start(Child{Name: name, Path: filepath.Join(c.o.BinDir, bin), Env: append(slices.Clip(base), env...), Logs: c.o.Logs(name)}); err != nil {
+	redis := map[string]string{}
+	for name, r := range c.Redis {
+		redis[name] = r.URL
+	}
+	procs, err := productProcesses(clusterAddrs{temporal: c.Temporal.HostPort, namespace: c.Temporal.Namespace,
+		s3: c.MinIO.Endpoint, accessKey: c.o.AccessKey, secretKey: c.o.SecretKey,
+		codecKeysFile: keyring.Codec.DevPath(c.o.DataDir), cookieKeysFile: keyring.GateCookie.DevPath(c.o.DataDir),
+		catalogDir: c.o.CatalogDir, redis: redis, free: freeAddr})
+	if err != nil {
+		return err
+	}
+	for _, p := range procs {
+		env := append(append(os.Environ(), p.Env...), c.o.ProductEnv...)
+		if err := c.Sup.Start(Child{Name: p.Name, Path: filepath.Join(c.o.BinDir, p.Bin), Env: env, Logs: c.o.Logs(p.Name)}); err != nil {
 			return fmt.Errorf("%w (built by `make build`?)", err)
 		}
-		return nil
-	}
-	for _, q := range TaskQueues() {
-		for i := 1; i <= ClusterProcessesPerPool; i++ {
-			addr, err := freeAddr()
-			if err != nil {
-				return err
-			}
-			name := InstanceName(q, i)
-			if err := run(name, q, "HEALTH_ADDR="+addr); err != nil {
-				return err
-			}
-			c.Workers = append(c.Workers, name)
+		switch p.Bin {
+		case "edge":
+			c.Edges = append(c.Edges, "http://"+envValue(p.Env, "EDGE_ADDR"))
+		case "gate":
+			c.Gates = append(c.Gates, Gate{Name: p.Name, DataCenter: envValue(p.Env, "GATE_DATA_CENTER"),
+				URL: "http://" + envValue(p.Env, "GATE_ADDR"), HealthURL: "http://" + envValue(p.Env, "GATE_HEALTH_ADDR")})
+		default:
+			c.Workers = append(c.Workers, p.Name)
 		}
 	}
-	c.o.Say("started the worker pools: %s, %d processes each", strings.Join(TaskQueues(), ", "), ClusterProcessesPerPool)
-	for i, dc := range DataCenters {
-		edgeAddr, err := freeAddr()
-		if err != nil {
-			return err
-		}
-		metrics, err := freeAddr()
-		if err != nil {
-			return err
-		}
-		if err := run(InstanceName("edge", i+1), "edge", "EDGE_ADDR="+edgeAddr, "EDGE_METRICS_ADDR="+metrics); err != nil {
-			return err
-		}
-		edge := "http://" + edgeAddr
-		c.Edges = append(c.Edges, edge)
-		for g := 1; g <= 2; g++ {
-			addr, err := freeAddr()
-			if err != nil {
-				return err
-			}
-			health, err := freeAddr()
-			if err != nil {
-				return err
-			}
-			name := fmt.Sprintf("gate-%s-%d", dc, g)
-			// Each data center's gates share its Redis and its edge as the
-			// origin; every gate shares the Anywhere Redis.
-			if err := run(name, "gate", "GATE_ADDR="+addr, "GATE_HEALTH_ADDR="+health, "GATE_ORIGIN="+edge,
-				"GATE_DATA_CENTER="+dc, "GATE_ID="+name, "GATE_REDIS_URL="+c.Redis[dc].URL,
-				"GATE_ANYWHERE_REDIS_URL="+c.Redis["anywhere"].URL, "GATE_HOSTS=127.0.0.1,localhost"); err != nil {
-				return err
-			}
-			c.Gates = append(c.Gates, Gate{Name: name, DataCenter: dc, URL: "http://" + addr, HealthURL: "http://" + health})
-		}
-	}
-	c.o.Say("started 2 edges and 4 gates (2 in each of %s)", strings.Join(DataCenters, ", "))
+	c.o.Say("started the worker pools (%s, %d processes each), an edge and two gates in each of %s",
+		strings.Join(TaskQueues(), ", "), ClusterProcessesPerPool, strings.Join(DataCenters, ", "))
 	return c.waitProducts()
 }
 

@@ -94,8 +94,9 @@ func StartDistributedMinIO(ctx context.Context, o DistributedMinIOOptions) (*Dis
 	return m, nil
 }
 
-// NodeName is node i's name in logs: minio-1 … minio-4.
-func NodeName(i int) string { return fmt.Sprintf("minio-%d", i+1) }
+// NodeName is node i's name: minio1 … minio4, as in MinIO's own
+// distributed docker-compose examples.
+func NodeName(i int) string { return fmt.Sprintf("minio%d", i+1) }
 
 // NodeEndpoint is node i's own S3 address.
 func (m *DistributedMinIO) NodeEndpoint(i int) string {

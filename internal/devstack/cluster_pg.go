@@ -144,7 +144,7 @@ func startPostgresOnce(ctx context.Context, bin, version string, o PostgresOptio
 	cmd := asPostgres(filepath.Join(bin, "postgres"), "-D", o.Dir, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "max_connections=300",
 		"-c", "fsync=off", "-c", "synchronous_commit=off")
-	p, err := start("postgres", cmd, o.Logs)
+	p, err := start("postgresql", cmd, o.Logs)
 	if err != nil {
 		return nil, err
 	}
