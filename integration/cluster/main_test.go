@@ -102,7 +102,9 @@ func run(m *testing.M) int {
 		AccessKey: access, SecretKey: secret,
 		CatalogDir: filepath.Join(dir, "catalog"),
 		ProductEnv: []string{"NPM_REGISTRY=" + npm.URL, "GITHUB_API=" + npm.URL},
-		Say:        say, Logs: logs,
+		// CLUSTER_UI=off leaves the Web UI out (a machine without ui-server).
+		Headless: os.Getenv("CLUSTER_UI") == "off",
+		Say:      say, Logs: logs,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "cluster: %v (logs in %s)\n", err, logDir)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -154,7 +155,7 @@ type TemporalCluster struct {
 // SQL tool (the schemas it embeds from the server module's
 // schema/postgresql/v12). Safe to run again on an existing cluster.
 func SetupTemporalSchema(o TemporalClusterOptions) error {
-	for db, schema := range map[string]string{"temporal": "postgresql/v12/temporal/versioned", "temporal_visibility": "postgresql/v12/visibility/versioned"} {
+	for db, schema := range map[string]string{"temporal": "postgresql/v12/temporal", "temporal_visibility": "postgresql/v12/visibility"} {
 		for _, step := range [][]string{{"create-database"}, {"setup-schema", "-v", "0.0"}, {"update-schema", "--schema-name", schema}} {
 			cmd := exec.Command(o.SQLToolBin, append([]string{"--plugin", "postgres12", "--db", db}, step...)...)
 			// The password by environment, never on a command line.
@@ -188,7 +189,7 @@ func StartTemporalCluster(ctx context.Context, sup *Supervisor, o TemporalCluste
 	var services []temporalService
 	for _, name := range TemporalServices {
 		s := temporalService{Name: name}
-		ports := []*int{&s.GRPC, &s.Membership, &s.Metrics}
+		ports := []*int{&s.GRPC, &s.Metrics}
 		if name == "frontend" {
 			ports = append(ports, &s.HTTP)
 		}
@@ -198,6 +199,12 @@ func StartTemporalCluster(ctx context.Context, sup *Supervisor, o TemporalCluste
 				return nil, err
 			}
 			*p = port
+		}
+		// The membership table keeps the port as a smallint: a port the
+		// kernel hands out (32768 and up) fails every heartbeat.
+		var err error
+		if s.Membership, err = freePortBelow(32768); err != nil {
+			return nil, err
 		}
 		services = append(services, s)
 	}
@@ -300,4 +307,18 @@ func (tc *TemporalCluster) setup(ctx context.Context, o TemporalClusterOptions) 
 	}
 	o.Say("search attributes registered in SQL visibility: %s", strings.Join(slices.Sorted(maps.Keys(attrs)), ", "))
 	return nil
+}
+
+// freePortBelow finds a free loopback port under limit, outside the
+// kernel's ephemeral range that FreePort draws from.
+func freePortBelow(limit int) (int, error) {
+	for range 200 {
+		port := 20000 + rand.IntN(limit-20000)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port from 20000 to %d", limit)
 }

@@ -101,3 +101,18 @@ func TestTemporalConfigListsEveryService(t *testing.T) {
 		t.Errorf("frontend http port %d", cfg.Services["frontend"].RPC.HTTPPort)
 	}
 }
+
+// Temporal keeps a service's membership port in a smallint column: the
+// cluster picks it below 32768 (a kernel-chosen port failed every
+// heartbeat with "value is out of range for type smallint").
+func TestMembershipPortFitsASmallint(t *testing.T) {
+	for range 20 {
+		p, err := freePortBelow(32768)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p >= 32768 || p < 1024 {
+			t.Fatalf("membership port %d", p)
+		}
+	}
+}
