@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -45,6 +47,8 @@ func testPublish(t *testing.T) {
 		files := benchdata.Package(uint64(500+i), 8, 32<<10)
 		npm.Add(name, publishVersion, tarballOf(files))
 		entries = append(entries, samplePackage(name, files))
+		// The check reads the workers' catalog (CATALOG_DIR) for each one.
+		writeCatalogEntry(t, filepath.Join(dir, "catalog"), entries[i])
 	}
 	id := fmt.Sprintf("cluster-updates-%d", time.Now().UnixNano())
 	run, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: contract.TaskQueue},
@@ -121,6 +125,18 @@ func samplePackage(name string, files map[string][]byte) catalog.Package {
 		Keywords: []string{"cluster"},
 		Autoupdate: catalog.Autoupdate{Source: "npm", Target: name,
 			FileMap: []catalog.FileMapEntry{{BasePath: "", Files: []string{"**/*.@(js|css)"}}}},
+	}
+}
+
+func writeCatalogEntry(t *testing.T, dir string, p catalog.Package) {
+	t.Helper()
+	data, _ := json.MarshalIndent(p, "", "  ")
+	path := catalog.FilePath(dir, p.Name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
