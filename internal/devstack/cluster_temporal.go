@@ -296,7 +296,7 @@ func (tc *TemporalCluster) setup(ctx context.Context, o TemporalClusterOptions) 
 	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		if err := within(time.Minute, "search attribute "+name, func() (bool, string) {
 			out, err := cli("operator", "search-attribute", "list", "--namespace", tc.Namespace)
-			if err == nil && strings.Contains(string(out), name) {
+			if err == nil && listsAttribute(string(out), name) {
 				return true, ""
 			}
 			out, err = cli("operator", "search-attribute", "create", "--namespace", tc.Namespace, "--name", name, "--type", attrs[name])
@@ -321,4 +321,16 @@ func freePortBelow(limit int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no free port from 20000 to %d", limit)
+}
+
+// listsAttribute reports whether the CLI's search attribute listing has a
+// row named name: a substring would find Version in the built-in
+// TemporalWorkerDeploymentVersion and never create it.
+func listsAttribute(listing, name string) bool {
+	for _, line := range strings.Split(listing, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == name {
+			return true
+		}
+	}
+	return false
 }

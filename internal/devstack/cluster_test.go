@@ -116,3 +116,16 @@ func TestMembershipPortFitsASmallint(t *testing.T) {
 		}
 	}
 }
+
+// The built-in TemporalWorkerDeploymentVersion is not our Version: the
+// cluster once took it for one and never created Version, and every
+// publish lane failed with "no mapping defined for search attribute Version".
+func TestListsAttributeMatchesWholeNames(t *testing.T) {
+	listing := "                 Name                    Type    \n  TemporalWorkerDeploymentVersion     Keyword    \n  Package                             Keyword    \n"
+	if listsAttribute(listing, "Version") {
+		t.Error("Version found in a listing without it")
+	}
+	if !listsAttribute(listing, "Package") {
+		t.Error("Package not found in a listing with it")
+	}
+}
