@@ -37,7 +37,7 @@ func testAdmit(t *testing.T) {
 		target += publishedNames[0]
 	}
 	s := engine.Settings{Name: fmt.Sprintf("cluster-%d", time.Now().UnixNano()%1e6), Path: "/libraries/",
-		TotalActiveUsers: admitCap, NewUsersPerMinute: 200, SessionDuration: 60, DisableSessionRenewal: true,
+		TotalActiveUsers: admitCap, NewUsersPerMinute: 200, SessionDuration: 30, DisableSessionRenewal: true,
 		QueueingStatusCode: 429, RefreshIntervalSeconds: 2}
 	rc := roomclient.Client{C: tc}
 	if _, err := rc.Create(ctx, s, roomclient.CreateOptions{}); err != nil {
