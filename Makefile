@@ -9,6 +9,10 @@ MINIO_MODULE         := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7
 # staticcheck 2026.2.2 (module v0.8.2): its go.mod is Go 1.26's, like ours.
 STATICCHECK_VERSION  := 0.8.2
 STATICCHECK_MODULE   := honnef.co/go/tools/cmd/staticcheck@v$(STATICCHECK_VERSION)
+# The cluster profile's Temporal server: the release the CLI embeds
+# (`temporal --version`: Server 1.29.1, UI 2.42.1), built outside our module.
+TEMPORAL_SERVER_VERSION := v1.29.1
+UI_SERVER_MODULE        := github.com/temporalio/ui-server/v2/cmd/server@v2.42.1
 
 .PHONY: run test test-short lint bench fuzz simulate build tools browser redis nginx clean
 
@@ -133,6 +137,45 @@ $(TOOLS)/minio:
 		echo ">> building MinIO ($(MINIO_MODULE)); once, a few minutes on 2 cores"; \
 		$(call go_install,$(MINIO_MODULE),$@); \
 	fi
+
+# The cluster profile (`make cluster`, cmd/cluster): Temporal's services as
+# separate processes on PostgreSQL, distributed MinIO, Redis per data center,
+# two processes of everything. Out of `make test` and CI: about 30 processes.
+.PHONY: cluster cluster-test cluster-tools postgres
+cluster: tools cluster-tools postgres redis build ## Temporal on PostgreSQL, distributed MinIO, Redis ×3, every process ×2, in .data/cluster (foreground)
+	./bin/cluster
+
+cluster-test: tools cluster-tools postgres redis build ## the end-to-end paths and faults on the cluster profile (about 25 minutes)
+	$(GO) test -tags cluster -count=1 -timeout 50m -v ./integration/cluster
+
+cluster-tools: $(TOOLS)/temporal-server $(TOOLS)/temporal-sql-tool $(TOOLS)/ui-server
+
+# Each builds into a directory of its own: all three commands are named
+# `server` or `sql` by their packages.
+define go_install_as
+@mkdir -p $(TOOLS)/.build-$(2)
+@echo ">> building $(2) ($(1)); once, several minutes on 2 cores"
+@GOBIN=$(TOOLS)/.build-$(2) $(GO) install $(1) || { echo "failed to build $(1)"; exit 1; }
+@mv $(TOOLS)/.build-$(2)/$(3) $(TOOLS)/$(2) && rmdir $(TOOLS)/.build-$(2)
+endef
+
+$(TOOLS)/temporal-server:
+	$(call go_install_as,go.temporal.io/server/cmd/server@$(TEMPORAL_SERVER_VERSION),temporal-server,server)
+
+$(TOOLS)/temporal-sql-tool:
+	$(call go_install_as,go.temporal.io/server/cmd/tools/sql@$(TEMPORAL_SERVER_VERSION),temporal-sql-tool,sql)
+
+$(TOOLS)/ui-server:
+	$(call go_install_as,$(UI_SERVER_MODULE),ui-server,server)
+
+# Debian's PostgreSQL for the cluster's persistence and visibility; its
+# own system cluster is left alone (cmd/cluster runs one in .data/cluster/pg).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { \
+		echo ">> installing Debian's postgresql for the cluster profile"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null; \
+	}
 
 clean: ## remove built binaries and local data (keeps the built tools)
 	rm -rf bin .data

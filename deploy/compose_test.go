@@ -25,8 +25,9 @@ import (
 	"github.com/edgeflow/edgeflow/internal/devstack"
 )
 
-// infrastructure are the services besides the worker pools.
-var infrastructure = []string{"postgresql", "temporal", "temporal-setup", "temporal-ui", "minio", "edge", "schedule", "redis", "gate-keys", "gate", "console"}
+// infrastructure are the services besides the worker pools (the rest of
+// the cluster's topology is held to make cluster's in cluster_test.go).
+var infrastructure = []string{"postgresql", "temporal-schema", "temporal-frontend", "temporal-setup", "temporal-ui", "minio1", "mirror", "schedule", "gate-keys", "console"}
 
 type service struct {
 	Build *struct {

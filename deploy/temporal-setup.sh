@@ -1,14 +1,13 @@
 #!/bin/sh
-# Registers the custom search attributes the workflows set, on a Temporal
-# cluster started by temporalio/auto-setup (which creates the namespace but
-# takes no custom search attributes from its environment). Run by the
-# one-shot temporal-setup service in docker-compose.yml; safe to run again.
+# Creates the namespace and registers the custom search attributes the
+# workflows set, on Temporal's separate services. Run by the one-shot
+# temporal-setup service in docker-compose.yml; safe to run again.
 #
 # Without them, starting a run that sets Package or Version fails with
 # "search attribute is not defined", so workers and starters wait for this.
 set -eu
 
-address=${TEMPORAL_ADDRESS:-temporal:7233}
+address=${TEMPORAL_ADDRESS:-temporal-frontend:7233}
 namespace=${TEMPORAL_NAMESPACE:-default}
 
 # NAME=TYPE pairs; deploy/compose_test.go checks this line against the
@@ -17,6 +16,22 @@ namespace=${TEMPORAL_NAMESPACE:-default}
 SEARCH_ATTRIBUTES="Package=Keyword Version=Keyword MigrationJob=Keyword MigrationSourceBucket=Keyword MigrationDestBucket=Keyword Room=Keyword"
 
 tcli() { temporal "$@" --address "$address" --namespace "$namespace"; }
+
+# The frontend answers once history and matching have joined it; then the
+# namespace, created when missing (Temporal's own server image creates none).
+tries=0
+until temporal operator cluster health --address "$address" >/dev/null 2>&1; do
+	tries=$((tries + 1))
+	if [ "$tries" -ge 90 ]; then
+		echo "temporal-setup: the frontend at $address does not answer" >&2
+		exit 1
+	fi
+	sleep 2
+done
+if ! tcli operator namespace describe >/dev/null 2>&1; then
+	temporal operator namespace create --namespace "$namespace" --retention 168h --address "$address"
+	echo "temporal-setup: created namespace $namespace (retention 168h)"
+fi
 
 # "keyword", "Keyword" and "INDEXED_VALUE_TYPE_KEYWORD" all name one type,
 # depending on the CLI version printing it.
