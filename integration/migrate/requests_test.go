@@ -113,6 +113,10 @@ func TestSmallObjectsCostOneRequestEachSide(t *testing.T) {
 		{"destination", dst, "head", 0},
 		{"destination", dst, "list", 2*pages + 3},
 	}
+	// The precheck's write test: an upload begun and aborted.
+	if dst["multipart POST"] != 1 || dst["multipart DELETE"] != 1 {
+		t.Errorf("destination: %d multipart uploads begun and %d aborted, want the precheck's one", dst["multipart POST"], dst["multipart DELETE"])
+	}
 	for _, w := range want {
 		if w.got[w.kind] > w.atMost {
 			t.Errorf("%s: %d %s requests for %d objects, want at most %d", w.side, w.got[w.kind], w.kind, n, w.atMost)
