@@ -52,7 +52,10 @@ func (a *Activities) Precheck(ctx context.Context, in contract.PrecheckInput) er
 			first = l.Objects[0].Key
 		}
 	}
-	err = migrate.Precheck(ctx, src, in.Source.Location, in.Source.String(), dst, in.Dest.Location, in.Dest.String(), first, in.Job)
+	// The stores themselves, not their handles: a handle has only the core
+	// methods, so the precheck would not see the stores' ranged reads and
+	// multipart uploads and would skip its write test.
+	err = migrate.Precheck(ctx, src.Store, in.Source.Location, in.Source.String(), dst.Store, in.Dest.Location, in.Dest.String(), first, in.Job)
 	var pe *migrate.PrecheckError
 	if errors.As(err, &pe) {
 		return temporal.NewNonRetryableApplicationError(pe.Error(), contract.ErrPrecheck, nil)

@@ -117,7 +117,8 @@ func Precheck(ctx context.Context, src objectstore.Store, srcLoc Location, srcWh
 // sameBucket decides by identity, not by endpoint strings (MINIO.internal
 // and minio.internal, an IP for a name, :443 or not), whether the two sides
 // are one bucket: it writes an empty object under a random key at the
-// destination, looks for it through the source, and removes it. One bucket
+// destination, looks for it through the source, and removes it (and the
+// probes of prechecks that died before removing theirs). One bucket
 // is refused when the prefixes overlap (the copies would be listed and
 // copied again, or land on their sources); disjoint prefixes are fine.
 // With a key list nothing is listed, so only copies onto themselves (no
@@ -145,6 +146,7 @@ func sameBucket(ctx context.Context, src objectstore.Store, srcLoc Location, src
 		}
 		return nil
 	})
+	removeStaleProbes(ctx, dst, dstLoc, probe)
 	// Removed whatever the verdict, even if ctx ended.
 	if derr := retrying(ctx, func() error { return dst.Delete(context.WithoutCancel(ctx), dstLoc.Bucket, probe) }); derr != nil {
 		return fail(SideDest, dstWhere, "removing the test object "+probe, "s3:DeleteObject", derr)
@@ -196,6 +198,50 @@ func retrying(ctx context.Context, request func() error) error {
 // empty object the precheck writes and removes to tell whether the two
 // sides are one bucket: the one write of a job that is not a copy.
 const PrecheckProbeDir = ".edgeflow-precheck/"
+
+// StaleProbeAge is how much older than the probe just written another
+// probe must be to count as left behind: a precheck that died between
+// writing its probe and removing it (a probe lives for milliseconds; a
+// younger one may be another job's precheck under way).
+const StaleProbeAge = 10 * time.Minute
+
+// removeStaleProbes deletes the probes earlier prechecks left behind in the
+// destination's probe folder, so a crash leaves an orphan only until the
+// next job's precheck there. Ages are read on the store's clock (the
+// listed time of the probe just written, fresh), so a worker's clock skew
+// cannot make a live probe look stale. Best effort: housekeeping that fails
+// is done by the next precheck, and never fails this one.
+func removeStaleProbes(ctx context.Context, dst objectstore.Store, loc Location, fresh string) {
+	dir := loc.Prefix + PrecheckProbeDir
+	var probes []objectstore.ObjectInfo
+	opts := objectstore.ListOptions{Prefix: dir}
+	// Orphans are rare; a few pages bound the work of one precheck.
+	for range 4 {
+		page, err := dst.List(ctx, loc.Bucket, opts)
+		if err != nil {
+			return
+		}
+		probes = append(probes, page.Objects...)
+		if page.NextToken == "" {
+			break
+		}
+		opts.ContinuationToken = page.NextToken
+	}
+	var now time.Time
+	for _, p := range probes {
+		if p.Key == fresh {
+			now = p.LastModified
+		}
+	}
+	if now.IsZero() {
+		return // no reading of the store's clock: leave them to the next precheck
+	}
+	for _, p := range probes {
+		if p.Key != fresh && !p.LastModified.IsZero() && now.Sub(p.LastModified) > StaleProbeAge {
+			_ = dst.Delete(ctx, loc.Bucket, p.Key)
+		}
+	}
+}
 
 // WithoutProbes returns the writes counted at a destination (bucket/key →
 // count) less the precheck's probe objects, for tests that count a job's

@@ -3,11 +3,14 @@ package migrate_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/testenv"
 )
@@ -68,5 +71,50 @@ func TestPrecheckRefusesOverlapsOfOneBucketByIdentity(t *testing.T) {
 				t.Fatalf("%s → %s: the probe %s was left behind", src, dst, k.Key)
 			}
 		}
+	}
+}
+
+// agedStore is a real store whose listings show some keys as older than
+// they are: the probes a precheck that died an hour ago left behind.
+type agedStore struct {
+	objectstore.Store
+	aged map[string]bool
+}
+
+func (a agedStore) List(ctx context.Context, bucket string, opts objectstore.ListOptions) (objectstore.ListPage, error) {
+	page, err := a.Store.List(ctx, bucket, opts)
+	for i, o := range page.Objects {
+		if a.aged[o.Key] {
+			page.Objects[i].LastModified = o.LastModified.Add(-time.Hour)
+		}
+	}
+	return page, err
+}
+
+// A precheck that dies between writing its probe and removing it leaves
+// an object at the destination; the next precheck there removes it, but
+// not a probe young enough to be another precheck's under way, nor
+// anything outside the probe folder.
+func TestPrecheckRemovesProbesLeftBehind(t *testing.T) {
+	testenv.Require(t, env)
+	ctx := context.Background()
+	src := migratetest.Bucket(t, env.Store, "probe-src")
+	dst := migratetest.Bucket(t, env.Store, "probe-dst")
+	orphan := "copy/" + migrate.PrecheckProbeDir + "0123456789abcdef01234567"
+	young := "copy/" + migrate.PrecheckProbeDir + "fedcba9876543210fedcba98"
+	kept := "copy/kept.js"
+	migratetest.Seed(t, env.Store, src, []migratetest.Object{{Key: "a.js", Data: []byte("a")}})
+	migratetest.Seed(t, env.Store, dst, []migratetest.Object{{Key: orphan}, {Key: young}, {Key: kept, Data: []byte("k")}})
+	store := agedStore{Store: env.Store, aged: map[string]bool{orphan: true, kept: true}}
+	srcLoc, dstLoc := migrate.Location{Bucket: src}, migrate.Location{Bucket: dst, Prefix: "copy/"}
+	if err := migrate.Precheck(ctx, env.Store, srcLoc, srcLoc.String(), store, dstLoc, dstLoc.String(), "", "job-1"); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, o := range migratetest.List(t, env.Store, dst, "") {
+		left = append(left, o.Key)
+	}
+	if want := []string{young, kept}; !slices.Equal(left, want) {
+		t.Fatalf("left at the destination: %q, want %q (the orphan removed, the young probe and the object kept)", left, want)
 	}
 }
