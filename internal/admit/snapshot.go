@@ -40,6 +40,9 @@ type TrafficShare struct {
 	Users      int      `json:"users"`
 	Share      float64  `json:"share"`
 	Gates      []string `json:"gates"` // gates that reported, sorted
+	// AggregatedGates are the gates behind aggregated reports beyond the
+	// one name each of those has in Gates: they count as gates too.
+	AggregatedGates int `json:"aggregatedGates,omitempty"`
 }
 
 // Scope is one part of a pool: a data center's share, or Anywhere.
@@ -219,7 +222,7 @@ func (s *Snapshot) Gates(g Gate) (inDataCenter, global int) {
 	known := false
 	for _, t := range s.TrafficHistory {
 		if t.DataCenter == g.DataCenter {
-			inDataCenter = len(t.Gates)
+			inDataCenter = len(t.Gates) + t.AggregatedGates
 			_, known = slices.BinarySearch(t.Gates, g.ID)
 		}
 	}

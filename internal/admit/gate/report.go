@@ -37,8 +37,13 @@ type Reporter struct {
 	// only those. Without it, or while it fails, the gate counts every
 	// visitor it saw itself.
 	Visits VisitStore
+	// Aggregate, when set (the data center's gates share a Redis), takes
+	// the gate's reports in place of Sink: they go to Redis, and the
+	// data center's lease holder sends the room their sum (see
+	// Aggregator). A report Redis does not take goes by Sink.
+	Aggregate *Aggregator
 
-	failing bool
+	failing, writeFailing bool
 }
 
 // tick is how often the reporter looks at its rooms.
@@ -108,6 +113,20 @@ func (p *Reporter) Tick(ctx context.Context) {
 		p.send(ctx, r)
 		r.tally.Forget(minute.Add(-3 * length))
 	}
+	if p.Aggregate != nil {
+		p.Aggregate.Tick(ctx, now, p.aggregateRooms(), p.Sink)
+	}
+}
+
+// aggregateRooms lists the rooms the data center's lease holder reports.
+func (p *Reporter) aggregateRooms() []AggregateRoom {
+	var out []AggregateRoom
+	for _, r := range p.Registry.Rooms() {
+		if snap := r.Snapshot(); snap != nil && snap.Status != admit.StatusDeleted {
+			out = append(out, AggregateRoom{Name: r.name, Length: snap.MinuteLength()})
+		}
+	}
+	return out
 }
 
 // maxStoreReads bounds the counters read for one minute of a room (a
@@ -154,6 +173,9 @@ func (p *Reporter) Leave(ctx context.Context) {
 		r.tally.Leave()
 		p.send(ctx, r)
 	}
+	if p.Aggregate != nil {
+		p.Aggregate.Leave(ctx, p.Now(), p.aggregateRooms(), p.Sink)
+	}
 }
 
 // settleVisits counts the visitors this gate saw since its last report
@@ -187,6 +209,9 @@ func (p *Reporter) settleVisits(ctx context.Context, r *Room) {
 
 func (p *Reporter) send(ctx context.Context, r *Room) {
 	for _, rep := range r.tally.Pending() {
+		if p.write(ctx, r, rep) {
+			continue
+		}
 		r.unsent = replaceReport(r.unsent, rep)
 	}
 	var failed []admit.Report
@@ -214,6 +239,35 @@ func (p *Reporter) send(ctx context.Context, r *Room) {
 			r.unsent = append(r.unsent, rep)
 		}
 	}
+}
+
+// write hands a report to the data center's aggregator, if there is one.
+// One Redis does not take goes to the room directly instead: the room
+// then counts the gate's counts of the minute both alone and in the
+// aggregate, which only makes it admit fewer.
+func (p *Reporter) write(ctx context.Context, r *Room, rep admit.Report) bool {
+	if p.Aggregate == nil {
+		return false
+	}
+	snap := r.Snapshot()
+	if snap == nil {
+		return false
+	}
+	wctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	err := p.Aggregate.Write(wctx, rep, snap.MinuteLength())
+	cancel()
+	if err != nil {
+		if !p.writeFailing && ctx.Err() == nil {
+			p.Logger.Warn("cannot write the counts for the data center's report; reporting to the room directly", "room", r.name, "err", err)
+			p.writeFailing = true
+		}
+		return false
+	}
+	if p.writeFailing {
+		p.Logger.Info("writing the counts for the data center's report again", "room", r.name)
+		p.writeFailing = false
+	}
+	return true
 }
 
 // replaceReport adds rep to the unsent reports, replacing an older one of
