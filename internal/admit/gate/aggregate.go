@@ -188,8 +188,13 @@ func (a *Aggregator) Leave(ctx context.Context, now time.Time, rooms []Aggregate
 }
 
 func (a *Aggregator) renew(ctx context.Context, now time.Time) {
-	a.nextLease = now.Add(a.Lease / 3)
 	held, err := lease.Run(ctx, a.Client, []string{leaseKey(a.DataCenter)}, a.Holder, a.Lease.Milliseconds()).Int()
+	// The holder renews three times a lease; the others look once a lease
+	// (a data center of many gates would otherwise keep Redis busy).
+	a.nextLease = now.Add(a.Lease)
+	if err == nil && held == 1 {
+		a.nextLease = now.Add(a.Lease / 3)
+	}
 	switch {
 	case err != nil || held != 1:
 		if now.Before(a.holdsUntil) {
@@ -214,10 +219,10 @@ func (a *Aggregator) poll(ctx context.Context, now time.Time, r AggregateRoom, s
 	if grace <= 0 {
 		grace = r.Length / 8
 	}
-	a.send(ctx, r, last, !now.Before(current.Add(grace)), sink)
+	a.send(ctx, r, last, !all, !now.Before(current.Add(grace)), sink)
 	if all || (a.Every > 0 && !now.Before(a.nextMid[r.Name])) {
 		a.nextMid[r.Name] = now.Add(a.Every)
-		a.send(ctx, r, current, false, sink)
+		a.send(ctx, r, current, false, false, sink)
 	}
 	for k := range a.minutes {
 		if k.room == r.Name && k.minute < last.Add(-r.Length).UnixMilli() {
@@ -228,14 +233,14 @@ func (a *Aggregator) poll(ctx context.Context, now time.Time, r AggregateRoom, s
 
 // send reads minute m (and the minute before, whose gates it waits for)
 // where changed, and sends its aggregate if it is newer than the last sent.
-func (a *Aggregator) send(ctx context.Context, r AggregateRoom, m time.Time, graceOver bool, sink ReportSink) {
+func (a *Aggregator) send(ctx context.Context, r AggregateRoom, m time.Time, ended, graceOver bool, sink ReportSink) {
 	prev, err := a.read(ctx, r.Name, m.Add(-r.Length))
 	if err == nil {
 		var cur *aggMinute
 		if cur, err = a.read(ctx, r.Name, m); err == nil {
 			rep, ok := admit.Aggregate(r.Name, a.DataCenter, m, prev.reports, cur.reports, graceOver)
-			if !ok || rep.Seq == cur.sent {
-				return
+			if !ok || rep.Seq == cur.sent || (ended && !rep.Final && !rep.Leaving) {
+				return // an ended minute goes once final: the room waits for nothing else
 			}
 			if err = sink(ctx, rep); err == nil {
 				cur.sent = rep.Seq
