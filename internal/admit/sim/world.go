@@ -52,7 +52,7 @@ type world struct {
 	roomActiveDiff  int   // largest |room's active users - ground truth| at a minute start
 	cohorts         []cohort
 	maxStateBytes   int
-	completeMinutes int // the run covered minutes [0, completeMinutes) whole
+	completeMinutes int        // the run covered minutes [0, completeMinutes) whole
 	dcStore         []dcMinute // with Config.aggregate: the gates' newest reports, by data center and minute
 	err             error
 }
