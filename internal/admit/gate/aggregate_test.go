@@ -176,7 +176,8 @@ func (d *dcGates) holds() bool {
 	return false
 }
 
-// A gate whose Redis is gone reports to the room directly, as without one.
+// A gate whose Redis is gone reports to the room directly, as without one,
+// once Redis has failed for a while (not at its first slow answer).
 func TestReporterFallsBackWithoutRedis(t *testing.T) {
 	d := newDCGates(t, 1)
 	client, err := NewRedisClient("redis://127.0.0.1:1/0") // nothing listens on port 1
@@ -187,6 +188,10 @@ func TestReporterFallsBackWithoutRedis(t *testing.T) {
 	d.reporters[0].Aggregate.Client = client
 	d.rooms[0].tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true})
 	d.step(0)
+	if len(d.got) != 0 {
+		t.Fatalf("the gate reported to the room at the first failed write: %+v", d.got)
+	}
+	d.step(writeDirectAfter)
 	if len(d.got) != 1 || d.got[0].Gate != d.dc+"-0" || d.got[0].Admitted != 1 {
 		t.Fatalf("the room got %+v, want the gate's own report", d.got)
 	}

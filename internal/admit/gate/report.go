@@ -43,7 +43,8 @@ type Reporter struct {
 	// Aggregator). A report Redis does not take goes by Sink.
 	Aggregate *Aggregator
 
-	failing, writeFailing bool
+	failing      bool
+	writeFailing time.Time // since when Redis has not taken the reports (zero: it takes them)
 }
 
 // tick is how often the reporter looks at its rooms.
@@ -172,6 +173,13 @@ func (p *Reporter) Leave(ctx context.Context) {
 		p.settleVisits(ctx, r)
 		r.tally.Leave()
 		p.send(ctx, r)
+		if len(r.unwritten) > 0 { // no later tick tries again: to the room
+			for _, rep := range r.unwritten {
+				r.unsent = replaceReport(r.unsent, rep)
+			}
+			r.unwritten = nil
+			p.send(ctx, r)
+		}
 	}
 	if p.Aggregate != nil {
 		p.Aggregate.Leave(ctx, p.Now(), p.aggregateRooms(), p.Sink)
@@ -209,11 +217,13 @@ func (p *Reporter) settleVisits(ctx context.Context, r *Room) {
 
 func (p *Reporter) send(ctx context.Context, r *Room) {
 	for _, rep := range r.tally.Pending() {
-		if p.write(ctx, r, rep) {
-			continue
+		if p.Aggregate != nil {
+			r.unwritten = replaceReport(r.unwritten, rep)
+		} else {
+			r.unsent = replaceReport(r.unsent, rep)
 		}
-		r.unsent = replaceReport(r.unsent, rep)
 	}
+	p.writeAll(ctx, r)
 	var failed []admit.Report
 	for _, rep := range r.unsent {
 		sctx, cancel := context.WithTimeout(ctx, p.Timeout)
@@ -241,33 +251,51 @@ func (p *Reporter) send(ctx context.Context, r *Room) {
 	}
 }
 
-// write hands a report to the data center's aggregator, if there is one.
-// One Redis does not take goes to the room directly instead: the room
-// then counts the gate's counts of the minute both alone and in the
-// aggregate, which only makes it admit fewer.
-func (p *Reporter) write(ctx context.Context, r *Room, rep admit.Report) bool {
-	if p.Aggregate == nil {
-		return false
-	}
+// writeDirectAfter is how long the data center's Redis may fail to take
+// a gate's reports before the gate sends them to the room itself: a slow
+// Redis should not turn every gate of a data center into a reporter of
+// its own (the room would get thousands of reports), a dead one should not
+// keep the room from counting the gate (the lease has lapsed by then too).
+const writeDirectAfter = 3 * time.Second
+
+// writeAll hands the room's reports to the data center's aggregator, if
+// there is one. Those Redis has not taken for writeDirectAfter go to the
+// room directly: the room then counts the gate's counts of the minute both
+// alone and in the aggregate, which only makes it admit fewer.
+func (p *Reporter) writeAll(ctx context.Context, r *Room) {
 	snap := r.Snapshot()
-	if snap == nil {
-		return false
-	}
-	wctx, cancel := context.WithTimeout(ctx, p.Timeout)
-	err := p.Aggregate.Write(wctx, rep, snap.MinuteLength())
-	cancel()
-	if err != nil {
-		if !p.writeFailing && ctx.Err() == nil {
-			p.Logger.Warn("cannot write the counts for the data center's report; reporting to the room directly", "room", r.name, "err", err)
-			p.writeFailing = true
+	if p.Aggregate == nil || snap == nil {
+		for _, rep := range r.unwritten {
+			r.unsent = replaceReport(r.unsent, rep)
 		}
-		return false
+		r.unwritten = nil
+		return
 	}
-	if p.writeFailing {
-		p.Logger.Info("writing the counts for the data center's report again", "room", r.name)
-		p.writeFailing = false
+	var keep []admit.Report
+	for _, rep := range r.unwritten {
+		wctx, cancel := context.WithTimeout(ctx, p.Timeout)
+		err := p.Aggregate.Write(wctx, rep, snap.MinuteLength())
+		cancel()
+		if err == nil {
+			if !p.writeFailing.IsZero() {
+				p.Logger.Info("writing the counts for the data center's report again", "room", r.name)
+				p.writeFailing = time.Time{}
+			}
+			continue
+		}
+		if p.writeFailing.IsZero() {
+			p.writeFailing = p.Now()
+			if ctx.Err() == nil {
+				p.Logger.Warn("cannot write the counts for the data center's report; trying again, then reporting to the room directly", "room", r.name, "err", err)
+			}
+		}
+		if p.Now().Sub(p.writeFailing) >= writeDirectAfter || ctx.Err() != nil {
+			r.unsent = replaceReport(r.unsent, rep)
+			continue
+		}
+		keep = append(keep, rep)
 	}
-	return true
+	r.unwritten = keep
 }
 
 // replaceReport adds rep to the unsent reports, replacing an older one of

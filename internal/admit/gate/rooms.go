@@ -28,6 +28,7 @@ type Room struct {
 	nextReport time.Time
 	lastMinute time.Time
 	unsent     []admit.Report
+	unwritten  []admit.Report // not yet taken by the data center's Redis (Reporter.Aggregate)
 }
 
 // roomState is one snapshot and everything derived from it, immutable:
