@@ -10,7 +10,7 @@ MINIO_MODULE         := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7
 STATICCHECK_VERSION  := 0.8.2
 STATICCHECK_MODULE   := honnef.co/go/tools/cmd/staticcheck@v$(STATICCHECK_VERSION)
 
-.PHONY: run test test-short lint bench fuzz simulate build tools browser redis clean
+.PHONY: run test test-short lint bench fuzz simulate build tools browser redis nginx clean
 
 run: tools redis build ## the whole system in the foreground (Ctrl-C stops it)
 	./bin/devstack
@@ -30,7 +30,7 @@ lint: $(TOOLS)/staticcheck ## go vet and staticcheck (pinned); fails on any find
 	$(GO) vet -tags chaos ./...
 	$(TOOLS)/staticcheck -tags chaos ./...
 
-bench: tools redis ## every benchmark, with a summary table
+bench: tools redis nginx ## every benchmark, with a summary table
 	$(GO) run ./cmd/benchtable
 
 SIMULATE_OUT ?= docs/simulate
@@ -85,6 +85,17 @@ redis:
 		echo ">> installing Debian's redis-server for the gates' shared counters"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+	}
+
+# BenchmarkGateOutOfProcess compares the gate with Debian's nginx, run with
+# a config of its own on free ports (never the system's); install it when
+# missing. If it cannot be, the benchmark leaves out the nginx rows.
+nginx:
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || { \
+		echo ">> installing Debian's nginx for the gate's benchmark"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		{ $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nginx >/dev/null; } || \
+			echo "!! could not install nginx: BenchmarkGateOutOfProcess leaves out its nginx rows"; \
 	}
 
 # go_install builds a pinned module into .tools/bin, showing each package as it

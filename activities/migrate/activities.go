@@ -75,6 +75,9 @@ func (a *Activities) ListPage(ctx context.Context, in contract.ListInput) (contr
 			return contract.ListResult{}, err
 		}
 		listed, err = migrate.ListSource(ctx, src.Store, in.Source.Location, in.Range, in.Token, in.PageSize)
+		if err != nil {
+			return contract.ListResult{}, a.listingFailed(ctx, in, src, err)
+		}
 	}
 	if err != nil {
 		return contract.ListResult{}, err
@@ -109,14 +112,26 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 			Concurrency: set.Concurrency, Controller: a.stores.controller(src, dst, set.Concurrency),
 			MultipartCutoff: set.MultipartCutoff, PartSize: set.PartSize, PartConcurrency: set.PartConcurrency, CopyCutoff: set.CopyCutoff,
 			Priority: in.Seq,
+			Probe: func(ctx context.Context, side string) error {
+				if side == migrate.SideSource {
+					return migrate.Probe(ctx, side, src.Store, in.Source.Location, in.Job)
+				}
+				return migrate.Probe(ctx, side, dst.Store, in.Dest.Location, in.Job)
+			},
 		},
 		KeepPartial: func() bool {
 			select {
 			case <-activity.GetWorkerStopChannel(ctx):
 				return false
 			default:
-				return true
 			}
+			// Only a cancellation the job asked for (an abort) keeps a
+			// partial page. An attempt whose heartbeat found it timed out
+			// (a stalled worker; another attempt runs the page) is
+			// cancelled too, with another cause: stored, its partial
+			// results would pass for the whole page's.
+			var asked *temporal.CanceledError
+			return errors.As(context.Cause(ctx), &asked)
 		},
 	}
 	// A page of large objects can spend minutes on one object.
@@ -131,8 +146,9 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 	}
 	stopBeat()
 	if err != nil {
-		return contract.PageReport{}, err
+		return contract.PageReport{}, a.storeDown(in.Execution, err)
 	}
+	a.Metrics.storeUp(migrate.SideSource, migrate.SideDest)
 	a.Metrics.page(out.Counters)
 	rep := contract.PageReport{Execution: in.Execution, Pass: in.Pass, Seq: in.Seq, Item: in.Item, Counters: out.Counters, Redriven: out.Redriven}
 	if out.Stopped {
@@ -176,4 +192,12 @@ func (a *Activities) FindReports(ctx context.Context, in contract.FindReportsInp
 		}
 	}
 	return out, nil
+}
+
+// ArchiveJob keeps a finished job's summary (its final Status) in the job
+// store, so the starter can answer for the job after Temporal's retention
+// has removed its workflow. A retry writes the same document.
+func (a *Activities) ArchiveJob(ctx context.Context, st contract.Status) error {
+	defer beat(ctx)()
+	return a.Jobs.PutSummary(ctx, st.Job, st)
 }

@@ -15,6 +15,7 @@ type PoolMetrics struct {
 	objects     *prometheus.CounterVec
 	bytes       prometheus.Counter
 	deadLetters prometheus.Counter
+	waiting     *prometheus.GaugeVec
 }
 
 var (
@@ -34,6 +35,9 @@ func Metrics() *PoolMetrics {
 				Help: "Bytes copied (or that a dry run would copy)."}),
 			deadLetters: metrics.NewCounter(prometheus.CounterOpts{Name: "edgeflow_migrate_dead_letters_total",
 				Help: "Objects that still failed after their retries and went to their job's dead letters (a redrive retries them)."}),
+			waiting: metrics.NewGaugeVec(prometheus.GaugeOpts{Name: "edgeflow_migrate_store_waiting",
+				Help: "1 while this worker last found the side's store down (a job waits for it, probing), 0 once a probe or a page passed."},
+				[]string{"side"}, []string{migrate.SideSource}, []string{migrate.SideDest}),
 		}
 	})
 	return poolMetrics
@@ -48,4 +52,19 @@ func (m *PoolMetrics) page(c migrate.Counters) {
 	m.objects.WithLabelValues("failed").Add(float64(c.Failed))
 	m.bytes.Add(float64(c.Bytes))
 	m.deadLetters.Add(float64(c.Failed))
+}
+
+func (m *PoolMetrics) storeWaiting(side string) {
+	if m != nil {
+		m.waiting.WithLabelValues(side).Set(1)
+	}
+}
+
+func (m *PoolMetrics) storeUp(sides ...string) {
+	if m == nil {
+		return
+	}
+	for _, side := range sides {
+		m.waiting.WithLabelValues(side).Set(0)
+	}
 }

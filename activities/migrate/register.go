@@ -22,6 +22,8 @@ func Register(r worker.ActivityRegistry, a *Activities) {
 		{contract.FindReportsActivity, a.FindReports},
 		{contract.RequestSlotActivity, a.RequestSlot},
 		{contract.StillRunningActivity, a.StillRunning},
+		{contract.ProbeStoreActivity, a.ProbeStore},
+		{contract.ArchiveJobActivity, a.ArchiveJob},
 	} {
 		r.RegisterActivityWithOptions(act.fn, activity.RegisterOptions{Name: act.name})
 	}

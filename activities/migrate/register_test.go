@@ -30,7 +30,8 @@ func (n *names) RegisterActivityWithOptions(fn any, o activity.RegisterOptions) 
 func TestRegisteredNamesAreTheContracts(t *testing.T) {
 	want := []string{
 		contract.PrecheckActivity, contract.ListPageActivity, contract.TransferPageActivity, contract.DeadPagesActivity,
-		contract.FindReportsActivity, contract.RequestSlotActivity, contract.StillRunningActivity,
+		contract.FindReportsActivity, contract.RequestSlotActivity, contract.StillRunningActivity, contract.ProbeStoreActivity,
+		contract.ArchiveJobActivity,
 	}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -9,13 +10,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/gcs"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
 // storeHandle is a store of one side of a job and its cache key.
 type storeHandle struct {
-	*s3.Store
+	objectstore.Store
 	id string // endpoint and credentials fingerprint, never the secret
 }
 
@@ -25,7 +28,7 @@ type storeHandle struct {
 // throttling seen by one page slows all of them.
 type stores struct {
 	mu          sync.Mutex
-	clients     map[string]*s3.Store
+	clients     map[string]objectstore.Store
 	controllers map[string]*migrate.Controller
 }
 
@@ -48,22 +51,31 @@ func (a *Activities) store(job, side string, e contract.Endpoint) (*storeHandle,
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrPermanent, nil)
 	}
-	sum := sha256.Sum256([]byte(creds.AccessKey + "\x00" + creds.SecretKey + "\x00" + creds.SessionToken))
+	sum := sha256.Sum256([]byte(creds.AccessKey + "\x00" + creds.SecretKey + "\x00" + creds.SessionToken + "\x00" + creds.GCSKey))
 	id := fmt.Sprintf("%s|%v|%s|%s", e.Endpoint, e.Secure, e.Region, hex.EncodeToString(sum[:8]))
+	if e.Provider == migrate.ProviderGCS {
+		id = "gs|" + hex.EncodeToString(sum[:8])
+	}
 	a.stores.mu.Lock()
 	defer a.stores.mu.Unlock()
 	if c, ok := a.stores.clients[id]; ok {
 		return &storeHandle{Store: c, id: id}, nil
 	}
-	c, err := s3.New(s3.Config{Endpoint: e.Endpoint, AccessKey: creds.AccessKey, SecretKey: creds.SecretKey,
-		SessionToken: creds.SessionToken, Secure: e.Secure, Region: e.Region,
-		// Transfers retry themselves, with backoff, and see throttling.
-		MaxRetries: 1})
+	var c objectstore.Store
+	if e.Provider == migrate.ProviderGCS {
+		// No key sealed: the worker's application default credentials.
+		c, err = gcs.New(context.Background(), []byte(creds.GCSKey))
+	} else {
+		c, err = s3.New(s3.Config{Endpoint: e.Endpoint, AccessKey: creds.AccessKey, SecretKey: creds.SecretKey,
+			SessionToken: creds.SessionToken, Secure: e.Secure, Region: e.Region,
+			// Transfers retry themselves, with backoff, and see throttling.
+			MaxRetries: 1})
+	}
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s endpoint %s: %v", side, e.Endpoint, err), contract.ErrPermanent, nil)
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s %s: %v", side, e, err), contract.ErrPermanent, nil)
 	}
 	if a.stores.clients == nil {
-		a.stores.clients = map[string]*s3.Store{}
+		a.stores.clients = map[string]objectstore.Store{}
 	}
 	a.stores.clients[id] = c
 	return &storeHandle{Store: c, id: id}, nil

@@ -121,27 +121,9 @@ func (a *Publish) mirrorMeta(ctx context.Context, key string) error {
 }
 
 // updateSearchIndex puts the package's entry into its shard of the search
-// index, built from the package document as it is now, inside the retry
-// loop: a concurrent commit of a newer version is never undone by an older
-// one's. Commits of libraries in other shards do not contend at all.
+// index (metadata.PutSearchEntry).
 func (a *Publish) updateSearchIndex(ctx context.Context, name string) error {
-	_, err := objectstore.UpdateJSON(ctx, a.Primary, a.Buckets.Meta, metadata.SearchShardKey(metadata.SearchShardOf(name)),
-		func(ix *metadata.Index, _ bool) (bool, error) {
-			var p metadata.Package
-			if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(name), &p); err != nil {
-				return false, err
-			}
-			var latest *metadata.Version
-			var v metadata.Version
-			switch _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.VersionKey(p.Name, p.Latest), &v); {
-			case err == nil:
-				latest = &v
-			case !errors.Is(err, objectstore.ErrNotFound):
-				return false, err
-			}
-			return ix.Put(&p, latest, a.now()), nil
-		})
-	return err
+	return metadata.PutSearchEntry(ctx, a.Primary, a.Buckets.Meta, name, a.now())
 }
 
 // Materialize copies every reused file of a committed version (primary and

@@ -20,9 +20,9 @@ func TestActivitiesAreRegisteredUnderContractNames(t *testing.T) {
 	}{
 		{func(e *testsuite.TestActivityEnvironment) { publishacts.RegisterPublish(e, &publishacts.Publish{}) }, []string{
 			contract.ListCatalogActivity, contract.CheckPackagesActivity, contract.StageVersionActivity, contract.CommitActivity,
-			contract.MaterializeActivity, contract.FindBatchResultsActivity, contract.RebuildMetadataActivity}},
+			contract.MaterializeActivity, contract.FindBatchResultsActivity, contract.RebuildMetadataActivity, contract.ListPublishedActivity, contract.FetchOriginalActivity}},
 		{func(e *testsuite.TestActivityEnvironment) { publishacts.RegisterCompress(e, &publishacts.Compress{}) }, []string{
-			contract.CompressBatchActivity}},
+			contract.CompressBatchActivity, contract.AuditPackageActivity}},
 	}
 	for _, p := range pools {
 		for _, name := range p.names {

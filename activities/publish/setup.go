@@ -80,11 +80,14 @@ func RegisterPublish(r worker.ActivityRegistry, a *Publish) {
 	r.RegisterActivityWithOptions(a.StageVersion, activity.RegisterOptions{Name: contract.StageVersionActivity})
 }
 
-// RegisterCompress registers the compress pool's activity.
+// RegisterCompress registers the compress pool's activities: processing
+// batches and auditing packages.
 func RegisterCompress(r worker.ActivityRegistry, c *Compress) {
 	c.metrics = newCompressMetrics()
 	// Renamed in Go (the workflow is ProcessBatch); histories know it as ProcessBatch.
 	r.RegisterActivityWithOptions(c.CompressBatch, activity.RegisterOptions{Name: contract.CompressBatchActivity})
+	newAuditMetrics()
+	r.RegisterActivityWithOptions(c.AuditPackage, activity.RegisterOptions{Name: contract.AuditPackageActivity})
 }
 
 func (a *Publish) now() time.Time {

@@ -78,6 +78,13 @@ type Effect struct {
 // sessions relies on.
 func renewEvery(minute time.Duration) time.Duration { return minute / 6 }
 
+// RenewalDue reports whether a running session's ticket is rewritten at
+// now (Decide sets it): in a minute after its last check-in's, or
+// renewEvery after that check-in.
+func RenewalDue(t *Ticket, now time.Time, length time.Duration) bool {
+	return MinuteOf(t.LastCheckIn(), length).Before(MinuteOf(now, length)) || now.Sub(t.LastCheckIn()) >= renewEvery(length)
+}
+
 // Decide decides one request.
 //
 // A ticket whose session still runs passes without touching a counter (and
@@ -273,7 +280,7 @@ func pass(snap *Snapshot, t *Ticket, now, minute time.Time) Decision {
 			eff.Renewed = lastMinute
 		}
 	}
-	if lastMinute.Before(minute) || now.Sub(t.LastCheckIn()) >= renewEvery(length) {
+	if RenewalDue(t, now, length) {
 		next.LastCheckInTime = millis(now)
 		d.SetTicket = true
 	}

@@ -169,7 +169,13 @@ func TestJitterRefresh(t *testing.T) {
 		setting int
 		minute  time.Duration
 		want    int
-	}{{20, time.Minute, 20}, {30, time.Minute, 20}, {20, 6 * time.Second, 2}, {20, 3 * time.Second, 1}} {
+	}{
+		{20, time.Minute, 20}, {30, time.Minute, 30}, {1, time.Minute, 1}, {45, time.Minute, 30},
+		// A compressed minute scales the default and keeps explicit values
+		// up to half of it.
+		{20, 10 * time.Second, 3}, {2, 10 * time.Second, 2}, {5, 10 * time.Second, 5}, {30, 10 * time.Second, 5},
+		{20, 6 * time.Second, 2}, {20, 3 * time.Second, 1}, {4, 3 * time.Second, 1},
+	} {
 		if got := RefreshBase(c.setting, c.minute); got != c.want {
 			t.Errorf("RefreshBase(%d, %s) = %d, want %d", c.setting, c.minute, got, c.want)
 		}

@@ -84,7 +84,7 @@
 // settled by each gate's reporter in the background). A
 // queued visitor is counted once per minute, at its first check-in in it,
 // so the waiting counts are exact when every queued visitor checks in each
-// minute (RefreshBase keeps the interval under a third of a minute). A
+// minute (RefreshBase keeps the jittered interval under a minute). A
 // request without a ticket counts no one waiting: its ticket (Fresh) counts
 // when it comes back with it, a second later in a FIFO room. A random
 // room that queues gives a new visitor no try at its first request: its

@@ -125,6 +125,17 @@ func WaitFor(s *Snapshot, bucket time.Time, queueAll bool) Wait {
 			w.Minutes = w.P50
 		}
 	}
-	w.QueueIsFull = w.Known && max(w.Minutes, w.P75) >= QueueFullMinutes
+	w.QueueIsFull = QueueIsFull(s, w)
 	return w
+}
+
+// QueueIsFull reports whether the queue reads as full: as many visitors
+// waiting as the room's queue_capacity, or, without one, a wait estimated
+// past a day. It is what the page tells a visitor; the gate still queues
+// them (Cloudflare's queueIsFull is for the page too).
+func QueueIsFull(s *Snapshot, w Wait) bool {
+	if c := s.Settings.QueueCapacity; c > 0 {
+		return s.CurrentlyWaiting >= c
+	}
+	return w.Known && max(w.Minutes, w.P75) >= QueueFullMinutes
 }

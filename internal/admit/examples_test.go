@@ -421,4 +421,18 @@ func TestFIFOWait(t *testing.T) {
 	if w := WaitFor(full, time.Time{}, false); !w.QueueIsFull {
 		t.Errorf("a wait of two days is a full queue: %+v", w)
 	}
+	// With queue_capacity, the queue is full at that many waiting, however
+	// short the wait.
+	capped := &Snapshot{Settings: Settings{QueueingMethod: FIFO, QueueCapacity: 100}, LetInPerMinute: 1000, CurrentlyWaiting: 99}
+	if w := WaitFor(capped, time.Time{}, false); w.QueueIsFull {
+		t.Errorf("99 of a capacity of 100: %+v", w)
+	}
+	capped.CurrentlyWaiting = 100
+	if w := WaitFor(capped, time.Time{}, false); !w.QueueIsFull {
+		t.Errorf("100 of a capacity of 100: %+v", w)
+	}
+	capped.Settings.QueueingMethod = Random
+	if w := WaitFor(capped, time.Time{}, false); !w.QueueIsFull {
+		t.Errorf("random, 100 of a capacity of 100: %+v", w)
+	}
 }

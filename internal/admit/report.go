@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -141,6 +142,9 @@ type Tally struct {
 	seq     uint64
 	minutes []*tallyMinute // oldest first
 	leaving bool
+	// cur is the newest minute: Begin and End of a decision in it that
+	// counts nothing (most requests of running sessions) take no lock.
+	cur atomic.Pointer[tallyMinute]
 
 	incarnation uint64
 }
@@ -152,8 +156,11 @@ type tallyMinute struct {
 	taken, unsure                                                      map[[2]string]int
 	dirty                                                              bool
 	storeTaken                                                         []PoolCount
-	deciding                                                           int  // decisions begun in the minute, not yet counted
-	final                                                              bool // nothing more will be counted in it
+	// deciding counts decisions begun in the minute, not yet counted, and
+	// final says nothing more will be counted in it: atomic, for Begin's
+	// and End's lock-free path (written under mu otherwise).
+	deciding atomic.Int64
+	final    atomic.Bool
 }
 
 // NewTally starts an empty tally for a gate of a room. incarnation tells
@@ -168,6 +175,9 @@ func (t *Tally) at(m time.Time) *tallyMinute {
 	if !ok {
 		t.minutes = slices.Insert(t.minutes, i, &tallyMinute{minute: m, queued: map[int64]int{}, renewed: map[int64]int{},
 			revoked: map[int64]int{}, taken: map[[2]string]int{}, unsure: map[[2]string]int{}})
+		if i == len(t.minutes)-1 {
+			t.cur.Store(t.minutes[i])
+		}
 	}
 	return t.minutes[i]
 }
@@ -175,21 +185,43 @@ func (t *Tally) at(m time.Time) *tallyMinute {
 // Begin reads the clock for a decision about to be made, in the minute
 // of that length, and holds the minute open until End counts the decision:
 // a minute is final only once every decision made in it is counted.
+//
+// In the newest minute it takes no lock: the decision is counted as begun
+// before the clock is read, and Finish, which finalizes a minute only with
+// none begun, cannot finalize it in between (the atomics are sequentially
+// consistent); if the clock names another minute, or the minute is final
+// already, it takes the lock as before.
 func (t *Tally) Begin(clock func() time.Time, length time.Duration) (now, minute time.Time) {
+	if m := t.cur.Load(); m != nil {
+		m.deciding.Add(1)
+		now = clock()
+		minute = MinuteOf(now, length)
+		if minute.Equal(m.minute) && !m.final.Load() {
+			return now, minute
+		}
+		m.deciding.Add(-1)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now = clock()
 	minute = MinuteOf(now, length)
-	t.at(minute).deciding++
+	t.at(minute).deciding.Add(1)
 	return now, minute
 }
 
-// End counts the effect of a decision begun in minute (see Begin).
+// End counts the effect of a decision begun in minute (see Begin). One
+// that counts nothing in the newest minute takes no lock.
 func (t *Tally) End(minute time.Time, e Effect) {
+	if m := t.cur.Load(); m != nil && e.Minute.IsZero() && m.minute.Equal(minute) {
+		m.deciding.Add(-1)
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	m := t.at(minute)
-	m.deciding = max(0, m.deciding-1)
+	if m.deciding.Add(-1) < 0 {
+		m.deciding.Store(0)
+	}
 	t.add(e)
 }
 
@@ -246,8 +278,9 @@ func (t *Tally) Finish(current time.Time) []time.Time {
 	defer t.mu.Unlock()
 	var finished []time.Time
 	for _, m := range t.minutes {
-		if m.minute.Before(current) && !m.final && m.deciding == 0 {
-			m.final, m.dirty = true, true
+		if m.minute.Before(current) && !m.final.Load() && m.deciding.Load() == 0 {
+			m.final.Store(true)
+			m.dirty = true
 			finished = append(finished, m.minute)
 		}
 	}
@@ -279,7 +312,8 @@ func (t *Tally) Leave() {
 	defer t.mu.Unlock()
 	t.leaving = true
 	for _, m := range t.minutes {
-		m.final, m.dirty = true, true
+		m.final.Store(true)
+		m.dirty = true
 	}
 }
 
@@ -333,7 +367,10 @@ func (t *Tally) Kept() []Report {
 func (t *Tally) Forget(before time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.minutes = slices.DeleteFunc(t.minutes, func(m *tallyMinute) bool { return m.minute.Before(before) && !m.dirty && m.deciding == 0 })
+	cur := t.cur.Load()
+	t.minutes = slices.DeleteFunc(t.minutes, func(m *tallyMinute) bool {
+		return m.minute.Before(before) && !m.dirty && m.deciding.Load() == 0 && m != cur
+	})
 }
 
 // report is a minute's counts as the next report to send (numbered).
@@ -350,7 +387,7 @@ func (t *Tally) counts(m *tallyMinute) Report {
 		NewVisitors: m.newVisitors, Admitted: m.admitted, AdmittedFromQueue: m.fromQueue, Seen: m.seen,
 		EarlyRefreshes: m.earlyRefreshes, Closed: m.closedRoom,
 		Queued: minuteCounts(m.queued), Renewed: minuteCounts(m.renewed), Revoked: minuteCounts(m.revoked),
-		Taken: poolCounts(m.taken), StoreTaken: slices.Clone(m.storeTaken), Unsure: poolCounts(m.unsure), Final: m.final, Leaving: t.leaving}
+		Taken: poolCounts(m.taken), StoreTaken: slices.Clone(m.storeTaken), Unsure: poolCounts(m.unsure), Final: m.final.Load(), Leaving: t.leaving}
 }
 
 func minuteCounts(m map[int64]int) []MinuteCount {

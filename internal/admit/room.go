@@ -217,7 +217,7 @@ var ErrVersion = errors.New("the room's settings changed since they were read; r
 // keep the room's name, and (when ifVersion is not 0) replace the version
 // they were read at.
 func (r *Room) CheckSettings(s Settings, ifVersion int64) error {
-	return r.checkSettings(s, ifVersion, checks{})
+	return r.checkSettings(s, ifVersion, checks{minuteSeconds: r.MinuteSeconds})
 }
 
 func (r *Room) checkSettings(s Settings, ifVersion int64, c checks) error {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -69,10 +71,17 @@ type Settings struct {
 
 	CookieAttributes CookieAttributes `json:"cookie_attributes"`
 	CookieSuffix     string           `json:"cookie_suffix,omitempty"`
+	// AlwaysUseHTTPS says the site is served over HTTPS only (Cloudflare's
+	// Always Use HTTPS): cookie_attributes auto then means SameSite=None;
+	// Secure, whatever scheme the gate itself sees behind a TLS terminator.
+	AlwaysUseHTTPS bool `json:"always_use_https,omitempty"`
+	// QueueCapacity, when set, is how many visitors may wait before the
+	// queue reads as full (queueIsFull on the page and in the JSON); 0: no
+	// capacity, and the queue reads as full only past a day's wait.
+	QueueCapacity int `json:"queue_capacity,omitempty"`
 
 	// Not in Cloudflare Waiting Room's API (it fixes both): how often a queued
-	// visitor checks in (jittered per visitor, and never more than a third
-	// of a minute), and how old a snapshot a gate may decide on before it
+	// visitor checks in (jittered per visitor), and how old a snapshot a gate may decide on before it
 	// queues every new visitor.
 	RefreshIntervalSeconds int `json:"refresh_interval_seconds,omitempty"` // default 20
 	SnapshotMaxAgeSeconds  int `json:"snapshot_max_age_seconds,omitempty"` // default 120
@@ -91,8 +100,11 @@ const (
 	DefaultCookieSameSite         = "auto"
 	DefaultCookieSecure           = "auto"
 	DefaultRefreshIntervalSeconds = 20
-	DefaultSnapshotMaxAgeSeconds  = 120
-	DefaultMaxReportersPerMinute  = 1000
+	// MaxRefreshIntervalSeconds is half a minute, so that
+	// a jittered interval still fits in every minute.
+	MaxRefreshIntervalSeconds    = 30
+	DefaultSnapshotMaxAgeSeconds = 120
+	DefaultMaxReportersPerMinute = 1000
 
 	MaxLimit          = 2147483647
 	MaxSessionMinutes = 30
@@ -217,10 +229,19 @@ func ValidName(name string) bool { return namePattern.MatchString(name) }
 // an *InvalidError naming every wrong field, or nil.
 func (s Settings) Validate() error { return s.validate(checks{}) }
 
+// ValidateForMinute is Validate for a room whose minute lasts minuteSeconds
+// (0: 60).
+func (s Settings) ValidateForMinute(minuteSeconds int) error {
+	return s.validate(checks{minuteSeconds: minuteSeconds})
+}
+
 // checks picks what a validation relaxes; the zero value checks everything,
 // as new settings are. A room replaying its history relaxes what was added
 // after it was recorded, so it accepts again what it accepted then.
 type checks struct {
+	// minuteSeconds, when set, is the room's minute: an explicit
+	// refresh_interval_seconds past half of a shorter minute is refused.
+	minuteSeconds int
 	legacyPages   bool // custom_page_html by its syntax only (see Room.LegacyPages)
 	recordedPaths bool // route paths as first accepted, matchable or not
 }
@@ -276,8 +297,15 @@ func (s Settings) validate(c checks) error {
 	if !cookieSuffixRegex.MatchString(s.CookieSuffix) {
 		p.add("cookie_suffix", "must be at most 64 letters, digits, hyphens or underscores, got %q", s.CookieSuffix)
 	}
-	if s.RefreshIntervalSeconds < 1 || s.RefreshIntervalSeconds > 30 {
-		p.add("refresh_interval_seconds", "must be between 1 and 30, got %d", s.RefreshIntervalSeconds)
+	if s.RefreshIntervalSeconds < 1 || s.RefreshIntervalSeconds > MaxRefreshIntervalSeconds {
+		p.add("refresh_interval_seconds", "must be between 1 and %d, got %d", MaxRefreshIntervalSeconds, s.RefreshIntervalSeconds)
+	}
+	if s.QueueCapacity < 0 || s.QueueCapacity > MaxLimit {
+		p.add("queue_capacity", "must be between 0 (no capacity) and %d, got %d", MaxLimit, s.QueueCapacity)
+	}
+	if m := c.minuteSeconds; m > 0 && m < DefaultMinute && s.RefreshIntervalSeconds != DefaultRefreshIntervalSeconds &&
+		2*s.RefreshIntervalSeconds > m {
+		p.add("refresh_interval_seconds", "must be at most half the room's %d-s minute (%d), got %d", m, m/2, s.RefreshIntervalSeconds)
 	}
 	if s.SnapshotMaxAgeSeconds < 10 || s.SnapshotMaxAgeSeconds > 3600 {
 		p.add("snapshot_max_age_seconds", "must be between 10 and 3600, got %d", s.SnapshotMaxAgeSeconds)
@@ -388,6 +416,25 @@ func DecodeSettings(data []byte) (Settings, error) {
 	return s, nil
 }
 
+// failingField finds the top-level field of a JSON object that v's type
+// refuses to decode (a time that does not parse, say: the decoder's own
+// error names no field), or "" when none alone does.
+func failingField(data []byte, v any) string {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(data, &doc) != nil {
+		return ""
+	}
+	t := reflect.TypeOf(v).Elem()
+	keys := slices.Sorted(maps.Keys(doc))
+	for _, k := range keys {
+		one, err := json.Marshal(map[string]json.RawMessage{k: doc[k]})
+		if err == nil && json.Unmarshal(one, reflect.New(t).Interface()) != nil {
+			return k
+		}
+	}
+	return ""
+}
+
 // decodeStrict decodes exactly one JSON object into v, naming the field of
 // any type error and refusing unknown fields.
 func decodeStrict(data []byte, v any) error {
@@ -403,6 +450,9 @@ func decodeStrict(data []byte, v any) error {
 				field = `""`
 			}
 			return &InvalidError{Problems: []*FieldError{{Field: field, Reason: "is not a setting"}}}
+		}
+		if field := failingField(data, v); field != "" {
+			return &InvalidError{Problems: []*FieldError{{Field: field, Reason: "invalid: " + err.Error()}}}
 		}
 		return &InvalidError{Problems: []*FieldError{{Field: "(document)", Reason: "not a JSON object: " + err.Error()}}}
 	}

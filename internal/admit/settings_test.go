@@ -98,6 +98,8 @@ func TestParseSettingsRefuses(t *testing.T) {
 		{`{` + base + `,"additional_routes":[{"path":"/"}]}`, "additional_routes[0]", "already covered"},
 		{`{` + base + `,"additional_routes":[{"host":"A"}]}`, "additional_routes[0].host", "lower case"},
 		{`{` + base + `,"refresh_interval_seconds":31}`, "refresh_interval_seconds", "between 1 and 30"},
+		{`{` + base + `,"queue_capacity":-1}`, "queue_capacity", "between 0"},
+		{`{` + base + `,"always_use_https":"yes"}`, "always_use_https", "must be a bool"},
 		{`{` + base + `,"snapshot_max_age_seconds":5}`, "snapshot_max_age_seconds", "between 10"},
 		{`{` + base + `,"max_reporters_per_minute":10001}`, "max_reporters_per_minute", "between 1 and 10000"},
 		{`{` + base + `,"max_reporters_per_minute":-1}`, "max_reporters_per_minute", "between 1 and 10000"},
@@ -236,6 +238,11 @@ func TestEvents(t *testing.T) {
 		!strings.Contains(err.Error(), "prequeue: is not a setting") {
 		t.Errorf("unknown event field: %v", err)
 	}
+	// A time that does not parse is named by its field, not "(document)".
+	if _, err := ParseEvent([]byte(`{"name":"x","event_start_time":"tomorrow","event_end_time":"2030-01-01T01:00:00Z"}`)); err == nil ||
+		!strings.Contains(err.Error(), "event_start_time: invalid") {
+		t.Errorf("unparsable event time: %v", err)
+	}
 }
 
 // Settings a room recorded before route paths were checked still apply
@@ -253,5 +260,35 @@ func TestRecordedRoutePathsStillApply(t *testing.T) {
 	}
 	if _, err := r.SetSettings(changed, 0, time.Unix(1, 0)); err != nil {
 		t.Errorf("a recorded update no longer replays: %v", err)
+	}
+}
+
+// An explicit refresh interval past half a short minute is refused, naming
+// the field; the default scales instead (RefreshBase), and a 60-s room
+// takes up to 30 s.
+func TestRefreshIntervalWithinTheMinute(t *testing.T) {
+	s := Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10, RefreshIntervalSeconds: 6}
+	r, err := NewRoom(s, 10, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := firstProblem(r.CheckSettings(s, 0)); f == nil || f.Field != "refresh_interval_seconds" || !strings.Contains(f.Reason, "half") {
+		t.Errorf("6 s in a 10-s minute: %v", f)
+	}
+	if err := s.WithDefaults().ValidateForMinute(10); err == nil {
+		t.Error("ValidateForMinute(10) accepted 6 s")
+	}
+	for _, ok := range []Settings{{RefreshIntervalSeconds: 5}, {RefreshIntervalSeconds: 0}, {RefreshIntervalSeconds: DefaultRefreshIntervalSeconds}} {
+		ok.Name, ok.TotalActiveUsers, ok.NewUsersPerMinute = "shop", 10, 10
+		if err := r.CheckSettings(ok, 0); err != nil {
+			t.Errorf("refresh %d in a 10-s minute: %v", ok.RefreshIntervalSeconds, err)
+		}
+	}
+	s.RefreshIntervalSeconds = 30
+	if err := s.WithDefaults().ValidateForMinute(60); err != nil {
+		t.Errorf("30 s in a 60-s minute: %v", err)
+	}
+	if err := s.WithDefaults().ValidateForMinute(0); err != nil {
+		t.Errorf("30 s in a default minute: %v", err)
 	}
 }

@@ -74,14 +74,22 @@ func fromMillis(ms int64) time.Time {
 }
 
 // RefreshBase is the check-in interval of queued visitors before jitter:
-// the room's setting, but never more than a third of a minute, so that every
-// waiting visitor checks in at least once in every minute and is counted.
+// the room's setting (1-30 s), used as given in a room of 60-s minutes.
+// Jittered by at most 20% it stays under 36 s, so every waiting visitor
+// checks in at least once in every minute and is counted. In a room with a
+// shorter minute (tests, the simulator) the default scales with the minute
+// (a third of it, as 20 s is of 60) and an explicit value stays as given up
+// to half the minute, the most its validation accepts; older rooms that
+// hold more are held to that half.
 func RefreshBase(setting int, minute time.Duration) int {
-	limit := int(minute / (3 * time.Second))
-	if limit < 1 {
-		limit = 1
+	setting = min(max(setting, 1), MaxRefreshIntervalSeconds)
+	if minute <= 0 || minute >= time.Minute {
+		return setting
 	}
-	return min(max(setting, 1), limit)
+	if setting == DefaultRefreshIntervalSeconds {
+		return max(1, int(minute/(3*time.Second)))
+	}
+	return max(1, min(setting, int(minute/(2*time.Second))))
 }
 
 // JitterRefresh varies a visitor's refresh interval by up to ±20% with each

@@ -19,6 +19,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/console"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
@@ -35,6 +36,7 @@ type StackConfig struct {
 	TemporalPort, UIPort, MinIOPort, ConsolePort, RedisPort, OpsBase int
 	EdgeAddr, EdgeMetricsAddr, GateAddr, GateHealthAddr, CodecAddr   string
 	GateDataCenter, GateHosts                                        string
+	ConsoleAddr                                                      string // CONSOLE_ADDR: edgeflow's console (ConsolePort is MinIO's)
 	AccessKey, SecretKey                                             string
 	UpdateEvery                                                      time.Duration
 	Codec                                                            bool           // PAYLOAD_CODEC=on
@@ -61,6 +63,7 @@ func LoadStackConfig(root string) (StackConfig, error) {
 		GateAddr:       config.Env("GATE_ADDR", net.JoinHostPort(ip, "8088")),
 		GateHealthAddr: config.Env("GATE_HEALTH_ADDR", net.JoinHostPort(ip, "8098")),
 		CodecAddr:      config.Env("CODEC_SERVER_ADDR", net.JoinHostPort(ip, "8234")),
+		ConsoleAddr:    config.Env("CONSOLE_ADDR", net.JoinHostPort(ip, "8070")),
 		GateDataCenter: config.Env("GATE_DATA_CENTER", "dev"),
 		GateHosts:      config.Env("GATE_HOSTS", "127.0.0.1,localhost"),
 		AccessKey:      config.Env("S3_ACCESS_KEY", "edgeflow"),
@@ -137,6 +140,22 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 		}
 	}
 
+	// The console's API tokens, unless set (CONSOLE_TOKENS or _FILE): the
+	// development file, created once; its path is said, never a secret.
+	tokensFrom := "CONSOLE_TOKENS"
+	if os.Getenv("CONSOLE_TOKENS") == "" {
+		if tokensFrom = os.Getenv("CONSOLE_TOKENS_FILE"); tokensFrom == "" {
+			tokensFrom = console.DevTokensPath(c.DataDir)
+			created, err := console.EnsureDevTokens(tokensFrom)
+			if err != nil {
+				return fmt.Errorf("console tokens: %w", err)
+			}
+			if created {
+				o.Say("created the console's development token file %s; production sets CONSOLE_TOKENS or CONSOLE_TOKENS_FILE", tokensFrom)
+			}
+		}
+	}
+
 	o.Say("starting Temporal dev server (data in %s)", c.DataDir)
 	temporal, err := StartTemporal(ctx, TemporalOptions{
 		DBFile: filepath.Join(c.DataDir, "temporal.db"), IP: c.IP, Port: c.TemporalPort, UIPort: c.UIPort,
@@ -193,7 +212,8 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 	// Every worker pool (bin/<queue>, built from workers/<queue>), as many
 	// processes as asked, then the HTTP processes; each on its own ops
 	// port (/healthz, /metrics), kept across restarts.
-	extra := []Planned{{Name: "gate", Bin: filepath.Join(c.BinDir, "gate"), Addr: c.GateAddr, MetricsURL: "http://" + c.GateHealthAddr + "/metrics"}}
+	extra := []Planned{{Name: "gate", Bin: filepath.Join(c.BinDir, "gate"), Addr: c.GateAddr, MetricsURL: "http://" + c.GateHealthAddr + "/metrics"},
+		{Name: "console", Bin: filepath.Join(c.BinDir, "console"), Addr: c.ConsoleAddr, Env: []string{"CONSOLE_ADDR=" + c.ConsoleAddr}}}
 	if c.Codec {
 		extra = append(extra, Planned{Name: "codec", Bin: filepath.Join(c.BinDir, "codec-server"), Addr: c.CodecAddr,
 			Env: []string{"CODEC_SERVER_ADDR=" + c.CodecAddr, "CODEC_SERVER_UI_ORIGINS=" + temporal.UIURL}})
@@ -238,6 +258,17 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 		verb = "created"
 	}
 	o.Say("schedule %q %s (every %s) and triggered: the sample catalog publishes within a minute or two", contract.UpdatesScheduleID, verb, c.UpdateEvery)
+	// The audit is not triggered: it has nothing to find before the first
+	// publish, and an operator's pause of it is kept.
+	created, err = schedules.Upsert(ctx, tcl, contract.AuditScheduleID, schedules.DefaultAuditEvery)
+	if err != nil {
+		return fmt.Errorf("audit schedule: %w", err)
+	}
+	verb = "updated"
+	if created {
+		verb = "created"
+	}
+	o.Say("schedule %q %s (every %s: a 5%% sample of published files, repairing)", contract.AuditScheduleID, verb, schedules.DefaultAuditEvery)
 	demo := DemoRoom()
 	switch _, err := (roomclient.Client{C: tcl}).Create(ctx, demo, roomclient.CreateOptions{}); {
 	case err == nil:
@@ -247,7 +278,7 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 	default:
 		return fmt.Errorf("demo room: %w", err)
 	}
-	o.announce(c, temporal.UIURL, minio.ConsoleURL, procs)
+	o.announce(c, temporal.UIURL, minio.ConsoleURL, tokensFrom, procs)
 
 	select {
 	case <-ctx.Done():
@@ -266,12 +297,13 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 }
 
 // announce tells where everything is and what to try.
-func (o Output) announce(c StackConfig, uiURL, consoleURL string, procs []Planned) {
+func (o Output) announce(c StackConfig, uiURL, consoleURL, tokensFrom string, procs []Planned) {
 	o.Say("")
 	o.Say("  Temporal Web UI  %s  (filter: Package = \"mitt\")", uiURL)
 	o.Say("  Edge (CDN + API) http://%s", c.EdgeAddr)
 	o.Say("  Gate (demo room) http://%s  (status http://%s/status)", c.GateAddr, c.GateHealthAddr)
 	o.Say("  MinIO console    %s  (user %s, password from S3_SECRET_KEY)", consoleURL, c.AccessKey)
+	o.Say("  Console API      http://%s/api/v1/  (bearer token: %s; docs/console.md)", c.ConsoleAddr, tokensFrom)
 	o.Say("")
 	o.Say("  Metrics (Prometheus), one per process:")
 	for _, p := range procs {
@@ -291,6 +323,9 @@ func (o Output) announce(c StackConfig, uiURL, consoleURL string, procs []Planne
 	o.Say("     go run ./starters/migrate list     (bucket-to-bucket copies: README, Migrate)")
 	o.Say("     for i in 1 2 3 4 5 6 7; do curl -s -o /dev/null -w '%%{http_code} ' http://%s/; done   # the 6th is queued", c.GateAddr)
 	o.Say("     go run ./starters/room status demo --follow")
+	if tokensFrom != "CONSOLE_TOKENS" {
+		o.Say("     curl -H \"Authorization: Bearer $(grep -v '^#' %s | head -1 | cut -d: -f2)\" http://%s/api/v1/waiting_rooms", tokensFrom, c.ConsoleAddr)
+	}
 	o.Say("Ctrl-C stops everything; the next `make run` reuses the data in %s", c.DataDir)
 
 	o.Say("A worker, the edge or the gate that dies is restarted; only Temporal, MinIO or Redis dying, or a crash loop, stops the stack.")

@@ -67,3 +67,12 @@ func NewHistogramVec(opts prometheus.HistogramOpts, labels []string, initial ...
 	}
 	return v
 }
+
+// NewGaugeVec registers a gauge vector, with the given label values at zero.
+func NewGaugeVec(opts prometheus.GaugeOpts, labels []string, initial ...[]string) *prometheus.GaugeVec {
+	v := register(prometheus.NewGaugeVec(opts, labels))
+	for _, values := range initial {
+		v.WithLabelValues(values...)
+	}
+	return v
+}

@@ -21,12 +21,31 @@ var errSourceChanged = fmt.Errorf("the source object changed during the copy: %w
 // part copies above CopyCutoff), as parallel ranged parts between stores
 // above MultipartCutoff, and otherwise streamed in one request. Nothing is
 // held whole in memory.
-func (t *transfer) copy(ctx context.Context, src Object, dk string) error {
+// The note it returns says what it chose that the options did not ask for
+// (a larger part size), for the object's reason.
+func (t *transfer) copy(ctx context.Context, src Object, dk string) (note string, err error) {
 	s, o := t.sides, t.opts
 	if c, ok := s.Dest.(objectstore.Copier); ok && c.CanCopyFrom(s.Source) {
-		_, err := objectstore.Copy(ctx, s.Source, s.SourceBucket, src.Key, s.Dest, s.DestBucket, dk, objectstore.CopyOptions{
-			Size: src.Size, SingleCopyLimit: o.CopyCutoff, PartSize: o.PartSize, Parallel: o.PartConcurrency})
-		return err
+		partSize, raised, err := PartSizeFor(src.Size, o.PartSize)
+		if err != nil {
+			return "", err
+		}
+		opts := objectstore.CopyOptions{Size: src.Size, SingleCopyLimit: o.CopyCutoff, PartSize: partSize, Parallel: o.PartConcurrency}
+		if o.Policy == OverwriteNever {
+			// A composed copy completes only if the key is still free; one
+			// copy request cannot say so, so the key is checked just before.
+			opts.IfNoneMatch = "*"
+			if src.Size <= o.CopyCutoff {
+				if err := t.stillFree(ctx, dk); err != nil {
+					return "", err
+				}
+			}
+		}
+		_, err = objectstore.Copy(ctx, s.Source, s.SourceBucket, src.Key, s.Dest, s.DestBucket, dk, opts)
+		if raised && src.Size > o.CopyCutoff {
+			note = partSizeNote(partSize, o.PartSize)
+		}
+		return note, t.appeared(ctx, dk, err)
 	}
 	if src.Size > o.MultipartCutoff {
 		mu, ok1 := s.Dest.(objectstore.MultipartUploader)
@@ -35,6 +54,45 @@ func (t *transfer) copy(ctx context.Context, src Object, dk string) error {
 			return t.copyParts(ctx, mu, rr, src, dk)
 		}
 	}
+	return "", t.copyWhole(ctx, src, dk)
+}
+
+// errAppeared: overwrite=never found the key taken by the time of the write.
+var errAppeared = errSkipped{"appeared at the destination during the copy; overwrite=never"}
+
+// stillFree is the check just before a write that cannot be conditional.
+func (t *transfer) stillFree(ctx context.Context, dk string) error {
+	_, err := t.sides.Dest.Stat(ctx, t.sides.DestBucket, dk)
+	switch {
+	case err == nil:
+		return errAppeared
+	case errors.Is(err, objectstore.ErrNoSuchKey):
+		return nil
+	}
+	return err
+}
+
+// appeared turns a refused conditional write into a skip. A precondition
+// also guards the source (its ETag while parts are read), so the key is
+// looked at: only an object there now means the destination refused.
+func (t *transfer) appeared(ctx context.Context, dk string, err error) error {
+	if t.opts.Policy != OverwriteNever || !errors.Is(err, objectstore.ErrPreconditionFailed) {
+		return err
+	}
+	if free := t.stillFree(ctx, dk); free != nil {
+		return free
+	}
+	return err
+}
+
+// partSizeNote says a part size was raised to fit S3's 10,000 parts.
+func partSizeNote(used, asked int64) string {
+	return fmt.Sprintf("part size raised from %s to %s: S3 allows at most %d parts", HumanBytes(float64(asked)), HumanBytes(float64(used)), objectstore.MaxParts)
+}
+
+// copyWhole streams an object in one request.
+func (t *transfer) copyWhole(ctx context.Context, src Object, dk string) error {
+	s, o := t.sides, t.opts
 	body, info, err := s.Source.Get(ctx, s.SourceBucket, src.Key)
 	if err != nil {
 		return err
@@ -45,7 +103,7 @@ func (t *transfer) copy(ctx context.Context, src Object, dk string) error {
 		// Never overwrite, even what appeared since the listing.
 		_, err = cw.PutIf(ctx, s.DestBucket, dk, body, info.Size, put, objectstore.Precondition{IfNoneMatch: "*"})
 		if errors.Is(err, objectstore.ErrPreconditionFailed) {
-			return errSkipped{"appeared at the destination during the copy; overwrite=never"}
+			return errAppeared
 		}
 		return err
 	}
@@ -57,28 +115,37 @@ func (t *transfer) copy(ctx context.Context, src Object, dk string) error {
 // whose parts are read as ranges and sent PartConcurrency at a time. Every
 // range must come from the same version of the source (same ETag); a
 // failed upload is aborted so its parts do not linger.
-func (t *transfer) copyParts(ctx context.Context, mu objectstore.MultipartUploader, rr objectstore.RangeReader, src Object, dk string) (err error) {
+func (t *transfer) copyParts(ctx context.Context, mu objectstore.MultipartUploader, rr objectstore.RangeReader, src Object, dk string) (note string, err error) {
 	s, o := t.sides, t.opts
-	partSize := o.PartSize
+	partSize, _, err := PartSizeFor(src.Size, o.PartSize)
+	if err != nil {
+		return "", err
+	}
 	first, info, err := rr.GetRange(ctx, s.SourceBucket, src.Key, 0, partSize)
 	if err != nil {
-		return err
+		return "", err
 	}
 	size := info.Size
-	for size > partSize*objectstore.MaxParts {
-		partSize *= 2
-	}
-	if partSize != o.PartSize {
-		// A larger part size than the first range read: read it again.
+	fits, raised, err := PartSizeFor(size, o.PartSize)
+	if err != nil {
 		first.Close()
+		return "", err
+	}
+	if fits != partSize {
+		// The object changed size since it was listed: read part 1 again.
+		first.Close()
+		partSize = fits
 		if first, info, err = rr.GetRange(ctx, s.SourceBucket, src.Key, 0, partSize); err != nil {
-			return err
+			return "", err
 		}
+	}
+	if raised {
+		note = partSizeNote(partSize, o.PartSize)
 	}
 	up, err := mu.CreateMultipartUpload(ctx, s.DestBucket, dk, objectstore.PutOptions{Metadata: info.Metadata})
 	if err != nil {
 		first.Close()
-		return err
+		return "", err
 	}
 	defer func() {
 		if err != nil {
@@ -114,10 +181,17 @@ func (t *transfer) copyParts(ctx context.Context, mu objectstore.MultipartUpload
 		})
 	}
 	if err = g.Wait(); err != nil {
-		return err
+		return "", err
 	}
-	_, err = mu.CompleteMultipartUpload(ctx, up, parts)
-	return err
+	cond := ""
+	if o.Policy == OverwriteNever {
+		cond = "*" // never overwrite what appeared while the parts were sent
+	}
+	_, err = objectstore.CompleteIf(ctx, mu, up, parts, cond)
+	if err = t.appeared(ctx, dk, err); err != nil {
+		return "", err
+	}
+	return note, nil
 }
 
 // checksums computes the MD5s Decide asked for: of each side whose ETag is

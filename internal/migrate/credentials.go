@@ -22,6 +22,9 @@ type Credentials struct {
 	AccessKey    string
 	SecretKey    string
 	SessionToken string
+	// GCSKey is a Google Cloud Storage service-account key file (JSON);
+	// empty for S3, and for GCS with the worker's default credentials.
+	GCSKey string
 }
 
 // String never shows the keys.
@@ -37,7 +40,7 @@ func (c Credentials) MarshalJSON() ([]byte, error) {
 
 // IsZero reports whether no key is set.
 func (c Credentials) IsZero() bool {
-	return c.AccessKey == "" && c.SecretKey == "" && c.SessionToken == ""
+	return c.AccessKey == "" && c.SecretKey == "" && c.SessionToken == "" && c.GCSKey == ""
 }
 
 // sealedPayload is the plaintext inside SealedCredentials.
@@ -45,6 +48,7 @@ type sealedPayload struct {
 	AccessKey    string `json:"a"`
 	SecretKey    string `json:"s"`
 	SessionToken string `json:"t,omitempty"`
+	GCSKey       string `json:"g,omitempty"`
 }
 
 // SealedCredentials are Credentials sealed with the codec keyring for one
@@ -147,7 +151,7 @@ const (
 )
 
 var credentialNames = []string{EnvSourceAccessKey, EnvSourceSecretKey, EnvSourceSessionToken,
-	EnvDestAccessKey, EnvDestSecretKey, EnvDestSessionToken}
+	EnvDestAccessKey, EnvDestSecretKey, EnvDestSessionToken, EnvSourceGCSCredentialsFile}
 
 // LoadCredentials reads both sides' credentials: each variable from the
 // environment (getenv), else from the credentials file at path (when path
@@ -155,6 +159,14 @@ var credentialNames = []string{EnvSourceAccessKey, EnvSourceSecretKey, EnvSource
 // comment line and values may be quoted. Missing keys are an error that
 // says which variable to set. Errors never contain a value.
 func LoadCredentials(getenv func(string) string, path string) (source, dest Credentials, err error) {
+	return LoadCredentialsFor(getenv, path, "")
+}
+
+// LoadCredentialsFor is LoadCredentials for a source of the given provider:
+// for ProviderGCS the source needs no S3 keys, and its key is the file
+// named by EnvSourceGCSCredentialsFile, read here to be sealed, or none
+// (the workers' application default credentials).
+func LoadCredentialsFor(getenv func(string) string, path, sourceProvider string) (source, dest Credentials, err error) {
 	file := map[string]string{}
 	if path != "" {
 		if file, err = readCredentialsFile(path); err != nil {
@@ -169,9 +181,20 @@ func LoadCredentials(getenv func(string) string, path string) (source, dest Cred
 	}
 	source = Credentials{AccessKey: get(EnvSourceAccessKey), SecretKey: get(EnvSourceSecretKey), SessionToken: get(EnvSourceSessionToken)}
 	dest = Credentials{AccessKey: get(EnvDestAccessKey), SecretKey: get(EnvDestSecretKey), SessionToken: get(EnvDestSessionToken)}
+	required := map[string]string{EnvSourceAccessKey: source.AccessKey, EnvSourceSecretKey: source.SecretKey,
+		EnvDestAccessKey: dest.AccessKey, EnvDestSecretKey: dest.SecretKey}
+	if sourceProvider == ProviderGCS {
+		source = Credentials{}
+		if keyFile := get(EnvSourceGCSCredentialsFile); keyFile != "" {
+			if source.GCSKey, err = readGCSKey(keyFile); err != nil {
+				return source, dest, fmt.Errorf("credentials: %w", err)
+			}
+		}
+		delete(required, EnvSourceAccessKey)
+		delete(required, EnvSourceSecretKey)
+	}
 	var missing []string
-	for name, v := range map[string]string{EnvSourceAccessKey: source.AccessKey, EnvSourceSecretKey: source.SecretKey,
-		EnvDestAccessKey: dest.AccessKey, EnvDestSecretKey: dest.SecretKey} {
+	for name, v := range required {
 		if v == "" {
 			missing = append(missing, name)
 		}

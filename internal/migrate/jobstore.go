@@ -22,6 +22,7 @@ import (
 //	jobs/<job>/<execution>/dead/<seq>.jsonl        the page's dead letters
 //	jobs/<job>/<execution>/redrive/<pass>/<seq>.json  a redrive's outcome
 //	jobs/<job>/keylists/<name>                     an uploaded --keys list
+//	summaries/<job>.json                           a finished job's status (archive.go)
 //
 // A page's results object is written last and is the proof it was copied:
 // a retried or restarted page that finds it reports what it says instead

@@ -8,18 +8,26 @@ import (
 	"unicode/utf8"
 )
 
-// Location is a bucket and an optional key prefix: s3://BUCKET[/PREFIX].
+// Location is a bucket and an optional key prefix: s3://BUCKET[/PREFIX],
+// or gs://BUCKET[/PREFIX] for a source on Google Cloud Storage.
 type Location struct {
 	Bucket string `json:"bucket"`
 	Prefix string `json:"prefix,omitempty"`
+	// Provider is empty for S3 (and any S3-compatible store) and
+	// ProviderGCS for Google Cloud Storage.
+	Provider string `json:"provider,omitempty"`
 }
 
-// String is the location in s3:// form.
+// String is the location in s3:// (or gs://) form.
 func (l Location) String() string {
-	if l.Prefix == "" {
-		return "s3://" + l.Bucket
+	scheme := "s3://"
+	if l.Provider == ProviderGCS {
+		scheme = "gs://"
 	}
-	return "s3://" + l.Bucket + "/" + l.Prefix
+	if l.Prefix == "" {
+		return scheme + l.Bucket
+	}
+	return scheme + l.Bucket + "/" + l.Prefix
 }
 
 // ParseLocation reads s3://BUCKET[/PREFIX]. The prefix is kept exactly as

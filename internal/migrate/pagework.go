@@ -25,6 +25,16 @@ type PageRun struct {
 
 func (r PageRun) keepPartial() bool { return r.KeepPartial != nil && r.KeepPartial() }
 
+// withHealth is the page's options with a StoreHealth the page can ask
+// afterwards whether a store went down.
+func (r PageRun) withHealth() TransferOptions {
+	opts := r.Options
+	if opts.Health == nil {
+		opts.Health = NewStoreHealth(nil)
+	}
+	return opts
+}
+
 // PageOutcome is what a page did.
 type PageOutcome struct {
 	Counters Counters
@@ -58,7 +68,13 @@ func CopyPage(ctx context.Context, r PageRun) (PageOutcome, error) {
 	if err != nil {
 		return PageOutcome{}, fmt.Errorf("page %d: %w", r.Seq, err)
 	}
-	results := Transfer(ctx, r.Sides, page.Objects, r.Options)
+	opts := r.withHealth()
+	results := Transfer(ctx, r.Sides, page.Objects, opts)
+	if o := opts.Health.Down(); o != nil {
+		// Nothing is stored: the page is done again, recovering, once the
+		// store is back, and what it copied meanwhile is found there.
+		return PageOutcome{}, &StoreDownError{*o}
+	}
 	done := results[:0:0]
 	for _, res := range results {
 		if res.Status != "" {
@@ -125,9 +141,12 @@ func RedrivePage(ctx context.Context, r PageRun, pass int) (PageOutcome, error) 
 	for i, d := range dead {
 		objects[i] = Object{Key: d.Key}
 	}
-	opts := r.Options
+	opts := r.withHealth()
 	opts.KeysOnly, opts.Recovering = true, true
 	results := Transfer(ctx, r.Sides, objects, opts)
+	if o := opts.Health.Down(); o != nil {
+		return PageOutcome{}, &StoreDownError{*o}
+	}
 	var out RedriveOutcome
 	for i, res := range results {
 		if res.Status == "" {

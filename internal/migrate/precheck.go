@@ -2,9 +2,12 @@ package migrate
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/objectstore"
@@ -29,8 +32,9 @@ func (e *PrecheckError) Unwrap() error { return e.Err }
 // precisely what is missing otherwise (a *PrecheckError; transient
 // failures are returned as they are, for a retry). With a key list (firstKey set), the
 // source is checked by reading that key instead of listing. The write test
-// starts a multipart upload and aborts it, so no object ever appears at the
-// destination, not even briefly.
+// starts a multipart upload and aborts it; then an empty object under a
+// random key, removed at once, tells whether both sides are one bucket
+// (see sameBucket).
 func Precheck(ctx context.Context, src objectstore.Store, srcLoc Location, srcWhere string,
 	dst objectstore.Store, dstLoc Location, dstWhere string, firstKey, job string) error {
 	fail := func(side, where, action, permission string, err error) error {
@@ -106,17 +110,66 @@ func Precheck(ctx context.Context, src objectstore.Store, srcLoc Location, srcWh
 		if err != nil {
 			return fail(SideDest, dstWhere, "aborting a test upload", "s3:AbortMultipartUpload", err)
 		}
-		return nil
 	}
-	// Without multipart uploads, write an empty object and remove it.
-	if _, err := dst.Put(ctx, dstLoc.Bucket, probe, eofReader{}, 0, objectstore.PutOptions{}); err != nil {
+	return sameBucket(ctx, src, srcLoc, srcWhere, dst, dstLoc, dstWhere, firstKey != "", fail)
+}
+
+// sameBucket decides by identity, not by endpoint strings (MINIO.internal
+// and minio.internal, an IP for a name, :443 or not), whether the two sides
+// are one bucket: it writes an empty object under a random key at the
+// destination, looks for it through the source, and removes it. One bucket
+// is refused when the prefixes overlap (the copies would be listed and
+// copied again, or land on their sources); disjoint prefixes are fine.
+// With a key list nothing is listed, so only copies onto themselves (no
+// destination prefix) are refused.
+func sameBucket(ctx context.Context, src objectstore.Store, srcLoc Location, srcWhere string,
+	dst objectstore.Store, dstLoc Location, dstWhere string, keyList bool,
+	fail func(side, where, action, permission string, err error) error) error {
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return err
+	}
+	probe := dstLoc.Prefix + PrecheckProbeDir + hex.EncodeToString(nonce[:])
+	err := retrying(ctx, func() error {
+		_, err := dst.Put(ctx, dstLoc.Bucket, probe, eofReader{}, 0, objectstore.PutOptions{})
+		return err
+	})
+	if err != nil {
 		return fail(SideDest, dstWhere, "writing", "s3:PutObject", err)
 	}
-	if err := dst.Delete(ctx, dstLoc.Bucket, probe); err != nil {
-		return fail(SideDest, dstWhere, "removing the test object "+probe, "s3:DeleteObject", err)
+	var seen error
+	err = retrying(ctx, func() error {
+		_, seen = src.Stat(ctx, srcLoc.Bucket, probe)
+		if objectstore.IsTransient(seen) {
+			return seen
+		}
+		return nil
+	})
+	// Removed whatever the verdict, even if ctx ended.
+	if derr := retrying(ctx, func() error { return dst.Delete(context.WithoutCancel(ctx), dstLoc.Bucket, probe) }); derr != nil {
+		return fail(SideDest, dstWhere, "removing the test object "+probe, "s3:DeleteObject", derr)
 	}
-	return nil
+	if err != nil {
+		return err
+	}
+	// Not found, or not readable through the source (another bucket or
+	// account): two buckets.
+	if seen != nil {
+		return nil
+	}
+	overlap := strings.HasPrefix(dstLoc.Prefix, srcLoc.Prefix) || strings.HasPrefix(srcLoc.Prefix, dstLoc.Prefix)
+	if keyList {
+		overlap = dstLoc.Prefix == ""
+	}
+	if !overlap {
+		return nil
+	}
+	return &PrecheckError{Side: SideDest, Where: dstWhere, Err: ErrSameBucket,
+		Problem: fmt.Sprintf("is the same bucket as the source %s and the prefixes overlap: the copies would be copied again or land on their sources; use prefixes that do not contain each other", srcWhere)}
 }
+
+// ErrSameBucket: source and destination are one bucket with overlapping prefixes.
+var ErrSameBucket = errors.New("source and destination overlap")
 
 type eofReader struct{}
 
@@ -137,4 +190,22 @@ func retrying(ctx context.Context, request func() error) error {
 		case <-time.After(DefaultBackoff.Delay(attempt, nil)):
 		}
 	}
+}
+
+// PrecheckProbeDir is the folder, under the destination's prefix, of the
+// empty object the precheck writes and removes to tell whether the two
+// sides are one bucket: the one write of a job that is not a copy.
+const PrecheckProbeDir = ".edgeflow-precheck/"
+
+// WithoutProbes returns the writes counted at a destination (bucket/key →
+// count) less the precheck's probe objects, for tests that count a job's
+// copies.
+func WithoutProbes(writes map[string]int) map[string]int {
+	out := make(map[string]int, len(writes))
+	for k, n := range writes {
+		if !strings.Contains(k, "/"+PrecheckProbeDir) && !strings.HasPrefix(k, PrecheckProbeDir) {
+			out[k] = n
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // Report formats.
@@ -48,7 +49,18 @@ func (r *csvReport) Write(o ObjectResult) error {
 	if o.VerifyDetail != "" {
 		verify += ": " + o.VerifyDetail
 	}
-	return r.w.Write([]string{o.Key, o.Status, strconv.FormatInt(o.Bytes, 10), o.Error, o.Reason, attempts, verify})
+	return r.w.Write([]string{CSVCell(o.Key), o.Status, strconv.FormatInt(o.Bytes, 10), CSVCell(o.Error), CSVCell(o.Reason), attempts, CSVCell(verify)})
+}
+
+// CSVCell keeps a spreadsheet from running a cell as a formula: text that
+// starts with =, +, -, @, a tab or a carriage return gets a leading single
+// quote, as OWASP's "CSV Injection" guidance advises. Only the CSV report
+// does this; its JSON lines carry keys exactly.
+func CSVCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 func (r *csvReport) Close() error {

@@ -55,6 +55,15 @@ type TransferOptions struct {
 	// Priority orders this page's transfers against other pages' waiting
 	// on the same Controller: lower first (the page's sequence number).
 	Priority int
+	// Health tells store errors from object errors (nil: a new one). Once
+	// it calls a side down, no new object starts and those failing on the
+	// store stay undone (empty Status), their attempts unspent: the job
+	// waits for the store and copies them after.
+	Health *StoreHealth
+	// Probe checks one side as the precheck does (list and read/write);
+	// it decides whether 403s on many keys are the store's (it fails) or
+	// the objects' (it passes). Nil: they are the store's.
+	Probe func(ctx context.Context, side string) error
 }
 
 func (o *TransferOptions) defaults() {
@@ -85,6 +94,9 @@ func (o *TransferOptions) defaults() {
 	if o.MaxThrottleWait <= 0 {
 		o.MaxThrottleWait = MaxThrottleWait
 	}
+	if o.Health == nil {
+		o.Health = NewStoreHealth(nil)
+	}
 }
 
 // Transfer copies objects per the options and returns one result per
@@ -108,8 +120,8 @@ func Transfer(ctx context.Context, sides Sides, objects []Object, opts TransferO
 			defer wg.Done()
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(objects) || ctx.Err() != nil {
-					return
+				if i >= len(objects) || ctx.Err() != nil || opts.Health.Down() != nil {
+					return // no new transfers while a store is down
 				}
 				t.results[i] = t.one(ctx, objects[i])
 				if t.results[i].Status != "" && opts.Progress != nil {
@@ -130,6 +142,9 @@ type transfer struct {
 	// existing is what the destination held when the page started, by
 	// destination key; nil when it was not listed.
 	existing map[string]Object
+	// probes are the verdicts of Probe on suspect sides (true: down).
+	probeMu sync.Mutex
+	probes  map[string]bool
 }
 
 // errSkipped carries a reason to skip found while copying.
@@ -155,6 +170,7 @@ func (t *transfer) one(ctx context.Context, obj Object) ObjectResult {
 			res.Attempts, res.Throttled = attempts+1, throttled
 		}
 		if err == nil {
+			o.Health.Succeeded()
 			return res
 		}
 		if ctx.Err() != nil {
@@ -163,6 +179,10 @@ func (t *transfer) one(ctx context.Context, obj Object) ObjectResult {
 		var skip errSkipped
 		if errors.As(err, &skip) {
 			return ObjectResult{Key: obj.Key, Status: StatusSkipped, Reason: skip.reason, Attempts: attempts + 1, Throttled: throttled}
+		}
+		verdict := t.observe(ctx, obj.Key, err)
+		if verdict == VerdictDown {
+			return ObjectResult{} // the store's error, not the object's: it waits for the store
 		}
 		var wait time.Duration
 		switch {
@@ -173,7 +193,9 @@ func (t *transfer) one(ctx context.Context, obj Object) ObjectResult {
 				return failed(obj, fmt.Errorf("still throttled after %s: %w", waited.Round(time.Second), err), attempts+1, throttled)
 			}
 			waited += wait
-		case objectstore.IsTransient(err) && attempts+1 < o.MaxAttempts:
+		case (objectstore.IsTransient(err) || verdict == VerdictRetry) && attempts+1 < o.MaxAttempts:
+			// A store-class error on a few keys yet: retried as the
+			// object's, while the classifier sees whether more keys fail.
 			attempts++
 			wait = o.Backoff.Delay(attempts, nil)
 		default:
@@ -185,6 +207,8 @@ func (t *transfer) one(ctx context.Context, obj Object) ObjectResult {
 		select {
 		case <-ctx.Done():
 			return ObjectResult{}
+		case <-o.Health.DownCh():
+			return ObjectResult{} // a store went down: the object waits for it
 		case <-time.After(wait):
 		}
 	}
@@ -236,13 +260,17 @@ func (t *transfer) attempt(ctx context.Context, obj Object, recovering, first bo
 		res.Status, res.Bytes = StatusWouldCopy, src.Size
 		return res, nil
 	default:
-		if err := t.copy(ctx, src, dk); err != nil {
+		note, err := t.copy(ctx, src, dk)
+		if err != nil {
 			if errors.Is(err, objectstore.ErrNoSuchKey) && !o.KeysOnly {
 				return ObjectResult{}, errSkipped{"deleted from the source after it was listed"}
 			}
 			return ObjectResult{}, err
 		}
 		res.Status, res.Bytes = StatusCopied, src.Size
+		if note != "" {
+			res.Reason += "; " + note
+		}
 	}
 	if o.Verify {
 		if res.Verify, res.VerifyDetail, err = t.verify(ctx, src, dk); err != nil {

@@ -48,7 +48,7 @@ func composeCopy(ctx context.Context, s Store, srcBucket, srcKey, dstBucket, dst
 	}
 	return Compose(ctx, s, dstBucket, dstKey,
 		[]ByteRange{{Bucket: srcBucket, Key: srcKey, Length: info.Size, IfMatch: info.ETag}},
-		ComposeOptions{Metadata: meta, PartSize: opts.PartSize, Parallel: opts.Parallel})
+		ComposeOptions{Metadata: meta, PartSize: opts.PartSize, Parallel: opts.Parallel, IfNoneMatch: opts.IfNoneMatch})
 }
 
 func streamCopy(ctx context.Context, src Store, srcBucket, srcKey string, dst Store, dstBucket, dstKey string, opts CopyOptions) (ObjectInfo, error) {
@@ -73,6 +73,10 @@ type ComposeOptions struct {
 	Metadata Metadata // of the new object
 	PartSize int64    // 0: DefaultPartSize
 	Parallel int      // parts copied at once; 0: 4
+	// IfNoneMatch "*" completes only if the destination does not exist
+	// (ErrPreconditionFailed otherwise): with a ConditionalCompleter by the
+	// store itself, else by a Stat just before completing.
+	IfNoneMatch string
 }
 
 // Compose builds dstBucket/dstKey on s from ranges of objects already on s,
@@ -110,7 +114,7 @@ func Compose(ctx context.Context, s Store, dstBucket, dstKey string, srcs []Byte
 	}
 	if err = g.Wait(); err == nil {
 		var info ObjectInfo
-		if info, err = mu.CompleteMultipartUpload(ctx, up, done); err == nil {
+		if info, err = CompleteIf(ctx, mu, up, done, opts.IfNoneMatch); err == nil {
 			return info, nil
 		}
 	}
@@ -119,6 +123,29 @@ func Compose(ctx context.Context, s Store, dstBucket, dstKey string, srcs []Byte
 		return ObjectInfo{}, errors.Join(err, abortErr)
 	}
 	return ObjectInfo{}, err
+}
+
+// CompleteIf completes an upload; with ifNoneMatch "*" only if its key does
+// not exist: conditionally where the store can (ConditionalCompleter),
+// else after a Stat just before, which leaves a moment for a race.
+func CompleteIf(ctx context.Context, mu MultipartUploader, up Upload, parts []Part, ifNoneMatch string) (ObjectInfo, error) {
+	if ifNoneMatch == "" {
+		return mu.CompleteMultipartUpload(ctx, up, parts)
+	}
+	if cc, ok := mu.(ConditionalCompleter); ok {
+		return cc.CompleteMultipartUploadIf(ctx, up, parts, Precondition{IfNoneMatch: ifNoneMatch})
+	}
+	if s, ok := mu.(Store); ok {
+		_, err := s.Stat(ctx, up.Bucket, up.Key)
+		switch {
+		case err == nil:
+			return ObjectInfo{}, &Error{Op: "complete multipart upload of", Bucket: up.Bucket, Key: up.Key, Kind: ErrPreconditionFailed,
+				Message: "the object exists (If-None-Match: *)"}
+		case !errors.Is(err, ErrNoSuchKey):
+			return ObjectInfo{}, err
+		}
+	}
+	return mu.CompleteMultipartUpload(ctx, up, parts)
 }
 
 // planParts cuts the sources into parts of at most partSize bytes.

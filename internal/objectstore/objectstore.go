@@ -134,6 +134,10 @@ type CopyOptions struct {
 	PartSize int64
 	// Parallel bounds the parts copied at once; 0 means 4.
 	Parallel int
+	// IfNoneMatch "*" guards a composed copy: it completes only if the
+	// destination still does not exist (see ComposeOptions). A single copy
+	// request is not guarded; its caller checks before.
+	IfNoneMatch string
 }
 
 // MaxCopySize is the largest object S3 copies in one request (5 GiB).
@@ -209,6 +213,14 @@ type Precondition struct {
 // optimistic concurrency (UpdateJSON) and of exactly-once creates.
 type ConditionalWriter interface {
 	PutIf(ctx context.Context, bucket, key string, r io.Reader, size int64, opts PutOptions, cond Precondition) (ObjectInfo, error)
+}
+
+// ConditionalCompleter completes a multipart upload only when a
+// precondition on the destination holds (S3's If-None-Match: * on
+// CompleteMultipartUpload), so an object that appeared while the parts were
+// sent is never overwritten; ErrPreconditionFailed otherwise.
+type ConditionalCompleter interface {
+	CompleteMultipartUploadIf(ctx context.Context, u Upload, parts []Part, cond Precondition) (ObjectInfo, error)
 }
 
 // RangeReader reads part of an object.

@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/internal/cli"
+	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -46,8 +47,10 @@ func oneJob(name string, args []string, c *common, extra func(*flag.FlagSet)) (s
 func runStatus(args []string) int {
 	var c common
 	var watch bool
+	var jobStore migrate.JobStoreConfig
 	job, ok := oneJob("status", args, &c, func(fs *flag.FlagSet) {
 		fs.BoolVar(&watch, "follow", false, "watch the job until it ends")
+		jobStore.RegisterFlags(fs) // a finished job's summary, once its workflow is gone
 	})
 	if !ok {
 		return cli.ExitUsage
@@ -65,9 +68,9 @@ func runStatus(args []string) int {
 		close(stop)
 		<-done
 	}
-	st, err := queryStatus(tc, job)
+	st, err := jobStatus(tc, jobStore, job)
 	if err != nil {
-		return c.fail(temporalCode(err), job, "status of job %s: %v", job, err)
+		return c.fail(statusCode(err), job, "status of job %s: %v", job, err)
 	}
 	return c.printFinal(st)
 }
@@ -200,11 +203,15 @@ func runList(args []string) int {
 	var c common
 	var account, state string
 	var limit int
+	var all bool
+	var jobStore migrate.JobStoreConfig
 	fs := flag.NewFlagSet("migrate list", flag.ContinueOnError)
 	c.register(fs)
 	fs.StringVar(&account, "account", "", "only this account's jobs")
 	fs.StringVar(&state, "state", "", "only jobs in this state (queued, running, paused, aborted, completed, failed)")
 	fs.IntVar(&limit, "limit", 50, "at most this many jobs")
+	fs.BoolVar(&all, "all", false, "also the finished jobs whose workflow retention removed (their summaries in the job store)")
+	jobStore.RegisterFlags(fs)
 	if _, ok := parseArgs(fs, args); !ok {
 		return cli.ExitUsage
 	}
@@ -213,17 +220,13 @@ func runList(args []string) int {
 		return code
 	}
 	defer tc.Close()
-	type row struct {
-		Job     string    `json:"job"`
-		State   string    `json:"state"`
-		Account string    `json:"account"`
-		Summary string    `json:"summary"`
-		Started time.Time `json:"started"`
-		Closed  bool      `json:"closed"`
-	}
+	type row = listRow
 	var rows []row
 	var token []byte
-	for len(rows) < limit {
+	live := map[string]bool{}
+	// With --all every workflow is read, so that a job that has one shows
+	// its live state, not its archived summary.
+	for all || len(rows) < limit {
 		resp, err := tc.ListWorkflow(background, &workflowservice.ListWorkflowExecutionsRequest{
 			Query: fmt.Sprintf("WorkflowType = '%s'", contract.WorkflowTypeMigration), NextPageToken: token, PageSize: 100,
 		})
@@ -242,13 +245,24 @@ func runList(args []string) int {
 				// Terminated from outside, or reset: no final state recorded.
 				r.State = strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
 			}
-			if (account == "" || r.Account == account) && (state == "" || r.State == state) && len(rows) < limit {
+			live[r.Job] = true
+			if (account == "" || r.Account == account) && (state == "" || r.State == state) && (all || len(rows) < limit) {
 				rows = append(rows, r)
 			}
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
 			break
 		}
+	}
+	if all {
+		archived, err := archivedRows(jobStore, live)
+		if err != nil {
+			return c.fail(cli.ExitUnavailable, "", "list archived jobs in the job store %s/%s: %v", jobStore.S3.Endpoint, jobStore.Bucket, err)
+		}
+		archived = slices.DeleteFunc(archived, func(r row) bool {
+			return (account != "" && r.Account != account) || (state != "" && r.State != state)
+		})
+		rows = mergeRows(rows, archived, limit)
 	}
 	if c.asJSON {
 		if rows == nil {

@@ -53,6 +53,9 @@ func TestControlRefusalsExitAsBadInput(t *testing.T) {
 	wf.Register(env)
 	env.RegisterActivityWithOptions(func(context.Context, string, contract.SlotRequest) error { return nil },
 		activity.RegisterOptions{Name: contract.RequestSlotActivity})
+	// The aborted job archives its summary as it ends.
+	env.RegisterActivityWithOptions(func(context.Context, contract.Status) error { return nil },
+		activity.RegisterOptions{Name: contract.ArchiveJobActivity})
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", contract.ReleaseSignal, mock.Anything).Return(nil)
 	// A dry run waiting in its account's line (no slot is ever granted).
 	refused := refusals(env, [][2]string{

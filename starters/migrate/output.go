@@ -68,6 +68,10 @@ func printStatus(out *os.File, st contract.Status) {
 	case st.State == contract.StatePaused && st.PagesInFlight > 0:
 		fmt.Fprintf(out, "  paused; %d pages in flight finish first\n", st.PagesInFlight)
 	}
+	if st.WaitingFor != "" && st.WaitingSince != nil {
+		fmt.Fprintf(out, "  waiting for the %s store since %s (%s): %s\n  no new transfers; it is probed and the job goes on by itself (`migrate abort %s` ends it)\n",
+			st.WaitingFor, st.WaitingSince.UTC().Format(time.RFC3339), time.Since(*st.WaitingSince).Round(time.Second), st.WaitingReason, st.Job)
+	}
 	if st.Redriving {
 		fmt.Fprintf(out, "  redriving dead letters (pass %d)\n", st.RedrivePasses)
 	}

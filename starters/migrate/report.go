@@ -45,9 +45,9 @@ func runReport(args []string) int {
 		return code
 	}
 	defer tc.Close()
-	st, err := queryStatus(tc, job)
+	st, err := jobStatus(tc, jobStore, job)
 	if err != nil {
-		return c.fail(temporalCode(err), job, "job %s: %v", job, err)
+		return c.fail(statusCode(err), job, "job %s: %v", job, err)
 	}
 	store, err := jobStore.Open()
 	if err != nil {
@@ -144,6 +144,9 @@ func runSplit(args []string) int {
 	first, problems := f.input(base + "-1")
 	if len(problems) > 0 {
 		return f.fail(cli.ExitUsage, base, "%s", strings.Join(problems, "\n  "))
+	}
+	if first.Source.Provider == migrate.ProviderGCS {
+		return f.fail(cli.ExitUsage, base, "--source %s: split lists S3 sources only; start one job for a gs:// source", first.Source.Location)
 	}
 	srcCreds, _, _ := migrate.LoadCredentials(os.Getenv, f.credentials)
 	src, err := s3.New(s3.Config{Endpoint: first.Source.Endpoint, Secure: first.Source.Secure, Region: first.Source.Region,

@@ -19,6 +19,8 @@ import (
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/gcs"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -39,15 +41,15 @@ type jobFlags struct {
 
 func (f *jobFlags) register(fs *flag.FlagSet) {
 	f.common.register(fs)
-	fs.StringVar(&f.source, "source", "", "source s3://BUCKET[/PREFIX] (required)")
-	fs.StringVar(&f.sourceEndpoint, "source-endpoint", "", "source store host:port (required)")
+	fs.StringVar(&f.source, "source", "", "source s3://BUCKET[/PREFIX], or gs://BUCKET[/PREFIX] on Google Cloud Storage (required)")
+	fs.StringVar(&f.sourceEndpoint, "source-endpoint", "", "source store host:port (required for s3://)")
 	fs.BoolVar(&f.sourceInsecure, "source-insecure", false, "plain HTTP to the source (default https)")
 	fs.StringVar(&f.sourceRegion, "source-region", "", "source region")
 	fs.StringVar(&f.dest, "dest", "", "destination s3://BUCKET[/PREFIX]; the prefix is prepended to every key as is (required)")
 	fs.StringVar(&f.destEndpoint, "dest-endpoint", "", "destination store host:port (required)")
 	fs.BoolVar(&f.destInsecure, "dest-insecure", false, "plain HTTP to the destination (default https)")
 	fs.StringVar(&f.destRegion, "dest-region", "", "destination region")
-	fs.StringVar(&f.keys, "keys", "", "copy only the keys listed in FILE, one per line, instead of listing the source")
+	fs.StringVar(&f.keys, "keys", "", "copy only the keys listed in FILE, one per line, instead of listing the source; they are whole source keys, so --source takes no prefix")
 	fs.StringVar(&f.overwrite, "overwrite", string(migrate.OverwriteIfDifferent), "objects already at the destination: never, always or if-different (size plus ETag or checksum)")
 	fs.BoolVar(&f.verify, "verify", false, "compare every copy with its source (size and MD5) and report mismatches")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "list and decide, copy nothing: what would be copied")
@@ -61,7 +63,7 @@ func (f *jobFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.pageSize, "page-size", 0, fmt.Sprintf("objects per listing page (default %d)", contract.DefaultPageSize))
 	fs.IntVar(&f.pagesInFlight, "pages-in-flight", 0, fmt.Sprintf("pages copied at once (default %d)", contract.DefaultPagesInFlight))
 	fs.StringVar(&f.multipartCutoff, "multipart-cutoff", "", "objects above this size go between stores as parallel parts (default 16MiB)")
-	fs.StringVar(&f.partSize, "part-size", "", "part size of multipart copies (default 16MiB; at least 5MiB)")
+	fs.StringVar(&f.partSize, "part-size", "", "part size of multipart copies (default 16MiB; 5MiB to 5GiB, raised for an object that would need more than 10,000 parts)")
 	fs.StringVar(&f.copyCutoff, "copy-cutoff", "", "on one store, objects above this size are composed from part copies (default 5GiB, S3's limit)")
 	f.jobStore.RegisterFlags(fs)
 }
@@ -74,21 +76,37 @@ func (f *jobFlags) input(job string) (contract.JobInput, []string) {
 	in := contract.JobInput{Job: job, Account: f.account, Verify: f.verify, DryRun: f.dryRun, StripSourcePrefix: f.stripSourcePrefix}
 	side := func(name, loc, endpoint, region string, insecure bool) contract.Endpoint {
 		e := contract.Endpoint{Endpoint: endpoint, Secure: !insecure, Region: region}
+		parse := migrate.ParseLocation
+		if name == "source" {
+			parse = migrate.ParseSourceLocation // s3:// or gs://
+		}
 		switch {
 		case loc == "":
 			bad("--%s is required (s3://BUCKET[/PREFIX])", name)
 		default:
-			l, err := migrate.ParseLocation(loc)
+			l, err := parse(loc)
 			if err != nil {
 				bad("--%s: %v", name, err)
 			}
 			e.Location = l
 		}
 		switch {
+		case e.Provider == migrate.ProviderGCS:
+			// Google Cloud Storage is reached at its own endpoint, over https.
+			if endpoint != "" || insecure || region != "" {
+				bad("--%s %s is on Google Cloud Storage: --%s-endpoint, --%s-insecure and --%s-region do not apply", name, loc, name, name, name)
+			}
+			e.Secure = true
 		case endpoint == "":
 			bad("--%s-endpoint is required (host:port)", name)
 		case strings.Contains(endpoint, "://"):
 			bad("--%s-endpoint %q: give host:port without a scheme (--%s-insecure for plain HTTP)", name, endpoint, name)
+		default:
+			// What the S3 client refuses (a host name with "_", a path) is
+			// refused here, naming the flag, not by the job's precheck.
+			if _, err := s3.New(s3.Config{Endpoint: endpoint, Secure: !insecure, Region: region}); err != nil {
+				bad("--%s-endpoint %q: %v", name, endpoint, err)
+			}
 		}
 		return e
 	}
@@ -128,6 +146,9 @@ func (f *jobFlags) input(job string) (contract.JobInput, []string) {
 	if err := in.Settings.Check(); err != nil {
 		bad("%v", err)
 	}
+	if f.keys != "" && in.Source.Prefix != "" {
+		bad("--keys with --source %s: the key list names whole source keys, so the source takes no prefix (give s3://%s)", in.Source.Location, in.Source.Bucket)
+	}
 	if f.keys != "" {
 		file, err := os.Open(f.keys)
 		if err != nil {
@@ -142,9 +163,14 @@ func (f *jobFlags) input(job string) (contract.JobInput, []string) {
 	if len(problems) > 0 {
 		return in, problems
 	}
-	srcCreds, dstCreds, err := migrate.LoadCredentials(os.Getenv, f.credentials)
+	srcCreds, dstCreds, err := migrate.LoadCredentialsFor(os.Getenv, f.credentials, in.Source.Provider)
 	if err != nil {
 		return in, []string{err.Error()}
+	}
+	if srcCreds.GCSKey != "" {
+		if _, err := gcs.CredentialsType([]byte(srcCreds.GCSKey)); err != nil {
+			return in, []string{fmt.Sprintf("%s: %v", migrate.EnvSourceGCSCredentialsFile, err)}
+		}
 	}
 	keys, err := keyring.Codec.Load()
 	if err != nil {

@@ -5,6 +5,7 @@
 //	go run ./starters/publish --package jquery
 //	go run ./starters/publish --package jquery --version 3.7.1 --follow
 //	go run ./starters/publish --package mylib --catalog ./my-catalog --json
+//	go run ./starters/publish audit [--package NAME] [--sample P] [--repair] [--withdraw-broken] [--json]
 package main
 
 import (
@@ -40,11 +41,16 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "audit" {
+		auditMain(os.Args[2:])
+		return
+	}
 	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: publish --package NAME [--version V] [--catalog DIR] [--follow] [--json] [--detach]\n\n"+
 			"Publishes a package's new versions (or one version) and waits for the result.\n"+
-			"Exit codes: 0 published, 1 failed, 2 bad usage or invalid package, 3 Temporal unreachable.\n\n")
+			"Exit codes: 0 published, 1 failed, 2 bad usage or invalid package, 3 Temporal unreachable.\n"+
+			"To audit what is published: publish audit --help\n\n")
 		fs.PrintDefaults()
 	}
 	var tc config.Temporal

@@ -18,6 +18,8 @@ type settingsFlags struct {
 	description, host, path, method, customPage, sameSite, secure, cookieSuffix string
 	total, perMinute, session, statusCode, refresh, maxAge, maxReporters        int
 	queueAll, suspended, noRenewal, jsonResponse, pathCaseInsensitive           bool
+	alwaysHTTPS                                                                 bool
+	queueCapacity                                                               int
 	routes, commands                                                            listFlag
 }
 
@@ -49,6 +51,8 @@ func (f *settingsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cookieSuffix, "cookie-suffix", "", "suffix of the cookie name")
 	fs.IntVar(&f.refresh, "refresh-interval-seconds", 0, "queued visitors' check-in interval (default 20)")
 	fs.IntVar(&f.maxAge, "snapshot-max-age-seconds", 0, "how old a snapshot gates may admit new visitors on (default 120)")
+	fs.BoolVar(&f.alwaysHTTPS, "always-use-https", false, "the site is served over HTTPS only: cookie attributes auto mean SameSite=None; Secure")
+	fs.IntVar(&f.queueCapacity, "queue-capacity", 0, "visitors waiting at which the page says the queue is full (0: none)")
 	fs.IntVar(&f.maxReporters, "max-reporters-per-minute", 0, "gates whose reports the room takes in a minute; further ones are dropped and counted (default 1000)")
 }
 
@@ -112,6 +116,10 @@ func (f *settingsFlags) apply(s *admit.Settings) error {
 			s.RefreshIntervalSeconds = f.refresh
 		case "snapshot-max-age-seconds":
 			s.SnapshotMaxAgeSeconds = f.maxAge
+		case "always-use-https":
+			s.AlwaysUseHTTPS = f.alwaysHTTPS
+		case "queue-capacity":
+			s.QueueCapacity = f.queueCapacity
 		case "max-reporters-per-minute":
 			s.MaxReportersPerMinute = f.maxReporters
 		}

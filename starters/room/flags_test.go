@@ -29,3 +29,20 @@ func TestMaxReportersPerMinuteFlag(t *testing.T) {
 		}
 	}
 }
+
+// --always-use-https and --queue-capacity set their settings.
+func TestAlwaysUseHTTPSAndQueueCapacityFlags(t *testing.T) {
+	var f settingsFlags
+	fs := flag.NewFlagSet("update", flag.ContinueOnError)
+	f.register(fs)
+	if err := fs.Parse([]string{"--always-use-https", "--queue-capacity", "5000"}); err != nil {
+		t.Fatal(err)
+	}
+	var s admit.Settings
+	if err := f.apply(&s); err != nil {
+		t.Fatal(err)
+	}
+	if !s.AlwaysUseHTTPS || s.QueueCapacity != 5000 {
+		t.Errorf("settings %+v", s)
+	}
+}

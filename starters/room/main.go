@@ -7,6 +7,7 @@
 //	go run ./starters/room get shop [--json]
 //	go run ./starters/room suspend|resume|delete shop
 //	go run ./starters/room status shop [--json] [--follow]
+//	go run ./starters/room list [--json] [--all]
 //	go run ./starters/room event add shop launch --event-start-time +10m --event-end-time +1h [--prequeue-start-time +1m]
 //	go run ./starters/room event list|cancel shop [launch]
 package main
@@ -38,6 +39,8 @@ Commands:
   resume NAME    turn it back on
   delete NAME    delete a room (gates stop queueing for it; it stays deleted)
   status NAME    the room's status (--json: the status API; --follow: live)
+  list           every room: path, host, status, active users of the limit,
+                 queued visitors, estimated wait (--json: one array; --all: deleted too)
   event add ROOM EVENT --event-start-time T --event-end-time T [overrides]
   event list ROOM
   event cancel ROOM EVENT
@@ -47,7 +50,8 @@ Settings flags (create, update): --host --path --additional-routes --total-activ
   --queue-all --suspended --disable-session-renewal --enabled-origin-commands
   --json-response-enabled --custom-page-html --cookie-attributes-samesite
   --cookie-attributes-secure --cookie-suffix --refresh-interval-seconds
-  --snapshot-max-age-seconds --max-reporters-per-minute --description
+  --snapshot-max-age-seconds --max-reporters-per-minute --always-use-https
+  --queue-capacity --description
 
 Exit codes: 0 done, 1 failed (no such room, refused), 2 bad usage or invalid settings
 (the message names the field), 3 Temporal unreachable.
@@ -59,6 +63,7 @@ type command struct {
 	tc     config.Temporal
 	json   bool
 	follow bool
+	all    bool
 	file   string
 	minute int
 	every  time.Duration
@@ -97,6 +102,8 @@ func main() {
 	case "event add":
 		c.ef.register(c.fs)
 		c.fs.StringVar(&c.file, "file", "", "read the event from this JSON file (flags override it)")
+	case "list":
+		c.fs.BoolVar(&c.all, "all", false, "list deleted rooms too")
 	case "get", "suspend", "resume", "delete", "event list", "event cancel":
 	default:
 		fmt.Fprint(os.Stderr, usage)
@@ -106,14 +113,14 @@ func main() {
 	if c.args, err = parseInterleaved(c.fs, args); err != nil {
 		os.Exit(cli.ExitUsage)
 	}
-	want := map[string]int{"event add": 2, "event cancel": 2}[name]
-	if want == 0 {
+	want, ok := map[string]int{"event add": 2, "event cancel": 2, "list": 0}[name]
+	if !ok {
 		want = 1
 	}
 	if len(c.args) != want {
 		cli.Exit(cli.ExitUsage, "room %s: want %d name(s), got %q (see room --help)", name, want, c.args)
 	}
-	if !admit.ValidName(c.args[0]) {
+	if want > 0 && !admit.ValidName(c.args[0]) {
 		cli.Exit(cli.ExitUsage, "room %s: name: must be 1-64 letters, digits, hyphens or underscores, got %q", name, c.args[0])
 	}
 	c.run()
@@ -138,6 +145,16 @@ func (c *command) run() {
 	}
 	defer tc.Close()
 	rc := roomclient.Client{C: tc}
+	if c.name == "list" {
+		rows, err := rc.List(ctx, c.all)
+		c.check(err)
+		if c.json {
+			cli.PrintJSON(rows)
+			return
+		}
+		printRoomList(os.Stdout, rows)
+		return
+	}
 	room := c.args[0]
 	switch c.name {
 	case "create":

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
@@ -175,3 +177,33 @@ func bar(n, of, width int) string {
 
 // flagName is the flag of a field: event_start_time → event-start-time.
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
+
+// printRoomList prints the rooms as a table, one room a line.
+func printRoomList(out io.Writer, rows []admit.RoomListEntry) {
+	if len(rows) == 0 {
+		fmt.Fprintln(out, "no rooms (create one with `room create`)")
+		return
+	}
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tHOST\tPATH\tSTATUS\tACTIVE USERS\tQUEUED\tEST. WAIT")
+	for _, r := range rows {
+		host := r.Host
+		if host == "" {
+			host = "(any)"
+		}
+		status := strings.ReplaceAll(string(r.Status), "_", " ")
+		if r.Event != "" {
+			status += " (event " + r.Event + ")"
+		}
+		if r.Error != "" {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t-\t-\t-\t%s\n", r.Name, host, r.Path, status, r.Error)
+			continue
+		}
+		wait := "-"
+		if r.EstimatedWaitMinutes > 0 {
+			wait = fmt.Sprintf("%d min", r.EstimatedWaitMinutes)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", r.Name, host, r.Path, status, r.ActiveUsers, r.TotalActiveUsers, r.QueuedUsers, wait)
+	}
+	w.Flush()
+}

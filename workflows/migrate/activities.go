@@ -45,6 +45,11 @@ func stillRunning(ctx workflow.Context, in contract.RunningInput) (running []str
 	return running, err
 }
 
+// archiveJob resolves once the summary is stored.
+func archiveJob(ctx workflow.Context, st contract.Status) workflow.Future {
+	return workflow.ExecuteActivity(ctx, contract.ArchiveJobActivity, st)
+}
+
 // rebuildMetadata runs on Publish's queue (see workflows/publish/contract).
 func rebuildMetadata(ctx workflow.Context, in contract.RebuildRequest) (counts contract.RebuildCounts, err error) {
 	err = workflow.ExecuteActivity(ctx, contract.RebuildMetadataActivity, in).Get(ctx, &counts)

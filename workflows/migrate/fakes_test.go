@@ -2,6 +2,7 @@ package migrate_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -45,6 +46,19 @@ type bucket struct {
 	found         map[int]contract.PageReport
 	findSeen      [][]int
 	asked         int // slot requests
+	archived      []contract.Status
+	// down: a page's transfer (by seq) finds the destination down this many
+	// times; listDown: the listing of a page finds the source down so;
+	// probeFails: the next probes fail; probes: the probes made.
+	down       map[int]int
+	listDown   map[int]int
+	probeFails int
+	probes     []contract.ProbeInput
+}
+
+func unavailable(side string) error {
+	return temporal.NewNonRetryableApplicationError("the "+side+" store is unavailable", contract.ErrStoreUnavailable, nil,
+		contract.StoreDown{Side: side, Reason: "connection refused"})
 }
 
 func (b *bucket) pages() int { return (b.objects + b.pageSize - 1) / b.pageSize }
@@ -66,6 +80,10 @@ func (b *bucket) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
+		if b.listDown[in.Seq] > 0 {
+			b.listDown[in.Seq]--
+			return contract.ListResult{}, unavailable(migrate.SideSource)
+		}
 		b.listed = append(b.listed, in.Seq)
 		b.sizes = append(b.sizes, in.PageSize)
 		want := ""
@@ -87,6 +105,11 @@ func (b *bucket) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 		b.mu.Lock()
 		b.transfers = append(b.transfers, in)
 		block, started := b.block, b.started
+		if b.down[in.Seq] > 0 {
+			b.down[in.Seq]--
+			b.mu.Unlock()
+			return contract.PageReport{}, unavailable(migrate.SideDest)
+		}
 		b.mu.Unlock()
 		if started != nil {
 			started <- in.Seq
@@ -113,6 +136,16 @@ func (b *bucket) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 		rep.Counters = migrate.Counters{Copied: int64(n - failed), Failed: int64(failed), Bytes: int64(n-failed) * 10}
 		return rep, nil
 	})
+	env.OnActivity(a.ProbeStore, mock.Anything, mock.Anything).Return(func(ctx context.Context, in contract.ProbeInput) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.probes = append(b.probes, in)
+		if b.probeFails > 0 {
+			b.probeFails--
+			return errors.New("listing: connection refused")
+		}
+		return nil
+	})
 	env.OnActivity(a.DeadPages, mock.Anything, mock.Anything).Return(func(ctx context.Context, in contract.DeadPagesInput) (contract.DeadPagesResult, error) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -124,6 +157,12 @@ func (b *bucket) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 		}
 		res.Last = len(res.Seqs) < in.Max
 		return res, nil
+	})
+	env.OnActivity(a.ArchiveJob, mock.Anything, mock.Anything).Return(func(ctx context.Context, st contract.Status) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.archived = append(b.archived, st)
+		return nil
 	})
 	env.OnActivity(a.FindReports, mock.Anything, mock.Anything).Return(func(ctx context.Context, in contract.FindReportsInput) ([]contract.PageReport, error) {
 		b.mu.Lock()

@@ -35,6 +35,8 @@ type job struct {
 	failure       error
 	lastReport    time.Time
 	watching      bool // a watchdog timer is armed
+	storeDowns    workflow.ReceiveChannel
+	probing       bool // a probe of the waited-for store is scheduled
 }
 
 // Job runs one migration job. Its workflow ID is contract.MigrationWorkflowID.
@@ -57,8 +59,21 @@ func Job(ctx workflow.Context, in contract.JobInput) (*contract.Status, error) {
 		c.Receive(ctx, &r)
 		j.record(r)
 	})
+	j.storeDowns = workflow.GetSignalChannel(ctx, contract.StoreDownSignal)
+	j.sel.AddReceive(j.storeDowns, func(c workflow.ReceiveChannel, _ bool) {
+		var d contract.StoreDown
+		c.Receive(ctx, &d)
+		j.storeDown(d)
+	})
 	j.lastReport = workflow.Now(ctx)
 
+	if fresh && workflow.GetVersion(ctx, "check-job-input", workflow.DefaultVersion, 1) == 1 {
+		// A starter other than ours may send settings no store accepts
+		// (a part size that overflows): refused before anything runs.
+		if err := in.Check(); err != nil {
+			return j.fail(temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrPermanent, nil))
+		}
+	}
 	if fresh {
 		j.setState(contract.StateQueued)
 		if err := j.waitForSlot(); err != nil {
@@ -68,6 +83,12 @@ func Job(ctx workflow.Context, in contract.JobInput) (*contract.Status, error) {
 			return j.finishAborted()
 		}
 		j.setState(contract.StateRunning)
+		if !j.st.Listing.Done && workflow.GetVersion(ctx, "list-during-precheck", workflow.DefaultVersion, 1) == 1 {
+			// The first page is listed while the stores are checked (a
+			// listing writes only to the job store); its copy starts only
+			// once they pass, when run first selects its answer.
+			j.listNext()
+		}
 		if err := j.precheck(); err != nil {
 			return j.fail(err)
 		}
@@ -147,6 +168,7 @@ func (j *job) continueAsNew() (*contract.Status, error) {
 		j.sel.Select(j.ctx)
 	}
 	j.drainReports()
+	j.drainStoreDowns()
 	if j.failure != nil {
 		j.cancelOutstanding()
 		return j.fail(j.failure)
@@ -206,6 +228,8 @@ func (j *job) waitForSlot() error {
 // signals the job never handled.
 func (j *job) drainSignals() {
 	j.drainReports()
+	for j.storeDowns.ReceiveAsync(nil) {
+	}
 	slot := workflow.GetSignalChannel(j.ctx, contract.SlotGrantedSignal)
 	for slot.ReceiveAsync(nil) {
 	}
@@ -237,8 +261,8 @@ func (j *job) precheck() error {
 func (j *job) finishCompleted() (*contract.Status, error) {
 	j.drainSignals()
 	j.setState(contract.StateCompleted)
-	j.releaseSlot()
 	s := j.status()
+	j.end(s)
 	workflow.GetLogger(j.ctx).Info("migration completed", "job", j.in.Job, "copied", s.Copied, "skipped", s.Skipped, "failed", s.Failed)
 	return &s, nil
 }
@@ -246,6 +270,10 @@ func (j *job) finishCompleted() (*contract.Status, error) {
 // finishAborted stops every page in flight, waits a while for their
 // reports (so the counters say what was done), and ends.
 func (j *job) finishAborted() (*contract.Status, error) {
+	if w := j.st.Waiting; w != nil {
+		j.st.Waited += workflow.Now(j.ctx).Sub(w.Since)
+		j.st.Waiting = nil
+	}
 	j.setState(contract.StateAborted)
 	j.cancelOutstanding()
 	deadline := false
@@ -258,6 +286,7 @@ func (j *job) finishAborted() (*contract.Status, error) {
 	j.drainSignals()
 	j.details()
 	s := j.status()
+	j.awaitArchive(j.startArchive(s))
 	return &s, nil
 }
 
@@ -268,9 +297,49 @@ func (j *job) fail(err error) (*contract.Status, error) {
 	}
 	j.drainSignals()
 	j.setState(contract.StateFailed)
-	j.releaseSlot()
 	s := j.status()
+	j.end(s)
 	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("migration %s failed: %s", j.in.Job, j.st.Error), contract.ErrMigrationFailed, err, s)
+}
+
+// end archives the job's final status and gives its account slot back,
+// both at once: the job's end waits for one round trip, not two.
+func (j *job) end(s contract.Status) {
+	archived := j.startArchive(s)
+	j.releaseSlot()
+	j.awaitArchive(archived)
+}
+
+// startArchive keeps the job's final status in the job store (ArchiveJob),
+// where the starters read it once retention has removed this workflow. It
+// is best effort, on a context of its own (a cancelled job still leaves its
+// summary): a job store down for minutes does not change how the job
+// ended, and the workflow stays the answer until its retention. Nil on
+// runs from before it (their histories have no archive).
+func (j *job) startArchive(s contract.Status) workflow.Future {
+	if workflow.GetVersion(j.ctx, "archive-job-summary", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	ctx, _ := workflow.NewDisconnectedContext(j.ctx)
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           contract.TaskQueue,
+		StartToCloseTimeout: time.Minute,
+		HeartbeatTimeout:    j.set.HeartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 10,
+		},
+	})
+	return archiveJob(ctx, s)
+}
+
+func (j *job) awaitArchive(f workflow.Future) {
+	if f == nil {
+		return
+	}
+	ctx, _ := workflow.NewDisconnectedContext(j.ctx)
+	if err := f.Get(ctx, nil); err != nil {
+		workflow.GetLogger(j.ctx).Warn("the job's summary was not archived; status needs its workflow", "job", j.in.Job, "error", err)
+	}
 }
 
 // rootMessage is the innermost message of an error chain: what went wrong,

@@ -115,6 +115,7 @@ func (j *job) status() contract.Status {
 		now := workflow.Now(j.ctx)
 		s.Ended = &now
 	}
+	j.waitingStatus(&s)
 	return s
 }
 
@@ -135,6 +136,7 @@ func (j *job) details() {
 			fmt.Fprintf(&b, ", ETA %s", (time.Duration(*s.ETASeconds) * time.Second).String())
 		}
 	}
+	b.WriteString(waitingDetails(s))
 	if s.PagesInFlight > 0 {
 		fmt.Fprintf(&b, "\n\n%d pages in flight", s.PagesInFlight)
 	}

@@ -19,6 +19,10 @@ import (
 // done. Nothing starts while the job is paused.
 func (j *job) schedule() {
 	st := j.st
+	if st.Waiting != nil {
+		j.armProbe() // nothing new starts while a store is down
+		return
+	}
 	if st.State != contract.StateRunning {
 		return
 	}
@@ -65,10 +69,13 @@ func (j *job) listNext() {
 		j.listing = false
 		var res contract.ListResult
 		if err := f.Get(j.ctx, &res); err != nil {
+			if d, ok := storeDown(err); ok && j.enterWait(d) {
+				return // listed again, from the same cursor, once the source is back
+			}
 			j.failure = fmt.Errorf("list page %d of %s: %w", in.Seq, j.in.Source, err)
 			return
 		}
-		if st.State != contract.StateRunning && workflow.GetVersion(j.ctx, "relist-after-pause", workflow.DefaultVersion, 1) == 1 {
+		if (st.State != contract.StateRunning || st.Waiting != nil) && workflow.GetVersion(j.ctx, "relist-after-pause", workflow.DefaultVersion, 1) == 1 {
 			// Paused (or aborted) while the listing ran: nothing new may
 			// start, so the answer is dropped with the cursor where it was,
 			// and the page is listed again on resume (a listing is
@@ -240,7 +247,7 @@ func (j *job) armWatchdog() {
 	j.watching = true
 	j.sel.AddFuture(workflow.NewTimer(j.ctx, j.set.WatchEvery), func(workflow.Future) {
 		j.watching = false
-		if workflow.Now(j.ctx).Sub(j.lastReport) < j.set.WatchEvery || j.abort || j.failure != nil {
+		if workflow.Now(j.ctx).Sub(j.lastReport) < j.set.WatchEvery || j.abort || j.failure != nil || j.st.Waiting != nil {
 			return
 		}
 		j.recoverLost()

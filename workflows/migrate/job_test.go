@@ -398,6 +398,7 @@ func TestJobPrecheckFailureFailsWithStatus(t *testing.T) {
 	env.OnActivity(a.RequestSlot, mock.Anything, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.Precheck, mock.Anything, mock.Anything).Return(
 		temporal.NewNonRetryableApplicationError("destination s3://dst on dst:9000: the bucket does not exist", contract.ErrPrecheck, nil))
+	env.OnActivity(a.ArchiveJob, mock.Anything, mock.Anything).Return(nil)
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", contract.ReleaseSignal, mock.Anything).Return(nil).Once()
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SlotGrantedSignal, nil) }, time.Millisecond)
 	_ = b

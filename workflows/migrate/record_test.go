@@ -284,4 +284,5 @@ func (s *recordingStubs) register(w worker.Worker) {
 		return err
 	}, contract.RequestSlotActivity)
 	reg(func(ctx context.Context, in contract.RunningInput) ([]string, error) { return in.WorkflowIDs, nil }, contract.StillRunningActivity)
+	reg(func(ctx context.Context, st contract.Status) error { return nil }, contract.ArchiveJobActivity)
 }

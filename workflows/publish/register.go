@@ -24,4 +24,5 @@ func Register(r Registry) {
 	r.RegisterWorkflowWithOptions(PackageLane, workflow.RegisterOptions{Name: contract.WorkflowTypePackageLane})
 	r.RegisterWorkflowWithOptions(PublishVersion, workflow.RegisterOptions{Name: contract.WorkflowTypePublishVersion})
 	r.RegisterWorkflowWithOptions(ProcessBatch, workflow.RegisterOptions{Name: contract.WorkflowTypeProcessBatch})
+	r.RegisterWorkflowWithOptions(AuditCatalog, workflow.RegisterOptions{Name: contract.WorkflowTypeAuditCatalog})
 }

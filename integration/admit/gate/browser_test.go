@@ -29,6 +29,7 @@ func TestBrowserWaitsInTheDemoRoomAndGetsIn(t *testing.T) {
 	room.Name = "it-demo-browser"
 	room.TotalActiveUsers, room.NewUsersPerMinute = 1, 1 // one slot: a second visitor waits
 	const minuteSeconds = 6
+	room.RefreshIntervalSeconds = 2 // at most half the compressed minute
 	createRoom(t, room, minuteSeconds)
 	origin := httptest.NewServer(devstack.DemoOrigin())
 	defer origin.Close()

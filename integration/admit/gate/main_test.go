@@ -118,7 +118,7 @@ var (
 // startGate runs a gate process in front of origin until the test ends.
 // Its ports are port 0: it binds free ones itself and logs them, so no
 // other process can take them between choosing and binding.
-func startGate(t *testing.T, dc, id, origin string, args ...string) *gateProcess {
+func startGate(t testing.TB, dc, id, origin string, args ...string) *gateProcess {
 	t.Helper()
 	logs := &testenv.SyncBuffer{}
 	cmd := exec.Command(gateBin, append([]string{"--addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0",
@@ -156,7 +156,7 @@ func startGate(t *testing.T, dc, id, origin string, args ...string) *gateProcess
 }
 
 // status reads the gate's status document.
-func (g *gateProcess) status(t *testing.T) gate.GateStatus {
+func (g *gateProcess) status(t testing.TB) gate.GateStatus {
 	t.Helper()
 	var st gate.GateStatus
 	resp, err := http.Get("http://" + g.health + "/status")
@@ -205,7 +205,7 @@ func (g *gateProcess) roomMinute(t *testing.T, room string) time.Time {
 
 // eventually polls cond until it holds, failing with its last word at the
 // deadline.
-func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+func eventually(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	last := ""
@@ -255,7 +255,7 @@ func newOrigin(t *testing.T, handler http.Handler) *origin {
 
 // createRoom creates a room for one test; it is deleted when the test
 // ends, so the next test's gates do not route to it.
-func createRoom(t *testing.T, s engine.Settings, minuteSeconds int) roomclient.Client {
+func createRoom(t testing.TB, s engine.Settings, minuteSeconds int) roomclient.Client {
 	t.Helper()
 	rc := roomclient.Client{C: env.Client}
 	if _, err := rc.Create(context.Background(), s, roomclient.CreateOptions{MinuteSeconds: minuteSeconds}); err != nil {

@@ -204,11 +204,16 @@ type cookieAttributes struct {
 	sameSite   http.SameSite
 }
 
-// attributesFor applies the room's cookie_attributes: samesite auto is None
-// (with Secure) over HTTPS and Lax over HTTP; secure auto follows the
-// request's scheme. SameSite=None always goes with Secure, which browsers
-// require (settings refuse none with secure never).
-func attributesFor(s admit.Settings, name, path string, https bool) cookieAttributes {
+// attributesFor applies the room's cookie_attributes as Cloudflare's
+// Waiting Room documentation describes them: auto follows the room's Always
+// Use HTTPS (always_use_https), not the scheme of one request, so a visitor
+// behind a TLS-terminating balancer (the gate sees HTTP) in an IFrame keeps
+// a SameSite=None cookie and their place. samesite auto is None (with
+// Secure) when the site is HTTPS only, else Lax; secure auto likewise.
+// SameSite=None always goes with Secure, which browsers require (settings
+// refuse none with secure never).
+func attributesFor(s admit.Settings, name, path string) cookieAttributes {
+	https := s.AlwaysUseHTTPS
 	a := cookieAttributes{name: name, path: path}
 	switch s.CookieAttributes.Secure {
 	case "always":

@@ -193,13 +193,13 @@ func TestCookieAttributes(t *testing.T) {
 		{"none", "auto", false, "SameSite=None", true}, // browsers drop None without Secure
 		{"none", "always", true, "SameSite=None", true},
 	} {
-		s := admit.Settings{CookieAttributes: admit.CookieAttributes{SameSite: c.samesite, Secure: c.secure}}
-		h := attributesFor(s, "n", "/", c.https).header("v", t0, t0.Add(time.Minute))
+		s := admit.Settings{AlwaysUseHTTPS: c.https, CookieAttributes: admit.CookieAttributes{SameSite: c.samesite, Secure: c.secure}}
+		h := attributesFor(s, "n", "/").header("v", t0, t0.Add(time.Minute))
 		if !strings.Contains(h, c.want) || strings.Contains(h, "Secure") != c.wantSecure || !strings.Contains(h, "HttpOnly") {
 			t.Errorf("samesite %s, secure %s, https %v: %s; want %s, Secure %v, HttpOnly", c.samesite, c.secure, c.https, h, c.want, c.wantSecure)
 		}
 	}
-	del := attributesFor(admit.Settings{}, "n", "/", false).header("", t0, time.Time{})
+	del := attributesFor(admit.Settings{}, "n", "/").header("", t0, time.Time{})
 	if !strings.Contains(del, "Max-Age=0") {
 		t.Errorf("deleting header %q lacks Max-Age=0", del)
 	}

@@ -64,6 +64,7 @@ type Gate struct {
 	maxBody  int64
 	hosts    map[string]bool // nil: every host
 	tally    requestTally    // decisions per room, for /metrics
+	renewals renewals        // the renewals sent to cookies not replaced yet
 	// fallbacks count the custom pages replaced by the default page.
 	fallbacks fallbackTally
 	// renderClock times page renders: the wall clock, not the decisions'.
@@ -164,8 +165,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			room.tally.End(minute, admit.Effect{})
 		}
 	}()
-	https := g.isHTTPS(r)
-	ck, resealNeeded := g.openCookie(r, st, now)
+	ck, sent, resealNeeded := g.openCookie(r, st, now)
 	if ck != nil && ck.Admitted() && st.snap.Settings.RevokeEnabled() &&
 		g.counters.Revocations.Revoked(room.name, ck.VisitorID, now) {
 		// A session the origin revoked does not come back with its old
@@ -228,20 +228,44 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			d.RefreshIn = time.Duration(next.RefreshIntervalSeconds) * time.Second
 		}
 	}
-	a := attributesFor(st.snap.Settings, st.cookieName, st.cookiePath, https)
+	a := attributesFor(st.snap.Settings, st.cookieName, st.cookiePath)
 	if next != nil && next != ck {
-		next.Expires = cookieExpiry(next, st.snap, now).UnixMilli()
-		if v, err := g.codec.Seal(next); err == nil {
-			w.Header().Add("Set-Cookie", a.header(v, now, time.UnixMilli(next.Expires)))
-		} else {
-			g.log.Error("seal cookie", "room", room.name, "err", err)
+		// A running session's renewal is sealed once per cookie sent and
+		// renewal interval, however often that cookie comes back.
+		renewal := ck != nil && ck.Admitted() && d.Outcome == admit.Pass && guard == nil
+		sealed := ""
+		if renewal {
+			if c, v, ok := g.renewals.get(sent, room.name, now, st.snap.MinuteLength()); ok {
+				next, sealed = c, v
+			}
+		}
+		if sealed == "" {
+			next.Expires = cookieExpiry(next, st.snap, now).UnixMilli()
+			v, err := g.codec.Seal(next)
+			switch {
+			case err != nil:
+				g.log.Error("seal cookie", "room", room.name, "err", err)
+			case renewal:
+				g.renewals.put(sent, next, v, now, st.snap.MinuteLength())
+				fallthrough
+			default:
+				sealed = v
+			}
+		}
+		if sealed != "" {
+			w.Header().Add("Set-Cookie", a.header(sealed, now, time.UnixMilli(next.Expires)))
 		}
 	}
 
 	switch d.Outcome {
 	case admit.Pass, admit.Admit:
-		rs := &requestState{w: w, room: room, st: st, ck: next, now: now, a: a}
-		g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, rs)))
+		if st.snap.Settings.RevokeEnabled() {
+			// What fromOrigin needs to end the session; other rooms spare
+			// the request's copy.
+			rs := &requestState{w: w, room: room, st: st, ck: next, now: now, a: a}
+			r = r.WithContext(context.WithValue(r.Context(), stateKey{}, rs))
+		}
+		g.proxy.ServeHTTP(w, r)
 	default:
 		g.respondQueued(w, r, st, d, now)
 	}
@@ -320,28 +344,22 @@ func cookieExpiry(c *Cookie, snap *admit.Snapshot, now time.Time) time.Time {
 // openCookie finds the visitor's cookie of this room. Browsers send every
 // cookie of that name whose path covers the request (rooms on a host and a
 // path below it), so each is tried; only one sealed for this room opens.
-// resealNeeded: it opened with a key being rotated out.
-func (g *Gate) openCookie(r *http.Request, st *roomState, now time.Time) (ck *Cookie, resealNeeded bool) {
+// sent is its value; resealNeeded: it opened with a key being rotated out.
+func (g *Gate) openCookie(r *http.Request, st *roomState, now time.Time) (ck *Cookie, sent string, resealNeeded bool) {
 	for _, line := range r.Header["Cookie"] {
 		for part := range strings.SplitSeq(line, ";") {
 			name, value, ok := strings.Cut(strings.TrimSpace(part), "=")
 			if !ok || name != st.cookieName {
 				continue
 			}
-			c, primary, err := g.codec.Open(strings.Trim(value, `"`), st.snap.Room, now)
+			value = strings.Trim(value, `"`)
+			c, primary, err := g.codec.Open(value, st.snap.Room, now)
 			if err == nil {
-				return c, !primary
+				return c, value, !primary
 			}
 		}
 	}
-	return nil, false
-}
-
-func (g *Gate) isHTTPS(r *http.Request) bool {
-	if r.TLS != nil {
-		return true
-	}
-	return g.cfg.TrustForwarded && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+	return nil, "", false
 }
 
 // countsNothing reports whether an effect has nothing for the report (most

@@ -329,18 +329,23 @@ func TestEarlyRefreshChangesNothing(t *testing.T) {
 	}
 }
 
+// cookie_attributes auto follows the room's always_use_https, as
+// Cloudflare's Waiting Room documentation describes, not the request's
+// scheme: behind a TLS-terminating balancer the gate sees HTTP, and an
+// IFrame visitor still needs SameSite=None; Secure to keep their place.
 func TestCookieFollowsRoomAttributes(t *testing.T) {
-	h := newHarness(t, admit.Settings{Name: "shop", Path: "/shop/", CookieSuffix: "s1"}, func(c *Config) { c.TrustForwarded = true })
-	res := h.get(newVisitor(), "/shop/item", "X-Forwarded-Proto", "https")
+	h := newHarness(t, admit.Settings{Name: "shop", Path: "/shop/", CookieSuffix: "s1", AlwaysUseHTTPS: true})
+	res := h.get(newVisitor(), "/shop/item")
 	sc := res.header.Get("Set-Cookie")
 	for _, want := range []string{"__edgeflow_waitingroom_s1=", "Path=/shop/", "Secure", "SameSite=None", "HttpOnly", "Max-Age="} {
 		if !strings.Contains(sc, want) {
-			t.Errorf("Set-Cookie %q lacks %q", sc, want)
+			t.Errorf("always_use_https, plain HTTP at the gate: Set-Cookie %q lacks %q", sc, want)
 		}
 	}
-	res = h.get(newVisitor(), "/shop/item")
+	h = newHarness(t, admit.Settings{Name: "shop", Path: "/shop/"}, func(c *Config) { c.TrustForwarded = true })
+	res = h.get(newVisitor(), "/shop/item", "X-Forwarded-Proto", "https")
 	if sc := res.header.Get("Set-Cookie"); !strings.Contains(sc, "SameSite=Lax") || strings.Contains(sc, "Secure") {
-		t.Errorf("over HTTP, auto: %q", sc)
+		t.Errorf("without always_use_https, auto is Lax whatever the scheme: %q", sc)
 	}
 	// Paths no room covers go straight to the origin, untouched.
 	res = h.get(newVisitor(), "/about")

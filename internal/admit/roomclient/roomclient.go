@@ -26,7 +26,16 @@ var (
 	ErrExists   = errors.New("the room exists; change it with update")
 	ErrDeleted  = errors.New("the room is deleted; create it again with create")
 	ErrConflict = errors.New("the room's settings changed meanwhile; try again")
+	// ErrNoSuchEvent matches (errors.Is) a cancel of an event the room does
+	// not have; the error's text is the room's own message.
+	ErrNoSuchEvent = errors.New("no such event")
 )
+
+// noSuchEvent keeps the room's message while matching ErrNoSuchEvent.
+type noSuchEvent struct{ msg string }
+
+func (e noSuchEvent) Error() string        { return e.msg }
+func (e noSuchEvent) Is(target error) bool { return target == ErrNoSuchEvent }
 
 // Client wraps a Temporal client.
 type Client struct{ C client.Client }
@@ -65,7 +74,7 @@ func StartOptions(s admit.Settings) client.StartWorkflowOptions {
 // again (recreated is true); on a room that exists it fails with ErrExists.
 func (c Client) Create(ctx context.Context, s admit.Settings, o CreateOptions) (recreated bool, err error) {
 	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
+	if err := s.ValidateForMinute(o.MinuteSeconds); err != nil {
 		return false, err
 	}
 	_, err = c.C.ExecuteWorkflow(ctx, StartOptions(s), contract.WorkflowTypeRoom,
@@ -209,7 +218,7 @@ func mapError(err error) error {
 		case contract.ErrRoomNotDeleted:
 			return ErrExists
 		case contract.ErrNoSuchEvent:
-			return fmt.Errorf("%s", app.Message())
+			return noSuchEvent{app.Message()}
 		}
 	}
 	return err

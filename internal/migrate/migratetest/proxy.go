@@ -3,7 +3,10 @@
 // prove nothing is written twice) and can answer with SlowDown for a while.
 package migratetest
 
-import "github.com/edgeflow/edgeflow/internal/faultproxy"
+import (
+	"github.com/edgeflow/edgeflow/internal/faultproxy"
+	"github.com/edgeflow/edgeflow/internal/migrate"
+)
 
 // Proxy forwards S3 requests to a MinIO, keeping the Host header (which the
 // request signature covers), and records every write that succeeded. It is
@@ -21,8 +24,9 @@ func NewProxy(endpoint string) *Proxy {
 	return &Proxy{Endpoint: fp.Endpoint, fp: fp}
 }
 
-// Writes returns how often each bucket/key was written.
-func (p *Proxy) Writes() map[string]int { return p.fp.Writes() }
+// Writes returns how often each bucket/key was written, less the
+// precheck's probe (migrate.WithoutProbes).
+func (p *Proxy) Writes() map[string]int { return migrate.WithoutProbes(p.fp.Writes()) }
 
 // ResetWrites forgets the writes seen so far.
 func (p *Proxy) ResetWrites() { p.fp.ResetWrites() }

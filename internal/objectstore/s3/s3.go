@@ -34,13 +34,15 @@ type Config struct {
 	MaxRetries int
 }
 
-// String describes the store without its secret.
+// String describes the store without its credentials: not even the access
+// key ID, which names an account and ends up in errors, logs and workflow
+// histories.
 func (c Config) String() string {
 	scheme := "http"
 	if c.Secure {
 		scheme = "https"
 	}
-	return fmt.Sprintf("%s://%s (access key %s)", scheme, c.Endpoint, c.AccessKey)
+	return fmt.Sprintf("%s://%s", scheme, c.Endpoint)
 }
 
 // Store is one S3 endpoint with one set of credentials.
@@ -51,14 +53,15 @@ type Store struct {
 
 // The capabilities this store has, checked at compile time.
 var (
-	_ objectstore.Store             = (*Store)(nil)
-	_ objectstore.Copier            = (*Store)(nil)
-	_ objectstore.MultipartUploader = (*Store)(nil)
-	_ objectstore.PartCopier        = (*Store)(nil)
-	_ objectstore.ConditionalWriter = (*Store)(nil)
-	_ objectstore.RangeReader       = (*Store)(nil)
-	_ objectstore.BucketManager     = (*Store)(nil)
-	_ objectstore.BulkDeleter       = (*Store)(nil)
+	_ objectstore.Store                = (*Store)(nil)
+	_ objectstore.Copier               = (*Store)(nil)
+	_ objectstore.MultipartUploader    = (*Store)(nil)
+	_ objectstore.PartCopier           = (*Store)(nil)
+	_ objectstore.ConditionalWriter    = (*Store)(nil)
+	_ objectstore.ConditionalCompleter = (*Store)(nil)
+	_ objectstore.RangeReader          = (*Store)(nil)
+	_ objectstore.BucketManager        = (*Store)(nil)
+	_ objectstore.BulkDeleter          = (*Store)(nil)
 )
 
 // New connects lazily: no request is made until the first call.
@@ -242,13 +245,27 @@ func (s *Store) ListParts(ctx context.Context, u objectstore.Upload) ([]objectst
 }
 
 func (s *Store) CompleteMultipartUpload(ctx context.Context, u objectstore.Upload, parts []objectstore.Part) (objectstore.ObjectInfo, error) {
+	return s.complete(ctx, u, parts, minio.PutObjectOptions{})
+}
+
+// CompleteMultipartUploadIf sends If-None-Match: * (or If-Match) with the
+// completion, which MinIO and S3 check against the object at that moment.
+func (s *Store) CompleteMultipartUploadIf(ctx context.Context, u objectstore.Upload, parts []objectstore.Part, cond objectstore.Precondition) (objectstore.ObjectInfo, error) {
+	var po minio.PutObjectOptions
+	if err := s.precondition(&po, "complete multipart upload of", u.Bucket, u.Key, cond); err != nil {
+		return objectstore.ObjectInfo{}, err
+	}
+	return s.complete(ctx, u, parts, po)
+}
+
+func (s *Store) complete(ctx context.Context, u objectstore.Upload, parts []objectstore.Part, po minio.PutObjectOptions) (objectstore.ObjectInfo, error) {
 	complete := make([]minio.CompletePart, 0, len(parts))
 	var size int64
 	for _, p := range objectstore.SortedParts(parts) {
 		complete = append(complete, minio.CompletePart{PartNumber: p.Number, ETag: p.ETag})
 		size += p.Size
 	}
-	ui, err := s.core.CompleteMultipartUpload(ctx, u.Bucket, u.Key, u.ID, complete, minio.PutObjectOptions{})
+	ui, err := s.core.CompleteMultipartUpload(ctx, u.Bucket, u.Key, u.ID, complete, po)
 	if err != nil {
 		return objectstore.ObjectInfo{}, s.fail("complete multipart upload of", u.Bucket, u.Key, err)
 	}
@@ -274,18 +291,26 @@ func (s *Store) UploadPartCopy(ctx context.Context, u objectstore.Upload, n int,
 
 func (s *Store) PutIf(ctx context.Context, bucket, key string, r io.Reader, size int64, opts objectstore.PutOptions, cond objectstore.Precondition) (objectstore.ObjectInfo, error) {
 	po := putOptions(opts.Metadata)
+	if err := s.precondition(&po, "put", bucket, key, cond); err != nil {
+		return objectstore.ObjectInfo{}, err
+	}
+	// One request: a multipart upload would check the condition only at the end.
+	po.DisableMultipart = true
+	return s.put(ctx, bucket, key, r, size, po)
+}
+
+// precondition sets a write's If-Match or If-None-Match: * header.
+func (s *Store) precondition(po *minio.PutObjectOptions, op, bucket, key string, cond objectstore.Precondition) error {
 	switch {
 	case cond.IfMatch != "" && cond.IfNoneMatch == "":
 		po.SetMatchETag(cond.IfMatch)
 	case cond.IfNoneMatch == "*" && cond.IfMatch == "":
 		po.SetMatchETagExcept("*")
 	default:
-		return objectstore.ObjectInfo{}, &objectstore.Error{Op: "put", Bucket: bucket, Key: key, Endpoint: s.cfg.Endpoint,
+		return &objectstore.Error{Op: op, Bucket: bucket, Key: key, Endpoint: s.cfg.Endpoint,
 			Kind: objectstore.ErrInvalid, Message: fmt.Sprintf("precondition %+v: give IfMatch, or IfNoneMatch \"*\"", cond)}
 	}
-	// One request: a multipart upload would check the condition only at the end.
-	po.DisableMultipart = true
-	return s.put(ctx, bucket, key, r, size, po)
+	return nil
 }
 
 func (s *Store) GetRange(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, objectstore.ObjectInfo, error) {
@@ -346,62 +371,6 @@ func (s *Store) DeleteKeys(ctx context.Context, bucket string, keys []string) er
 		}
 	}
 	return nil
-}
-
-// ---- conversions ---------------------------------------------------------
-
-func putOptions(m objectstore.Metadata) minio.PutObjectOptions {
-	// Small objects dominate; MD5/SHA256 content hashing of every body is
-	// wasted CPU on top of TLS/HTTP integrity, and Publish verifies SRI itself.
-	return minio.PutObjectOptions{
-		ContentType: orOctetStream(m.ContentType), CacheControl: m.CacheControl,
-		ContentEncoding: m.ContentEncoding, ContentDisposition: m.ContentDisposition,
-		UserMetadata: m.User, DisableContentSha256: true,
-	}
-}
-
-func metadataOf(po minio.PutObjectOptions) objectstore.Metadata {
-	m := objectstore.Metadata{ContentType: po.ContentType, CacheControl: po.CacheControl,
-		ContentEncoding: po.ContentEncoding, ContentDisposition: po.ContentDisposition}
-	if len(po.UserMetadata) > 0 {
-		m.User = make(map[string]string, len(po.UserMetadata))
-		for k, v := range po.UserMetadata {
-			m.User[strings.ToLower(k)] = v
-		}
-	}
-	return m
-}
-
-func orOctetStream(contentType string) string {
-	if contentType == "" {
-		return "application/octet-stream"
-	}
-	return contentType
-}
-
-func toInfo(oi minio.ObjectInfo) objectstore.ObjectInfo {
-	info := objectstore.ObjectInfo{Key: oi.Key, Size: oi.Size, ETag: trimETag(oi.ETag), LastModified: oi.LastModified,
-		Metadata: objectstore.Metadata{ContentType: oi.ContentType, ContentEncoding: oi.ContentEncoding,
-			CacheControl: oi.Metadata.Get("Cache-Control"), ContentDisposition: oi.Metadata.Get("Content-Disposition")}}
-	if len(oi.UserMetadata) > 0 {
-		info.User = make(map[string]string, len(oi.UserMetadata))
-		for k, v := range oi.UserMetadata {
-			info.User[strings.ToLower(k)] = v
-		}
-	}
-	return info
-}
-
-func trimETag(etag string) string { return strings.Trim(etag, `"`) }
-
-// rangeTotal reads the object size from "bytes 0-99/1234".
-func rangeTotal(contentRange string) (int64, bool) {
-	_, total, ok := strings.Cut(contentRange, "/")
-	if !ok || total == "*" {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(total, 10, 64)
-	return n, err == nil
 }
 
 // ---- errors --------------------------------------------------------------

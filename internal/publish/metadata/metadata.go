@@ -171,6 +171,21 @@ func (p *Package) MarkComplete(version string) bool {
 	return true
 }
 
+// Withdraw takes version out of the package document, so the edge no
+// longer serves it (an audit found it broken beyond repair); it reports
+// whether the document listed it.
+func (p *Package) Withdraw(version string, at time.Time) bool {
+	i := slices.Index(p.Versions, version)
+	if i < 0 {
+		return false
+	}
+	p.Versions = slices.Delete(p.Versions, i, i+1)
+	p.MarkComplete(version)
+	p.Latest = versions.Latest(p.Versions)
+	p.UpdatedAt = at
+	return true
+}
+
 // EntryOf is the search index entry of a package; latest, when known, gives
 // the SRI of its default file.
 func EntryOf(p *Package, latest *Version) IndexEntry {

@@ -5,6 +5,7 @@
 package contract
 
 import (
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -21,6 +22,13 @@ const WorkflowTypeRoom = "Room"
 
 // RoomWorkflowID is the workflow ID of a room: one workflow per room name.
 func RoomWorkflowID(name string) string { return "room/" + name }
+
+// RoomFromWorkflowID is RoomWorkflowID's inverse: the room a workflow ID
+// names, and whether it names one.
+func RoomFromWorkflowID(id string) (string, bool) {
+	name, ok := strings.CutPrefix(id, "room/")
+	return name, ok && name != ""
+}
 
 // RoomKey is the search attribute holding the room's name, so the Web UI
 // finds a room with Room="shop".

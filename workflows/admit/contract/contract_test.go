@@ -29,3 +29,14 @@ func TestWireNames(t *testing.T) {
 		}
 	}
 }
+
+func TestRoomFromWorkflowID(t *testing.T) {
+	if name, ok := RoomFromWorkflowID(RoomWorkflowID("shop")); !ok || name != "shop" {
+		t.Fatalf("round trip: %q %v", name, ok)
+	}
+	for _, id := range []string{"room/", "migration/shop", "shop"} {
+		if _, ok := RoomFromWorkflowID(id); ok {
+			t.Fatalf("%q names a room", id)
+		}
+	}
+}

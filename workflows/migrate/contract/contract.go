@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/product"
 )
 
@@ -41,6 +42,11 @@ const (
 	FindReportsActivity  = "FindReports"
 	RequestSlotActivity  = "RequestSlot"
 	StillRunningActivity = "StillRunning"
+	// ProbeStoreActivity asks whether a store that went down is back.
+	ProbeStoreActivity = "ProbeStore"
+	// ArchiveJobActivity (a Status) keeps a finished job's summary in the
+	// job store, where the starter reads it once the workflow is gone.
+	ArchiveJobActivity = "ArchiveJob"
 )
 
 // Publish's side of a catalog import: the queue and name of the activity
@@ -83,6 +89,10 @@ const (
 	ReleaseSignal = "release"
 	// SlotGrantedSignal tells a waiting job it may run.
 	SlotGrantedSignal = "slot-granted"
+	// StoreDownSignal (a StoreDown) tells a job that a page stopped because
+	// a store is down; StoreUpSignal tells the waiting pages it is back.
+	StoreDownSignal = "store-down"
+	StoreUpSignal   = "store-up"
 )
 
 // Updates of a job (pause, resume, abort, redrive) return its Status; of an
@@ -147,7 +157,12 @@ type Endpoint struct {
 }
 
 // String is the side's location and endpoint, for people.
-func (e Endpoint) String() string { return e.Location.String() + " on " + e.Endpoint }
+func (e Endpoint) String() string {
+	if e.Provider == migrate.ProviderGCS {
+		return e.Location.String() // the location names the store
+	}
+	return e.Location.String() + " on " + e.Endpoint
+}
 
 // Settings tune a job. Zero fields take the defaults of WithDefaults.
 type Settings struct {
@@ -239,12 +254,17 @@ func (s Settings) Check() error {
 	switch {
 	case s.PageSize > 10000:
 		return fmt.Errorf("page size %d: at most 10000 objects per page", s.PageSize)
-	case s.PartSize != 0 && s.PartSize < 5<<20:
-		return fmt.Errorf("part size %d: S3 parts are at least 5 MiB", s.PartSize)
+	case s.PartSize < 0 || s.MultipartCutoff < 0 || s.CopyCutoff < 0:
+		return fmt.Errorf("part size (--part-size) %d, multipart cutoff (--multipart-cutoff) %d, copy cutoff (--copy-cutoff) %d: sizes are not negative",
+			s.PartSize, s.MultipartCutoff, s.CopyCutoff)
+	case s.PartSize != 0 && s.PartSize < objectstore.MinPartSize:
+		return fmt.Errorf("part size (--part-size) %d: S3 parts are at least 5 MiB", s.PartSize)
+	case s.PartSize > objectstore.MaxPartSize:
+		return fmt.Errorf("part size (--part-size) %d: S3 parts are at most 5 GiB", s.PartSize)
 	case s.MultipartCutoff != 0 && s.PartSize != 0 && s.MultipartCutoff < s.PartSize:
-		return fmt.Errorf("multipart cutoff %d is below the part size %d", s.MultipartCutoff, s.PartSize)
-	case s.CopyCutoff > 5<<30:
-		return fmt.Errorf("copy cutoff %d: S3 copies at most 5 GiB in one request", s.CopyCutoff)
+		return fmt.Errorf("multipart cutoff (--multipart-cutoff) %d is below the part size (--part-size) %d", s.MultipartCutoff, s.PartSize)
+	case s.CopyCutoff > objectstore.MaxCopySize:
+		return fmt.Errorf("copy cutoff (--copy-cutoff) %d: S3 copies at most 5 GiB in one request", s.CopyCutoff)
 	}
 	return nil
 }
@@ -258,6 +278,9 @@ const (
 	// ErrPermanent (an activity's, not retried): retrying cannot help
 	// (credentials that do not open, a malformed input).
 	ErrPermanent = "PermanentFailure"
+	// ErrStoreUnavailable (an activity's, not retried by Temporal): a store
+	// is down; its details are a StoreDown, and the job waits for the store.
+	ErrStoreUnavailable = "StoreUnavailable"
 	// ErrMigrationFailed: a job failed; its details are its Status.
 	ErrMigrationFailed = "MigrationFailed"
 	// ErrImportIncomplete: a catalog import stopped before writing any

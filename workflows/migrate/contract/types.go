@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
@@ -27,6 +28,22 @@ type JobInput struct {
 	Redrive *RedriveFrom `json:"redrive,omitempty"`
 	// Resume carries the state across continue-as-new.
 	Resume *JobState `json:"resume,omitempty"`
+}
+
+// Check reports what no job may ask for, whoever started it: the starter
+// checks its flags with it, and the job its input before it queues, so a
+// job started by other means fails at once with the reason.
+func (in JobInput) Check() error {
+	if err := in.Settings.Check(); err != nil {
+		return err
+	}
+	if in.KeyList != "" && in.Source.Prefix != "" && in.Redrive == nil {
+		// A key list names whole source keys; a prefix as well would leave
+		// open whether it is prepended, so it is refused.
+		return fmt.Errorf("source %s has a prefix: a key list (--keys) names whole source keys; give the source as s3://%s",
+			in.Source.Location, in.Source.Bucket)
+	}
+	return nil
 }
 
 // KeyMap is where the job puts each key.
@@ -64,6 +81,36 @@ type JobState struct {
 	Rate             migrate.RateMeter `json:"rate"`
 	Error            string            `json:"error,omitempty"`
 	Runs             int               `json:"runs,omitempty"`
+	// Waiting is the store the job waits for, nil while none is down;
+	// Waited is the time it waited in all.
+	Waiting *StoreWait    `json:"waiting,omitempty"`
+	Waited  time.Duration `json:"waited,omitempty"`
+}
+
+// StoreWait is a job waiting for a store that went down: no new transfer
+// starts, and the store is probed with backoff until it passes.
+type StoreWait struct {
+	Side   string    `json:"side"`
+	Since  time.Time `json:"since"`
+	Reason string    `json:"reason"`
+	// Probes counts the probes that failed; the next waits
+	// migrate.ProbeDelay(Probes).
+	Probes int `json:"probes,omitempty"`
+}
+
+// StoreDown is a page's (or listing's) word that a store is down: the
+// StoreDownSignal's payload and an ErrStoreUnavailable's details.
+type StoreDown struct {
+	Execution string `json:"execution,omitempty"`
+	Side      string `json:"side"`
+	Reason    string `json:"reason"`
+}
+
+// ProbeInput asks whether one side of a job is usable again.
+type ProbeInput struct {
+	Job      string   `json:"job"`
+	Side     string   `json:"side"`
+	Endpoint Endpoint `json:"endpoint"`
 }
 
 // RedrivePass walks the pages that have dead letters.
@@ -103,6 +150,13 @@ type Status struct {
 	Error         string     `json:"error,omitempty"`
 	// ContinuedAsNew counts the runs the job's history was split into.
 	ContinuedAsNew int `json:"continuedAsNew,omitempty"`
+	// WaitingFor is the side ("source" or "destination") the running job
+	// waits for, since WaitingSince, for WaitingReason; empty while both
+	// stores work. WaitedSeconds is the time it waited in all.
+	WaitingFor    string     `json:"waiting_for,omitempty"`
+	WaitingSince  *time.Time `json:"waiting_since,omitempty"`
+	WaitingReason string     `json:"waiting_reason,omitempty"`
+	WaitedSeconds float64    `json:"waitedSeconds,omitempty"`
 }
 
 // PageInput asks a page child to copy one page (pass 0) or to retry one

@@ -1,0 +1,36 @@
+// Command console serves the HTTP API over rooms at CONSOLE_ADDR
+// (http://127.0.0.1:8070): JSON under /api/v1 in Cloudflare's envelope,
+// bearer tokens from CONSOLE_TOKENS, CONSOLE_TOKENS_FILE or the development
+// file `make run` creates. Its wiring is internal/console; see
+// docs/console.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/edgeflow/edgeflow/internal/cli"
+	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/console"
+)
+
+func main() { cli.Serve("console", run) }
+
+func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
+	fs := flag.NewFlagSet("console", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var s console.Settings
+	s.Temporal.RegisterFlags(fs)
+	fs.StringVar(&s.Addr, "addr", config.Env("CONSOLE_ADDR", "127.0.0.1:8070"), "listen address (env CONSOLE_ADDR)")
+	fs.StringVar(&s.DataDir, "data-dir", config.Env("DATA_DIR", filepath.Join(".", ".data")), "where the development token file keys/console.tokens is (env DATA_DIR)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return console.Run(ctx, s, stderr, ready)
+}

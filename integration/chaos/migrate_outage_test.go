@@ -1,0 +1,242 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/edgeflow/edgeflow/internal/devstack"
+	"github.com/edgeflow/edgeflow/internal/faultproxy"
+	"github.com/edgeflow/edgeflow/internal/keyring"
+	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
+	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
+)
+
+// TestMigrateStoreOutages is the outage test: a job's destination
+// MinIO is stopped for two minutes mid-job and started again, then the
+// same for the source. Each job must complete with every object copied
+// once (counted at the destination's proxy), none failed, no dead letter;
+// the report gives the time each waited.
+func TestMigrateStoreOutages(t *testing.T) {
+	f, recordFigures := startFigures(t, "migrate-outage")
+	defer recordFigures()
+	count, outage := 10_000, 2*time.Minute
+	if *soak {
+		count = 20_000
+	}
+	key, err := keyring.Generate("outage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := keyring.New(key)
+	jobs := migrate.JobStore{Store: env.primaryStore, Bucket: "chaos-outage-jobs"}
+	if err := jobs.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	workerEnv := []string{"TEMPORAL_ADDRESS=" + env.temporal.HostPort, "CODEC_KEYS=" + key.Encode(), "LOG_FORMAT=json", "HEALTH_ADDR=127.0.0.1:0",
+		"S3_ENDPOINT=" + env.primary.Endpoint, "S3_ACCESS_KEY=" + env.primary.AccessKey, "S3_SECRET_KEY=" + env.primary.SecretKey,
+		"BUCKET_MIGRATE=" + jobs.Bucket, "MAX_ACTIVITIES=16"}
+	for i := range 2 {
+		supervise(t, fmt.Sprintf("migrate-outage-%d", i), env.bins["migrate"], workerEnv)
+	}
+	for _, down := range []string{migrate.SideDest, migrate.SideSource} {
+		t.Run(down, func(t *testing.T) { outageJob(t, f, keys, jobs, down, count, outage) })
+	}
+	if f.lost != 0 {
+		t.Errorf("lost %d", f.lost)
+	}
+}
+
+// stoppable is a MinIO of the outage test, with the credentials of the
+// server it stands in for, stopped and started again on its port and data.
+type stoppable struct {
+	*devstack.MinIO
+	dir string
+}
+
+func startStoppable(t *testing.T, name string, like *devstack.MinIO) *stoppable {
+	t.Helper()
+	s := &stoppable{dir: filepath.Join(env.dir, name)}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var err error
+	if s.MinIO, err = devstack.StartMinIO(ctx, devstack.MinIOOptions{DataDir: s.dir, AccessKey: like.AccessKey, SecretKey: like.SecretKey, Logs: env.logs}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(10 * time.Second) })
+	return s
+}
+
+func (s *stoppable) restart(t *testing.T) {
+	t.Helper()
+	port := func(hostPort string) int {
+		_, p, _ := net.SplitHostPort(hostPort)
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	next, err := devstack.StartMinIO(ctx, devstack.MinIOOptions{DataDir: s.dir, Port: port(s.Endpoint), ConsolePort: port(s.ConsoleURL[len("http://"):]),
+		AccessKey: s.AccessKey, SecretKey: s.SecretKey, Logs: env.logs})
+	if err != nil {
+		t.Fatalf("start minio again on %s: %v", s.Endpoint, err)
+	}
+	s.MinIO = next
+}
+
+func outageJob(t *testing.T, f *figures, keys *keyring.Keyring, jobs migrate.JobStore, down string, count int, outage time.Duration) {
+	ctx := context.Background()
+	objs := generated(count)
+	var own *stoppable
+	var srcStore, dstStore objectstore.Store
+	var srcEndpoint, dstEndpoint string
+	var proxy *faultproxy.Proxy
+	if down == migrate.SideDest {
+		own = startStoppable(t, "outage-dst", env.mirror)
+		st, err := s3.New(s3.Config{Endpoint: own.Endpoint, AccessKey: own.AccessKey, SecretKey: own.SecretKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcStore, dstStore = env.primaryStore, st
+		proxy = faultproxy.New(own.Endpoint, faultproxy.Faults{}, 31)
+		srcEndpoint, dstEndpoint = env.primary.Endpoint, proxy.Endpoint
+	} else {
+		own = startStoppable(t, "outage-src", env.primary)
+		st, err := s3.New(s3.Config{Endpoint: own.Endpoint, AccessKey: own.AccessKey, SecretKey: own.SecretKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcStore, dstStore = st, env.mirrorStore
+		proxy = faultproxy.New(env.mirror.Endpoint, faultproxy.Faults{}, 32)
+		// The source is reached directly: a stopped store refuses connections.
+		srcEndpoint, dstEndpoint = own.Endpoint, proxy.Endpoint
+	}
+	defer proxy.Close()
+	srcBucket := migratetest.Bucket(t, srcStore, "outage-src")
+	seed(t, srcStore, srcBucket, objs)
+	dstBucket := migratetest.Bucket(t, dstStore, "outage-dst")
+
+	job := fmt.Sprintf("outage-%s-%d", down[:3], time.Now().UnixNano())
+	in := migrateInput(t, keys, job, srcEndpoint, srcBucket, dstEndpoint, dstBucket)
+	in.Verify = false
+	run, err := env.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: contract.MigrationWorkflowID(job), TaskQueue: contract.TaskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(contract.JobKey.ValueSet(job),
+			contract.SourceBucketKey.ValueSet(srcBucket), contract.DestBucketKey.ValueSet(dstBucket)),
+	}, contract.WorkflowTypeMigration, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := func() (contract.Status, error) {
+		v, err := env.client.QueryWorkflow(ctx, contract.MigrationWorkflowID(job), "", contract.StatusQuery)
+		var st contract.Status
+		if err == nil {
+			err = v.Get(&st)
+		}
+		return st, err
+	}
+	started := time.Now()
+	eventually(t, 5*time.Minute, "the job copies its first page", func() (bool, string) {
+		st, err := query()
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.Copied > 0, fmt.Sprintf("copied %d", st.Copied)
+	})
+	if err := own.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	var copiedAtStop int64
+	eventually(t, 2*time.Minute, "the job waits for the "+down, func() (bool, string) {
+		st, err := query()
+		if err != nil {
+			return false, err.Error()
+		}
+		copiedAtStop = st.Copied
+		return st.WaitingFor == down && st.State == contract.StateRunning, fmt.Sprintf("state %s, waiting for %q", st.State, st.WaitingFor)
+	})
+	time.Sleep(time.Until(stopped.Add(outage)))
+	if st, err := query(); err != nil || st.WaitingFor != down || st.Failed != 0 {
+		t.Errorf("at the end of the outage: %+v %v; want waiting for the %s, nothing failed", st, err, down)
+	}
+	own.restart(t)
+	restarted := time.Now()
+
+	var st contract.Status
+	eventually(t, 20*time.Minute, "the job ends", jobEnded(ctx, t, run, job, &st))
+	resumedIn := time.Since(restarted)
+
+	n := int64(len(objs))
+	f.faults++
+	f.operations += proxy.Counts().Requests
+	if st.State != contract.StateCompleted || st.Copied != n || st.Failed != 0 || st.Skipped != 0 {
+		t.Errorf("status %+v; want %d copied, none failed or skipped", st, n)
+		f.lost++
+	} else {
+		f.verified++
+	}
+	dead := deadLetters(t, jobs, job, st.Execution)
+	for _, d := range dead {
+		t.Errorf("dead letter %s: %s", d.Key, d.Error)
+	}
+	f.lost += int64(len(dead))
+
+	// No object written twice. A write the destination committed just as
+	// it was stopped has no answer, so the proxy cannot count it; the copy
+	// found there afterwards (read back below) is that write. There are at
+	// most as many as transfers ran at once (2 workers × Concurrency).
+	writes := proxy.Writes()
+	var once, unanswered, twice int64
+	for _, o := range objs {
+		switch writes[dstBucket+"/"+in.KeyMap().Dest(o.Key)] {
+		case 1:
+			once++
+		case 0:
+			unanswered++
+		default:
+			twice++
+			t.Errorf("%s written %d times", o.Key, writes[dstBucket+"/"+in.KeyMap().Dest(o.Key)])
+		}
+	}
+	maxUnanswered := int64(0)
+	if down == migrate.SideDest {
+		maxUnanswered = int64(2 * in.Settings.Concurrency)
+	}
+	other := twice
+	if unanswered > maxUnanswered {
+		t.Errorf("%d objects with no write counted, more than the %d transfers that can run at once", unanswered, maxUnanswered)
+		other += unanswered
+	}
+	var same, diff atomic.Int64
+	parallel(len(objs), func(i int) {
+		o := objs[i]
+		data, _, err := objectstore.ReadAll(ctx, dstStore, dstBucket, in.KeyMap().Dest(o.Key))
+		if err == nil && bytes.Equal(data, o.Data) {
+			same.Add(1)
+		} else {
+			diff.Add(1)
+		}
+	})
+	if diff.Load() != 0 {
+		t.Errorf("%d objects missing or different at the destination", diff.Load())
+	}
+	f.verified += once + same.Load()
+	f.lost += other + diff.Load()
+	f.note("%s MinIO stopped for %s mid-job (%d objects; %d copied when it stopped, %s after the start) and started again: the job waited %.0f s in all (state running, waiting_for=%s), went on %s after the restart by itself, and completed: copied %d, failed %d, **%d dead letters**; at the destination's proxy %d objects written exactly once, %d twice, %d whose one write the store committed as it stopped (no answer to count; found there after); %d byte-identical",
+		down, outage, n, copiedAtStop, stopped.Sub(started).Round(time.Second), st.WaitedSeconds, down, resumedIn.Round(time.Second), st.Copied, st.Failed, len(dead), once, twice, unanswered, same.Load())
+}

@@ -1,0 +1,87 @@
+// Package console is the HTTP API over rooms (and, later, migrations and
+// publishing): JSON under /api/v1 in Cloudflare's envelope, on the same
+// client functions the starters use. cmd/console is its flags.
+package console
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	"github.com/edgeflow/edgeflow/internal/cli"
+	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/logging"
+)
+
+// Options configure a Server.
+type Options struct {
+	Temporal client.Client
+	Tokens   Tokens
+	Log      *slog.Logger  // nil: discard
+	Timeout  time.Duration // per Temporal call; 0: 15 s
+}
+
+// New builds the API's routes.
+func New(o Options) *Server {
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 15 * time.Second
+	}
+	s := &Server{tokens: o.Tokens, log: o.Log, mux: http.NewServeMux(),
+		rooms: roomAPI{rc: roomclient.Client{C: o.Temporal}, timeout: o.Timeout}}
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.pattern, s.api(rt.handler))
+	}
+	// Anything else under /api/v1 answers in the envelope too (after
+	// authentication, so the API's shape is not probed for free).
+	s.mux.Handle("/api/v1/", s.api(func(http.ResponseWriter, *http.Request) (int, any, *ResultInfo, error) {
+		return 0, nil, nil, fail(http.StatusNotFound, CodeNotFound, "path: no such route (GET /api/v1/openapi.json lists them)")
+	}))
+	return s
+}
+
+// Settings are cmd/console's.
+type Settings struct {
+	Addr     string
+	DataDir  string
+	Temporal config.Temporal
+}
+
+// Run serves the API until ctx ends; ready, if set, gets the address.
+func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr string)) error {
+	log := logging.New("console", stderr)
+	tokens, from, err := LoadTokens(os.Getenv, st.DataDir)
+	if err != nil {
+		return err
+	}
+	tc, err := st.Temporal.Dial(log)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	srv := &http.Server{
+		Handler:           New(Options{Temporal: tc, Tokens: tokens, Log: log}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
+	}
+	ln, err := net.Listen("tcp", st.Addr)
+	if err != nil {
+		return fmt.Errorf("CONSOLE_ADDR: %w", err)
+	}
+	addr := ln.Addr().String()
+	return cli.ServeHTTP(ctx, srv, func() error { return srv.Serve(ln) }, 30*time.Second, log, func() {
+		log.Info("serving the API", "url", "http://"+addr+"/api/v1/", "callers", len(tokens), "callers_from", from)
+		if ready != nil {
+			ready(addr)
+		}
+	})
+}

@@ -1,0 +1,159 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/edgeflow/edgeflow/internal/publish/metadata"
+)
+
+// fileAudit is one file of a version on both stores: what is wrong, and
+// the right bytes when any copy has them.
+type fileAudit struct {
+	pkg, version string
+	f            metadata.File
+	key          string // where its bytes are stored (metadata.File.Key)
+	findings     []finding
+	// good is the file's right bytes (SRI and size as recorded), from
+	// either store or the original; twinGood the twins that decode to them.
+	good         []byte
+	twinGood     map[string][]byte
+	unrepairable string
+}
+
+// finding is one object found wrong on one store.
+type finding struct {
+	side         int
+	suffix       string // "" for the file itself, else .br or .gz
+	kind, detail string
+	fixed        bool
+}
+
+// checkFile reads the file and its twins on both stores and checks them.
+func (a *Auditor) checkFile(ctx context.Context, fa *fileAudit) error {
+	for i, s := range a.sides() {
+		data, found, err := read(ctx, s.store, s.files, fa.key)
+		if err != nil {
+			return err
+		}
+		var kind string
+		// A copy byte for byte equal to one already found right is right:
+		// a comparison, not a second hash (most files are right on both).
+		if !(found && fa.good != nil && bytes.Equal(data, fa.good)) {
+			if err := a.cpu(ctx, func() { kind = CheckFile(fa.f, data, found) }); err != nil {
+				return err
+			}
+		}
+		var right []byte
+		if kind != "" {
+			fa.findings = append(fa.findings, finding{side: i, kind: kind, detail: fileDetail(kind, fa.f, data)})
+		} else {
+			right = data
+			if fa.good == nil {
+				fa.good = data
+			}
+		}
+		for _, suffix := range Twins(fa.f) {
+			twin, found, err := read(ctx, s.store, s.files, fa.key+suffix)
+			if err != nil {
+				return err
+			}
+			var kind, detail string
+			// Likewise a twin equal to one that decoded right.
+			if !(found && fa.twinGood[suffix] != nil && bytes.Equal(twin, fa.twinGood[suffix])) {
+				if err := a.cpu(ctx, func() { kind, detail = CheckTwin(fa.f, suffix, twin, found, right) }); err != nil {
+					return err
+				}
+			}
+			switch {
+			case kind != "":
+				fa.findings = append(fa.findings, finding{side: i, suffix: suffix, kind: kind, detail: detail})
+			case fa.twinGood[suffix] == nil:
+				if fa.twinGood == nil {
+					fa.twinGood = map[string][]byte{}
+				}
+				fa.twinGood[suffix] = twin
+			}
+		}
+	}
+	return nil
+}
+
+func fileDetail(kind string, f metadata.File, data []byte) string {
+	switch kind {
+	case KindSize:
+		return fmt.Sprintf("%d bytes stored, %d recorded", len(data), f.Size)
+	case KindSRI:
+		return "other bytes at the recorded size"
+	}
+	return ""
+}
+
+// repairFromStores writes the right bytes, where known, over every wrong
+// copy: the file from a store that holds it right, a twin from a store whose
+// twin decodes right, else compressed afresh from the right bytes.
+func (a *Auditor) repairFromStores(ctx context.Context, fa *fileAudit) error {
+	sd := a.sides()
+	for i := range fa.findings {
+		fd := &fa.findings[i]
+		if fd.fixed {
+			continue
+		}
+		s := sd[fd.side]
+		if fd.suffix == "" {
+			if fa.good == nil {
+				continue
+			}
+			if err := write(ctx, s.store, s.files, fa.key, fa.good, fa.f.ContentType); err != nil {
+				return err
+			}
+			fd.fixed = true
+			continue
+		}
+		twin := fa.twinGood[fd.suffix]
+		if twin == nil && fa.good != nil {
+			var err error
+			if cerr := a.cpu(ctx, func() { twin, err = Encode(fd.suffix, fa.good) }); cerr != nil {
+				return cerr
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if twin == nil {
+			continue
+		}
+		if err := write(ctx, s.store, s.files, fa.key+fd.suffix, twin, fa.f.ContentType); err != nil {
+			return err
+		}
+		fd.fixed = true
+	}
+	return nil
+}
+
+// needsOriginal says a finding is left that the stores could not repair.
+func (fa *fileAudit) needsOriginal() bool {
+	for _, fd := range fa.findings {
+		if !fd.fixed {
+			return true
+		}
+	}
+	return false
+}
+
+// report adds the file's findings to rep as problems.
+func (fa *fileAudit) report(rep *Report, o Options) {
+	sd := [2]string{StorePrimary, StoreMirror}
+	for _, fd := range fa.findings {
+		p := Problem{Package: fa.pkg, Version: fa.version, File: fa.f.Path + fd.suffix, Store: sd[fd.side],
+			Kind: fd.kind, Detail: fd.detail, Repaired: fd.fixed}
+		if !fd.fixed {
+			p.Reason = fa.unrepairable
+			if !o.Repair {
+				p.Reason = "repair is off"
+			}
+		}
+		rep.add(p)
+	}
+}
