@@ -109,3 +109,67 @@ func addPoolCounts(to map[[2]string]int, l []PoolCount) {
 		to[[2]string{c.Pool, c.Scope}] += c.Count
 	}
 }
+
+// Beyond is r without what base (an earlier cumulative report of the same
+// gate process and minute) counts: what a gate sends the room directly
+// once its data center's Redis stops taking its reports, when the counts
+// Redis took already reach the room in the data center's aggregate (each
+// admission reaches the room once, by one path). StoreTaken stays whole
+// (the room takes the largest reading, so counting it twice costs
+// nothing); sequence, Final and Leaving are r's.
+func (r Report) Beyond(base Report) Report {
+	out := r
+	out.NewVisitors = max(r.NewVisitors-base.NewVisitors, 0)
+	out.Admitted = max(r.Admitted-base.Admitted, 0)
+	out.AdmittedFromQueue = max(r.AdmittedFromQueue-base.AdmittedFromQueue, 0)
+	out.Seen = max(r.Seen-base.Seen, 0)
+	out.EarlyRefreshes = max(r.EarlyRefreshes-base.EarlyRefreshes, 0)
+	out.Closed = max(r.Closed-base.Closed, 0)
+	out.Queued = minuteCountsBeyond(r.Queued, base.Queued, true)
+	out.Renewed = minuteCountsBeyond(r.Renewed, base.Renewed, false)
+	out.Revoked = minuteCountsBeyond(r.Revoked, base.Revoked, false)
+	out.Taken = poolCountsBeyond(r.Taken, base.Taken)
+	out.Unsure = poolCountsBeyond(r.Unsure, base.Unsure)
+	out.size = 0
+	return out
+}
+
+// minuteCountsBeyond subtracts base from l by minute; signed keeps
+// negative differences (net waiting visitors may shrink).
+func minuteCountsBeyond(l, base []MinuteCount, signed bool) []MinuteCount {
+	m := map[int64]int{}
+	addMinuteCounts(m, l)
+	for _, c := range base {
+		m[c.Minute.UnixMilli()] -= c.Count
+	}
+	if !signed {
+		for k, v := range m {
+			if v < 0 {
+				m[k] = 0
+			}
+		}
+	}
+	out := minuteCounts(m)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func poolCountsBeyond(l, base []PoolCount) []PoolCount {
+	m := map[[2]string]int{}
+	addPoolCounts(m, l)
+	for _, c := range base {
+		m[[2]string{c.Pool, c.Scope}] -= c.Count
+	}
+	for k, v := range m {
+		if v <= 0 {
+			delete(m, k)
+		}
+	}
+	out := poolCounts(m)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

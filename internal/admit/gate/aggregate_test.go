@@ -196,3 +196,53 @@ func TestReporterFallsBackWithoutRedis(t *testing.T) {
 		t.Fatalf("the room got %+v, want the gate's own report", d.got)
 	}
 }
+
+// A gate whose writes to Redis fail while its data center's aggregate
+// still counts what it wrote before sends the room only the rest, and
+// keeps sending that minute directly once Redis takes its writes again:
+// the room counts each admission once (it counted the written ones twice,
+// and a room's record over its limits is an overshoot).
+func TestFallbackCountsEachAdmissionOnce(t *testing.T) {
+	d := newDCGates(t, 2)
+	d.step(0) // gate 0 ticks first and takes the lease
+	if !d.reporters[0].Aggregate.Holds(d.now) {
+		t.Fatal("gate 0 does not hold the lease")
+	}
+	admit1 := func(n int) {
+		for range n {
+			d.rooms[1].tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: admit.PoolNew, Scope: d.dc})
+		}
+	}
+	d.rooms[0].tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: admit.PoolNew, Scope: d.dc})
+	admit1(2)
+	d.step(2 * time.Second) // both write: Redis holds gate 1's 2
+	good := d.reporters[1].Aggregate.Client
+	dead, err := NewRedisClient("redis://127.0.0.1:1/0") // nothing listens on port 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	d.reporters[1].Aggregate.Client = dead
+	admit1(3)
+	for range 20 {
+		d.step(500 * time.Millisecond) // fails, then goes to the room directly
+	}
+	direct := false
+	for _, r := range d.got {
+		direct = direct || r.Gate == d.dc+"-1"
+	}
+	if !direct {
+		t.Fatalf("gate 1 did not report to the room directly: %+v", d.got)
+	}
+	d.reporters[1].Aggregate.Client = good // Redis takes its writes again
+	admit1(4)
+	for d.now.Before(t0.Add(time.Minute + 20*time.Second)) {
+		d.step(100 * time.Millisecond)
+	}
+	if s := d.room.Snapshot; !s.Minute.After(t0) || s.PublishedAt.After(t0.Add(time.Minute+10*time.Second)) {
+		t.Errorf("the next minute's snapshot (%s) was published %s after the minute: it waited for gate 1's final", s.Minute, s.PublishedAt.Sub(t0.Add(time.Minute)))
+	}
+	if got := d.room.Ledger.Totals(t0).Admitted; got != 10 {
+		t.Errorf("the room counts %d admissions in the minute, want the 10 made (reports %+v)", got, d.got)
+	}
+}

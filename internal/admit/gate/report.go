@@ -113,6 +113,7 @@ func (p *Reporter) Tick(ctx context.Context) {
 		p.settleVisits(ctx, r)
 		p.send(ctx, r)
 		r.tally.Forget(minute.Add(-3 * length))
+		r.forgetPaths(minute.Add(-3 * length))
 	}
 	if p.Aggregate != nil {
 		p.Aggregate.Tick(ctx, now, p.aggregateRooms(), p.Sink)
@@ -175,7 +176,7 @@ func (p *Reporter) Leave(ctx context.Context) {
 		p.send(ctx, r)
 		if len(r.unwritten) > 0 { // no later tick tries again: to the room
 			for _, rep := range r.unwritten {
-				r.unsent = replaceReport(r.unsent, rep)
+				r.direct(rep)
 			}
 			r.unwritten = nil
 			p.send(ctx, r)
@@ -260,19 +261,22 @@ const writeDirectAfter = 3 * time.Second
 
 // writeAll hands the room's reports to the data center's aggregator, if
 // there is one. Those Redis has not taken for writeDirectAfter go to the
-// room directly: the room then counts the gate's counts of the minute both
-// alone and in the aggregate, which only makes it admit fewer.
+// room directly (direct).
 func (p *Reporter) writeAll(ctx context.Context, r *Room) {
 	snap := r.Snapshot()
 	if p.Aggregate == nil || snap == nil {
 		for _, rep := range r.unwritten {
-			r.unsent = replaceReport(r.unsent, rep)
+			r.direct(rep)
 		}
 		r.unwritten = nil
 		return
 	}
 	var keep []admit.Report
 	for _, rep := range r.unwritten {
+		if r.directMinutes[rep.Minute.UnixMilli()] {
+			r.direct(rep)
+			continue
+		}
 		wctx, cancel := context.WithTimeout(ctx, p.Timeout)
 		err := p.Aggregate.Write(wctx, rep, snap.MinuteLength())
 		cancel()
@@ -281,6 +285,10 @@ func (p *Reporter) writeAll(ctx context.Context, r *Room) {
 				p.Logger.Info("writing the counts for the data center's report again", "room", r.name)
 				p.writeFailing = time.Time{}
 			}
+			if r.written == nil {
+				r.written = map[int64]admit.Report{}
+			}
+			r.written[rep.Minute.UnixMilli()] = rep
 			continue
 		}
 		if p.writeFailing.IsZero() {
@@ -290,12 +298,43 @@ func (p *Reporter) writeAll(ctx context.Context, r *Room) {
 			}
 		}
 		if p.Now().Sub(p.writeFailing) >= writeDirectAfter || ctx.Err() != nil {
-			r.unsent = replaceReport(r.unsent, rep)
+			r.direct(rep)
 			continue
 		}
 		keep = append(keep, rep)
 	}
 	r.unwritten = keep
+}
+
+// direct sends a report of a minute to the room by the gate's own
+// signal, and every later report of that minute too: each admission must
+// reach the room by one path. What Redis took of the minute reaches the
+// room in the data center's aggregate, so only the rest goes directly
+// (Report.Beyond); sending all of it would count the written part twice,
+// and writing the minute to Redis again later would count the direct part
+// twice.
+func (r *Room) direct(rep admit.Report) {
+	if r.directMinutes == nil {
+		r.directMinutes = map[int64]bool{}
+	}
+	m := rep.Minute.UnixMilli()
+	r.directMinutes[m] = true
+	r.unsent = replaceReport(r.unsent, rep.Beyond(r.written[m]))
+}
+
+// forgetPaths drops what the reporter keeps of how minutes before a time
+// reached the room (the room has closed them).
+func (r *Room) forgetPaths(before time.Time) {
+	for m := range r.written {
+		if m < before.UnixMilli() {
+			delete(r.written, m)
+		}
+	}
+	for m := range r.directMinutes {
+		if m < before.UnixMilli() {
+			delete(r.directMinutes, m)
+		}
+	}
 }
 
 // replaceReport adds rep to the unsent reports, replacing an older one of
