@@ -110,37 +110,3 @@ func TestRoomTakesAggregatedReports(t *testing.T) {
 		t.Error("a room without PublishOnFinals published before the grace")
 	}
 }
-
-// What a gate sends directly once Redis fails is what Redis did not take:
-// the aggregate of what it took plus this adds up to the gate's counts,
-// and the result is a report the room accepts.
-func TestReportBeyondWhatRedisTook(t *testing.T) {
-	m := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	pool := []PoolCount{{Pool: PoolNew, Scope: "ams", Count: 2}}
-	written := Report{Room: "shop", DataCenter: "ams", Gate: "a", Minute: m, Seq: 3, Admitted: 2, Seen: 2, NewVisitors: 3,
-		Queued: []MinuteCount{{Minute: m, Count: 1}}, Renewed: []MinuteCount{{Minute: m.Add(-time.Minute), Count: 1}}, Taken: pool}
-	now := Report{Room: "shop", DataCenter: "ams", Gate: "a", Minute: m, Seq: 7, Admitted: 5, Seen: 4, NewVisitors: 6, Final: true,
-		Queued:     []MinuteCount{{Minute: m, Count: 0}},
-		Renewed:    []MinuteCount{{Minute: m.Add(-time.Minute), Count: 1}, {Minute: m.Add(-2 * time.Minute), Count: 2}},
-		Taken:      []PoolCount{{Pool: PoolNew, Scope: "ams", Count: 5}},
-		StoreTaken: []PoolCount{{Pool: PoolNew, Scope: "ams", Count: 9}}}
-	got := now.Beyond(written)
-	if got.Admitted != 3 || got.Seen != 2 || got.NewVisitors != 3 || got.Seq != 7 || !got.Final {
-		t.Errorf("counts: %+v", got)
-	}
-	if len(got.Queued) != 1 || got.Queued[0].Count != -1 {
-		t.Errorf("queued %+v, want the one visitor who left the line since", got.Queued)
-	}
-	if len(got.Renewed) != 1 || got.Renewed[0].Count != 2 || len(got.Taken) != 1 || got.Taken[0].Count != 3 {
-		t.Errorf("renewed %+v taken %+v", got.Renewed, got.Taken)
-	}
-	if len(got.StoreTaken) != 1 || got.StoreTaken[0].Count != 9 {
-		t.Errorf("storeTaken %+v, want the reading whole", got.StoreTaken)
-	}
-	if err := got.Validate("shop", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if whole := now.Beyond(Report{}); whole.Admitted != 5 || len(whole.Taken) != 1 || whole.Taken[0].Count != 5 {
-		t.Errorf("beyond nothing: %+v, want the report", whole)
-	}
-}

@@ -1,12 +1,15 @@
 package gate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -99,6 +102,35 @@ func (a *Aggregator) Write(ctx context.Context, rep admit.Report, length time.Du
 		p.HSet(ctx, key, field, b)
 		p.HIncrBy(ctx, key, versionField, 1)
 		p.PExpire(ctx, key, aggKeep*length) // from now: gates' clocks may differ from Redis's
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redis write of the data center's counts: %w", err)
+	}
+	return nil
+}
+
+// directPrefix starts the field of a gate process that reports a minute
+// to the room directly (MarkDirect).
+const directPrefix = "direct/"
+
+// MarkDirect records that a gate process sends its counts of a minute to
+// the room by itself (its Redis failed it): the aggregate leaves out what
+// the gate wrote of that minute, and counts it as final (it waits for no
+// more of it). rep is the gate's direct report, whose Seq makes the
+// aggregate's grow.
+func (a *Aggregator) MarkDirect(ctx context.Context, rep admit.Report, length time.Duration) error {
+	mark := admit.Report{Room: rep.Room, DataCenter: rep.DataCenter, Gate: rep.Gate, Minute: rep.Minute, Incarnation: rep.Incarnation,
+		Seq: rep.Seq, Final: true, Leaving: rep.Leaving}
+	b, err := json.Marshal(mark)
+	if err != nil {
+		return err
+	}
+	key := countsKey(rep.Room, a.DataCenter, rep.Minute)
+	_, err = a.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, directPrefix+rep.Gate+"/"+strconv.FormatUint(rep.Incarnation, 10), b)
+		p.HIncrBy(ctx, key, versionField, 1)
+		p.PExpire(ctx, key, aggKeep*length)
 		return nil
 	})
 	if err != nil {
@@ -280,6 +312,12 @@ func (a *Aggregator) read(ctx context.Context, room string, m time.Time) (*aggMi
 		return nil, fmt.Errorf("redis read of the data center's counts: %w", err)
 	}
 	reports := make([]admit.Report, 0, len(all))
+	direct := map[string]bool{} // fields of gates reporting directly; looked up only
+	for field := range all {
+		if rest, ok := strings.CutPrefix(field, directPrefix); ok {
+			direct[rest] = true
+		}
+	}
 	for field, raw := range all {
 		if field == versionField {
 			if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
@@ -287,12 +325,19 @@ func (a *Aggregator) read(ctx context.Context, room string, m time.Time) (*aggMi
 			}
 			continue
 		}
+		if direct[field] {
+			continue // counted by the gate's own report: its mark stands for it
+		}
 		var rep admit.Report
 		if err := json.Unmarshal([]byte(raw), &rep); err != nil || rep.Room != room || !rep.Minute.Equal(m) {
 			continue // not a gate's report of this minute: counted by no one
 		}
 		reports = append(reports, rep)
 	}
+	// Reports are summed in field order, so that a repeated read sums alike.
+	slices.SortFunc(reports, func(a, b admit.Report) int {
+		return cmp.Or(strings.Compare(a.Gate, b.Gate), cmp.Compare(a.Incarnation, b.Incarnation))
+	})
 	st.version, st.reports = v, reports
 	return st, nil
 }

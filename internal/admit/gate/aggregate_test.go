@@ -197,12 +197,21 @@ func TestReporterFallsBackWithoutRedis(t *testing.T) {
 	}
 }
 
-// A gate whose writes to Redis fail while its data center's aggregate
-// still counts what it wrote before sends the room only the rest, and
-// keeps sending that minute directly once Redis takes its writes again:
-// the room counts each admission once (it counted the written ones twice,
-// and a room's record over its limits is an overshoot).
+// A gate whose writes to Redis fail reports its minute to the room
+// directly, and keeps reporting that minute so once Redis takes its writes
+// again; the data center's aggregate leaves out what it wrote before. The
+// room counts each admission once: it counted the written ones twice (and
+// a room's record over its limits is an overshoot) whether Redis kept them
+// (one gate cut off from it) or not (Redis restarted empty).
 func TestFallbackCountsEachAdmissionOnce(t *testing.T) {
+	for _, restarted := range []bool{false, true} {
+		t.Run(map[bool]string{false: "gate cut off", true: "Redis restarted empty"}[restarted], func(t *testing.T) {
+			testFallbackOnce(t, restarted)
+		})
+	}
+}
+
+func testFallbackOnce(t *testing.T, restarted bool) {
 	d := newDCGates(t, 2)
 	d.step(0) // gate 0 ticks first and takes the lease
 	if !d.reporters[0].Aggregate.Holds(d.now) {
@@ -234,6 +243,11 @@ func TestFallbackCountsEachAdmissionOnce(t *testing.T) {
 	if !direct {
 		t.Fatalf("gate 1 did not report to the room directly: %+v", d.got)
 	}
+	if restarted {
+		if err := good.Del(context.Background(), countsKey("shop", d.dc, t0)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	d.reporters[1].Aggregate.Client = good // Redis takes its writes again
 	admit1(4)
 	for d.now.Before(t0.Add(time.Minute + 20*time.Second)) {
@@ -244,5 +258,31 @@ func TestFallbackCountsEachAdmissionOnce(t *testing.T) {
 	}
 	if got := d.room.Ledger.Totals(t0).Admitted; got != 10 {
 		t.Errorf("the room counts %d admissions in the minute, want the 10 made (reports %+v)", got, d.got)
+	}
+}
+
+// When the data center's Redis dies mid-minute, what a gate wrote into it
+// before reaches the room by the gate's direct reports within the minute,
+// though the gate counts nothing new: the aggregate that held it is never
+// read, and the room, which waits only so long for final reports, would
+// have published the next minute without it.
+func TestRedisDeathMidMinuteLosesNothing(t *testing.T) {
+	d := newDCGates(t, 1)
+	d.step(0)
+	for range 3 {
+		d.rooms[0].tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: admit.PoolNew, Scope: d.dc})
+	}
+	d.step(2 * time.Second) // written
+	dead, err := NewRedisClient("redis://127.0.0.1:1/0") // nothing listens on port 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	d.reporters[0].Aggregate.Client = dead
+	for d.now.Before(t0.Add(time.Minute - time.Second)) {
+		d.step(500 * time.Millisecond)
+	}
+	if got := d.room.Ledger.Totals(t0).Admitted; got != 3 {
+		t.Errorf("before the minute ends the room counts %d admissions, want the 3 the gate wrote into Redis before it died (reports %+v)", got, d.got)
 	}
 }

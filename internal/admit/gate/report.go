@@ -104,8 +104,13 @@ func (p *Reporter) Tick(ctx context.Context) {
 		if !newMinute && len(finished) == 0 && now.Before(r.nextReport) {
 			continue
 		}
-		if newMinute {
-			// Idle gates still report once a minute, so the room counts them.
+		if newMinute || p.Aggregate != nil {
+			// Idle gates still report once a minute, so the room counts
+			// them. Through Redis, the current minute is written at every
+			// report: a Redis that died is noticed within writeDirectAfter,
+			// and what the gate wrote into it before reaches the room by
+			// its direct report (the aggregate that would carry it may never
+			// be read).
 			r.tally.Heartbeat(minute)
 		}
 		r.lastMinute = minute
@@ -113,7 +118,7 @@ func (p *Reporter) Tick(ctx context.Context) {
 		p.settleVisits(ctx, r)
 		p.send(ctx, r)
 		r.tally.Forget(minute.Add(-3 * length))
-		r.forgetPaths(minute.Add(-3 * length))
+		r.forgetDirect(minute.Add(-3 * length))
 	}
 	if p.Aggregate != nil {
 		p.Aggregate.Tick(ctx, now, p.aggregateRooms(), p.Sink)
@@ -176,7 +181,7 @@ func (p *Reporter) Leave(ctx context.Context) {
 		p.send(ctx, r)
 		if len(r.unwritten) > 0 { // no later tick tries again: to the room
 			for _, rep := range r.unwritten {
-				r.direct(rep)
+				r.unsent = replaceReport(r.unsent, rep)
 			}
 			r.unwritten = nil
 			p.send(ctx, r)
@@ -266,15 +271,16 @@ func (p *Reporter) writeAll(ctx context.Context, r *Room) {
 	snap := r.Snapshot()
 	if p.Aggregate == nil || snap == nil {
 		for _, rep := range r.unwritten {
-			r.direct(rep)
+			r.unsent = replaceReport(r.unsent, rep)
 		}
 		r.unwritten = nil
 		return
 	}
+	p.markDirect(ctx, r, snap.MinuteLength())
 	var keep []admit.Report
 	for _, rep := range r.unwritten {
 		if r.directMinutes[rep.Minute.UnixMilli()] {
-			r.direct(rep)
+			p.direct(ctx, r, rep, snap.MinuteLength())
 			continue
 		}
 		wctx, cancel := context.WithTimeout(ctx, p.Timeout)
@@ -285,10 +291,6 @@ func (p *Reporter) writeAll(ctx context.Context, r *Room) {
 				p.Logger.Info("writing the counts for the data center's report again", "room", r.name)
 				p.writeFailing = time.Time{}
 			}
-			if r.written == nil {
-				r.written = map[int64]admit.Report{}
-			}
-			r.written[rep.Minute.UnixMilli()] = rep
 			continue
 		}
 		if p.writeFailing.IsZero() {
@@ -298,7 +300,7 @@ func (p *Reporter) writeAll(ctx context.Context, r *Room) {
 			}
 		}
 		if p.Now().Sub(p.writeFailing) >= writeDirectAfter || ctx.Err() != nil {
-			r.direct(rep)
+			p.direct(ctx, r, rep, snap.MinuteLength())
 			continue
 		}
 		keep = append(keep, rep)
@@ -306,33 +308,45 @@ func (p *Reporter) writeAll(ctx context.Context, r *Room) {
 	r.unwritten = keep
 }
 
-// direct sends a report of a minute to the room by the gate's own
-// signal, and every later report of that minute too: each admission must
-// reach the room by one path. What Redis took of the minute reaches the
-// room in the data center's aggregate, so only the rest goes directly
-// (Report.Beyond); sending all of it would count the written part twice,
-// and writing the minute to Redis again later would count the direct part
-// twice.
-func (r *Room) direct(rep admit.Report) {
+// direct sends a report of a minute to the room by the gate's own signal,
+// and every later report of that minute too, and marks the minute direct
+// in Redis (Aggregator.MarkDirect) so that the data center's aggregate
+// leaves out what the gate wrote of it before: each admission reaches the
+// room by one path. The report goes whole: what Redis took of the minute
+// may be gone (a Redis restarted empty) or never read (a Redis down).
+func (p *Reporter) direct(ctx context.Context, r *Room, rep admit.Report, length time.Duration) {
 	if r.directMinutes == nil {
-		r.directMinutes = map[int64]bool{}
+		r.directMinutes, r.unmarked = map[int64]bool{}, map[int64]admit.Report{}
 	}
-	m := rep.Minute.UnixMilli()
-	r.directMinutes[m] = true
-	r.unsent = replaceReport(r.unsent, rep.Beyond(r.written[m]))
+	r.directMinutes[rep.Minute.UnixMilli()] = true
+	r.unmarked[rep.Minute.UnixMilli()] = rep
+	r.unsent = replaceReport(r.unsent, rep)
+	if ctx.Err() == nil {
+		p.markDirect(ctx, r, length)
+	}
 }
 
-// forgetPaths drops what the reporter keeps of how minutes before a time
-// reached the room (the room has closed them).
-func (r *Room) forgetPaths(before time.Time) {
-	for m := range r.written {
-		if m < before.UnixMilli() {
-			delete(r.written, m)
+// markDirect writes the marks of direct minutes Redis has not taken yet
+// (it is tried again at every report until it does).
+func (p *Reporter) markDirect(ctx context.Context, r *Room, length time.Duration) {
+	for m, rep := range r.unmarked {
+		mctx, cancel := context.WithTimeout(ctx, p.Timeout)
+		err := p.Aggregate.MarkDirect(mctx, rep, length)
+		cancel()
+		if err != nil {
+			return // Redis is still down: the next report tries again
 		}
+		delete(r.unmarked, m)
 	}
+}
+
+// forgetDirect drops the direct minutes before a time (the room has
+// closed them).
+func (r *Room) forgetDirect(before time.Time) {
 	for m := range r.directMinutes {
 		if m < before.UnixMilli() {
 			delete(r.directMinutes, m)
+			delete(r.unmarked, m)
 		}
 	}
 }

@@ -29,10 +29,10 @@ type Room struct {
 	lastMinute time.Time
 	unsent     []admit.Report
 	unwritten  []admit.Report // not yet taken by the data center's Redis (Reporter.Aggregate)
-	// written is the last report of each minute (by Unix ms) Redis took;
-	// directMinutes the minutes whose reports go to the room directly.
-	written       map[int64]admit.Report
+	// directMinutes are the minutes (Unix ms) whose reports go to the room
+	// directly; unmarked those of them not yet marked so in Redis.
 	directMinutes map[int64]bool
+	unmarked      map[int64]admit.Report
 }
 
 // roomState is one snapshot and everything derived from it, immutable:
