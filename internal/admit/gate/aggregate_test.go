@@ -272,7 +272,7 @@ func TestRedisDeathMidMinuteLosesNothing(t *testing.T) {
 	for range 3 {
 		d.rooms[0].tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: admit.PoolNew, Scope: d.dc})
 	}
-	d.step(2 * time.Second) // written
+	d.step(2 * time.Second)                              // written
 	dead, err := NewRedisClient("redis://127.0.0.1:1/0") // nothing listens on port 1
 	if err != nil {
 		t.Fatal(err)
