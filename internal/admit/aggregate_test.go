@@ -1,6 +1,8 @@
 package admit
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -92,6 +94,14 @@ func TestRoomTakesAggregatedReports(t *testing.T) {
 	}
 	if snap.GatesActive != 51 {
 		t.Errorf("globalWorkersActive %d, want 51 (50 behind ams's aggregate, fra-1)", snap.GatesActive)
+	}
+	for _, sh := range snap.TrafficHistory {
+		if want := map[string]int{"ams": 50, "fra": 1}[sh.DataCenter]; sh.DataCenterWorkersActive != want {
+			t.Errorf("%s: dataCenterWorkersActive %d, want %d", sh.DataCenter, sh.DataCenterWorkersActive, want)
+		}
+	}
+	if b, _ := json.Marshal(snap.TrafficHistory[0]); !strings.Contains(string(b), `"dataCenterWorkersActive":50`) {
+		t.Errorf("the snapshot's traffic history carries no dataCenterWorkersActive: %s", b)
 	}
 	if in, _ := snap.Gates(Gate{DataCenter: "ams", ID: "ams-7"}); in < 50 {
 		t.Errorf("a gate of ams counts %d gates in its data center, want at least 50", in)

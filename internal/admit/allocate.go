@@ -51,7 +51,9 @@ func Shares(users []DataCenterUsers, totalActiveUsers int) ([]TrafficShare, floa
 		}
 		gates := slices.Clone(u.Gates)
 		slices.Sort(gates)
-		out = append(out, TrafficShare{DataCenter: u.DataCenter, Users: max(u.Users, 0), Share: float64(max(u.Users, 0)) / float64(denom), Gates: slices.Compact(gates), AggregatedGates: u.Aggregated})
+		gates = slices.Compact(gates)
+		out = append(out, TrafficShare{DataCenter: u.DataCenter, Users: max(u.Users, 0), Share: float64(max(u.Users, 0)) / float64(denom), Gates: gates,
+			DataCenterWorkersActive: len(gates) + u.Aggregated})
 		sum += max(u.Users, 0)
 	}
 	slices.SortFunc(out, func(a, b TrafficShare) int { return strings.Compare(a.DataCenter, b.DataCenter) })

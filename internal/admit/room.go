@@ -294,7 +294,7 @@ func (r *Room) publish(now, minute time.Time) *Snapshot {
 	}
 	s.Settings.CustomPageHTML = ""
 	for _, t := range shares {
-		s.GatesActive += len(t.Gates) + t.AggregatedGates
+		s.GatesActive += t.DataCenterWorkersActive
 	}
 	s.Utilization = min(1, max(float64(active)/float64(eff.TotalActiveUsers), float64(last.Admitted)/float64(eff.NewUsersPerMinute)))
 	if ev != nil {
