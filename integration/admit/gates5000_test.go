@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/worker"
 
 	engine "github.com/edgeflow/edgeflow/internal/admit"
@@ -36,7 +37,7 @@ func BenchmarkRoom5000Gates(b *testing.B) {
 	if env == nil || env.Redis == nil {
 		b.Skip("needs the dev server and Redis")
 	}
-	const dataCenters, gatesPerDC = 100, 50
+	dataCenters, gatesPerDC := envInt(b, "ADMIT_BENCH_DATA_CENTERS", 100), envInt(b, "ADMIT_BENCH_GATES_PER_DC", 50)
 	minuteSeconds, minutes := envInt(b, "ADMIT_BENCH_MINUTE_SECONDS", 60), envInt(b, "ADMIT_BENCH_MINUTES", 10)
 	w := worker.New(env.Client, contract.TaskQueue, worker.Options{})
 	registerRoom(w)
@@ -150,6 +151,7 @@ func BenchmarkRoom5000Gates(b *testing.B) {
 		end := first.Add(time.Duration(minutes) * length)
 		time.Sleep(time.Until(end.Add(length / 6))) // the last minute's snapshot too
 		endEvents, endRun := historyLength(b, contract.RoomWorkflowID(name))
+		kinds := eventKinds(b, contract.RoomWorkflowID(name), endRun, startEvents, endEvents)
 		cpu, events, sent := temporalCPU(b)-startCPU, endEvents-startEvents, signals.Load()-startSignals
 		stop()
 		wg.Wait()
@@ -170,6 +172,11 @@ func BenchmarkRoom5000Gates(b *testing.B) {
 		}
 		b.ReportMetric(lagMax, "snapshot-lag-max-s")
 		b.ReportMetric(float64(events)/float64(minutes), "history-events/minute")
+		// What the events are: the reports, and the workflow tasks they
+		// wake (three events each).
+		b.ReportMetric(float64(kinds[enums.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED])/float64(minutes), "signal-events/minute")
+		b.ReportMetric(float64(kinds[enums.EVENT_TYPE_WORKFLOW_TASK_COMPLETED])/float64(minutes), "workflow-tasks/minute")
+		b.Logf("%d data centers × %d gates, %d-s minutes: history events over %d minutes by type: %v", dataCenters, gatesPerDC, minuteSeconds, minutes, kinds)
 		b.ReportMetric(cpu/float64(minutes), "temporal-cpu-s/minute")
 		b.ReportMetric(float64(sent)/(float64(minutes)*length.Seconds()), "signals/s")
 		// Gates reporting alone (every 2 s, and once more as each minute
@@ -198,6 +205,23 @@ func historyLength(b *testing.B, id string) (int, string) {
 		b.Fatal(err)
 	}
 	return int(d.HistoryLength), d.WorkflowExecution.RunID
+}
+
+// eventKinds counts the events of a run's history with IDs in (from, to]
+// by type.
+func eventKinds(b *testing.B, id, run string, from, to int) map[enums.EventType]int {
+	out := map[enums.EventType]int{}
+	it := env.Client.GetWorkflowHistory(context.Background(), id, run, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if id := int(e.GetEventId()); id > from && id <= to {
+			out[e.GetEventType()]++
+		}
+	}
+	return out
 }
 
 // temporalCPU is the dev server process's user and system CPU seconds.

@@ -83,6 +83,10 @@ const aggKeep = 5
 // the whole hash only when it changed.
 const versionField = "_v"
 
+// sentField holds the Seq of the last aggregate a holder sent of the
+// minute.
+const sentField = "_sent"
+
 func countsKey(room, dc string, minute time.Time) string {
 	return "admit/" + room + "/dc/" + dc + "/minute/" + strconv.FormatInt(minute.UnixMilli(), 10) + "/reports"
 }
@@ -235,7 +239,7 @@ func (a *Aggregator) renew(ctx context.Context, now time.Time) {
 		a.holdsUntil = time.Time{}
 	case !now.Before(a.holdsUntil):
 		a.Logger.Info("aggregating the data center's reports", "dataCenter", a.DataCenter)
-		clear(a.minutes) // a new holder sends every minute once
+		clear(a.minutes) // a new holder reads every minute again (sentField says what was sent)
 		a.holdsUntil = now.Add(a.Lease)
 	default:
 		a.holdsUntil = now.Add(a.Lease)
@@ -276,6 +280,15 @@ func (a *Aggregator) send(ctx context.Context, r AggregateRoom, m time.Time, end
 			}
 			if err = sink(ctx, rep); err == nil {
 				cur.sent = rep.Seq
+				// The next holder sends it again only if it changed: each
+				// report is a history event of the room. (Without the mark
+				// it sends the minute once more, which the room drops.)
+				key := countsKey(r.Name, a.DataCenter, m)
+				_, _ = a.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.HSet(ctx, key, sentField, rep.Seq)
+					p.PExpire(ctx, key, aggKeep*r.Length)
+					return nil
+				})
 				a.failing = false
 				return
 			}
@@ -319,6 +332,12 @@ func (a *Aggregator) read(ctx context.Context, room string, m time.Time) (*aggMi
 		}
 	}
 	for field, raw := range all {
+		if field == sentField {
+			if n, err := strconv.ParseUint(raw, 10, 64); err == nil && n > st.sent {
+				st.sent = n
+			}
+			continue
+		}
 		if field == versionField {
 			if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
 				v = n

@@ -286,3 +286,41 @@ func TestRedisDeathMidMinuteLosesNothing(t *testing.T) {
 		t.Errorf("before the minute ends the room counts %d admissions, want the 3 the gate wrote into Redis before it died (reports %+v)", got, d.got)
 	}
 }
+
+// A gate that takes the lease over does not send again what the last
+// holder sent: every report is a history event of the room.
+func TestTakeoverSendsNothingTwice(t *testing.T) {
+	d := newDCGates(t, 2)
+	d.step(0)
+	holder := 0
+	if !d.reporters[0].Aggregate.Holds(d.now) {
+		holder = 1
+	}
+	for _, r := range d.rooms {
+		r.tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true})
+	}
+	for d.now.Before(t0.Add(time.Minute + 2*time.Second)) {
+		d.step(100 * time.Millisecond)
+	}
+	d.alive[holder] = false
+	deadline := time.Now().Add(10 * time.Second)
+	for !d.holds() {
+		if time.Now().After(deadline) {
+			t.Fatal("no live gate took the lease over")
+		}
+		time.Sleep(50 * time.Millisecond)
+		d.step(100 * time.Millisecond)
+	}
+	for range 10 {
+		d.step(100 * time.Millisecond)
+	}
+	sent := 0
+	for _, r := range d.got {
+		if r.Minute.Equal(t0) {
+			sent++
+		}
+	}
+	if sent != 1 {
+		t.Errorf("the room got %d reports of the minute, want its one final aggregate (%+v)", sent, d.got)
+	}
+}
