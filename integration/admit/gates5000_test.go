@@ -31,8 +31,9 @@ import (
 // consecutive minutes after a first one: how long after its minute began
 // each snapshot was published (the largest), the room's history events per
 // minute, the signals a second it got, and the dev server's CPU seconds per
-// minute. ADMIT_BENCH_MINUTE_SECONDS (default 60, the issue's) and
-// ADMIT_BENCH_MINUTES (default 10) shorten it for a quick run.
+// minute. ADMIT_BENCH_MINUTE_SECONDS (default 60, the issue's),
+// ADMIT_BENCH_MINUTES (default 10), ADMIT_BENCH_DATA_CENTERS (default 100)
+// and ADMIT_BENCH_GATES_PER_DC (default 50) make a smaller run.
 func BenchmarkRoom5000Gates(b *testing.B) {
 	if env == nil || env.Redis == nil {
 		b.Skip("needs the dev server and Redis")
