@@ -25,10 +25,13 @@ type dcGates struct {
 	got       []admit.Report
 }
 
-func newDCGates(t *testing.T, n int) *dcGates {
+func newDCGates(t *testing.T, n int) *dcGates { return newDCGatesMinute(t, n, 60) }
+
+// newDCGatesMinute is newDCGates for a room of minutes of that many seconds.
+func newDCGatesMinute(t *testing.T, n, minuteSeconds int) *dcGates {
 	testenv.Require(t, env)
-	d := &dcGates{t: t, dc: "dc" + strconv.FormatInt(time.Now().UnixNano()%1e12, 36), now: t0.Add(10 * time.Second)}
-	room, err := admit.NewRoom(admit.Settings{Name: "shop", TotalActiveUsers: 1000, NewUsersPerMinute: 100}, 60, t0)
+	d := &dcGates{t: t, dc: "dc" + strconv.FormatInt(time.Now().UnixNano()%1e12, 36), now: t0.Add(time.Duration(minuteSeconds) * time.Second / 6)}
+	room, err := admit.NewRoom(admit.Settings{Name: "shop", TotalActiveUsers: 1000, NewUsersPerMinute: 100}, minuteSeconds, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,5 +325,34 @@ func TestTakeoverSendsNothingTwice(t *testing.T) {
 	}
 	if sent != 1 {
 		t.Errorf("the room got %d reports of the minute, want its one final aggregate (%+v)", sent, d.got)
+	}
+}
+
+// In a room with a short minute (the chaos suite's 12 s), what a gate
+// wrote into a Redis that died half a second before the minute ended
+// reaches the room an eighth of a minute after it, well before the room
+// stops waiting for final reports (a quarter): it reached it 3 s after
+// Redis died, and the chaos suite's room published a minute without it.
+func TestRedisDeathNearAShortMinutesEnd(t *testing.T) {
+	d := newDCGatesMinute(t, 1, 12)
+	length := 12 * time.Second
+	d.step(0)
+	for range 3 {
+		d.rooms[0].tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: admit.PoolNew, Scope: d.dc})
+	}
+	for d.now.Before(t0.Add(length - 500*time.Millisecond)) {
+		d.step(100 * time.Millisecond) // written
+	}
+	dead, err := NewRedisClient("redis://127.0.0.1:1/0") // nothing listens on port 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	d.reporters[0].Aggregate.Client = dead
+	for d.now.Before(t0.Add(length + length/8)) {
+		d.step(100 * time.Millisecond)
+	}
+	if got := d.room.Ledger.Totals(t0).Admitted; got != 3 {
+		t.Errorf("an eighth of a minute after the minute the room counts %d admissions, want the gate's 3 (reports %+v)", got, d.got)
 	}
 }

@@ -262,7 +262,12 @@ func (p *Reporter) send(ctx context.Context, r *Room) {
 // Redis should not turn every gate of a data center into a reporter of
 // its own (the room would get thousands of reports), a dead one should not
 // keep the room from counting the gate (the lease has lapsed by then too).
+// In a room with a short minute it is an eighth of the minute: the room
+// waits a quarter of a minute for final reports, and what the gate wrote
+// into a Redis that died near the minute's end must reach it before.
 const writeDirectAfter = 3 * time.Second
+
+func directAfter(length time.Duration) time.Duration { return min(writeDirectAfter, length/8) }
 
 // writeAll hands the room's reports to the data center's aggregator, if
 // there is one. Those Redis has not taken for writeDirectAfter go to the
@@ -299,7 +304,7 @@ func (p *Reporter) writeAll(ctx context.Context, r *Room) {
 				p.Logger.Warn("cannot write the counts for the data center's report; trying again, then reporting to the room directly", "room", r.name, "err", err)
 			}
 		}
-		if p.Now().Sub(p.writeFailing) >= writeDirectAfter || ctx.Err() != nil {
+		if p.Now().Sub(p.writeFailing) >= directAfter(snap.MinuteLength()) || ctx.Err() != nil {
 			p.direct(ctx, r, rep, snap.MinuteLength())
 			continue
 		}
