@@ -128,7 +128,7 @@ func writeScale(b *strings.Builder, r *Report) {
 	}
 	w("\nWith Redis counters in the gate a new visitor also costs one or two counter round trips; passing sessions never touch a counter. ")
 	w("The whole simulator (visitors, gates, reports, rollups) ran %s decisions per second of wall time over the allocation table.\n\n", thousands(s.SimulatorDecisionsPerSecond))
-	w("**The room workflow.** Every gate sends its report every %d s while it decides, one more after each minute, and at least one a minute when idle; each report is one signal to the room's workflow. ", r.Topology.ReportIntervalSeconds)
+	w("**The room workflow.** Every gate writes its report every %d s while it decides, one more after each minute, and at least one a minute when idle, into its data center's store (Redis in `cmd/gate`); once a minute has ended, one report per data center, the sum of its gates' (`admit.Aggregate`, which the gate's aggregator sends too), goes to the room: one signal to the room's workflow. ", r.Topology.ReportIntervalSeconds)
 	w("From the same simulator, a busy room (demand at 80%% of its limits, about one visitor per gate every three seconds), counted after its first two minutes. ")
 	w("Events per minute: each report is %.1f events when reports queue up and share workflow tasks (measured by `BenchmarkRoomReports` in `integration/admit`) and up to %d when each gets a task of its own; five more a minute for the rollup's timer and task. Runs continue as new at %s events.\n\n",
 		eventsPerReportBusy, eventsPerReportIdle, thousands(float64(s.HistoryBudget)))
@@ -141,13 +141,15 @@ func writeScale(b *strings.Builder, r *Report) {
 		last := s.Rooms[len(s.Rooms)-1]
 		perGate := last.ReportsPerGate
 		perGateState := float64(last.StateBytes) / float64(last.Gates)
-		g := 200.0
-		w("\nEvents grow linearly with gates (%.1f reports per gate per minute, whatever the number of data centers); data centers only add a traffic share and a scope per pool to the snapshot. ", perGate)
-		w("The state a run carries into the next grows with gates too (the newest report of every gate for the open minutes: about %s per gate). ", bytesStr(int(perGateState)))
-		w("So **a room of %.0f gates** gets %.0f reports a second and writes %s–%s events a minute (a new run every %s–%s) carrying about %s, well within what one room workflow absorbs (`make bench`: a few hundred reports a second on this machine's dev server); ",
-			g, g*perGate/60, thousands(g*perGate*eventsPerReportBusy+eventsPerMinute), thousands(g*perGate*eventsPerReportIdle+eventsPerMinute),
-			minutes(float64(s.HistoryBudget)/(g*perGate*eventsPerReportIdle+eventsPerMinute)), minutes(float64(s.HistoryBudget)/(g*perGate*eventsPerReportBusy+eventsPerMinute)), bytesStr(int(g*perGateState)))
-		w("past several hundred gates, aggregate reports per data center (one aggregator sums its gates' tallies and reports under its own gate id, so events grow with data centers only; the even split then counts one gate per data center) or split the room by route.\n")
+		w("\nEvents grow with data centers, not gates (%.2f reports per gate per minute, one per data center); gates only add to the counts in their data center's report. ", perGate)
+		perDC := last.ReportsPerMinute / float64(last.DataCenters)
+		perDCState := float64(last.StateBytes) / float64(last.DataCenters)
+		_ = perGateState
+		dcs := 100.0
+		w("The state a run carries into the next grows with data centers too (the newest report of every data center for the open minutes: about %s each). ", bytesStr(int(perDCState)))
+		w("So **a room of %.0f data centers**, however many gates each, gets %.1f reports a second and writes %s–%s events a minute (a new run every %s–%s) carrying about %s (`BenchmarkRoom5000Gates` in `make bench` runs 100 × 50 gates on the dev server).\n",
+			dcs, dcs*perDC/60, thousands(dcs*perDC*eventsPerReportBusy+eventsPerMinute), thousands(dcs*perDC*eventsPerReportIdle+eventsPerMinute),
+			minutes(float64(s.HistoryBudget)/(dcs*perDC*eventsPerReportIdle+eventsPerMinute)), minutes(float64(s.HistoryBudget)/(dcs*perDC*eventsPerReportBusy+eventsPerMinute)), bytesStr(int(dcs*perDCState)))
 	}
 }
 

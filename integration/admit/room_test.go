@@ -23,7 +23,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{Temporal: true}, &env)
+	testenv.Main(m, testenv.Options{Temporal: true, Redis: true}, &env)
 }
 
 // startWorker runs an admit worker until stop (or the test's end).

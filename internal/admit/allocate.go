@@ -31,6 +31,9 @@ type DataCenterUsers struct {
 	DataCenter string
 	Users      int      // distinct sessions seen
 	Gates      []string // gates that reported
+	// Aggregated are the gates counted by aggregated reports beyond the
+	// one name each of those has in Gates (Report.Gates).
+	Aggregated int
 }
 
 // Shares turns the previous minute's users per data center into traffic
@@ -43,12 +46,14 @@ func Shares(users []DataCenterUsers, totalActiveUsers int) ([]TrafficShare, floa
 	out := make([]TrafficShare, 0, len(users))
 	sum := 0
 	for _, u := range users {
-		if u.Users <= 0 && len(u.Gates) == 0 {
+		if u.Users <= 0 && len(u.Gates) == 0 && u.Aggregated == 0 {
 			continue
 		}
 		gates := slices.Clone(u.Gates)
 		slices.Sort(gates)
-		out = append(out, TrafficShare{DataCenter: u.DataCenter, Users: max(u.Users, 0), Share: float64(max(u.Users, 0)) / float64(denom), Gates: slices.Compact(gates)})
+		gates = slices.Compact(gates)
+		out = append(out, TrafficShare{DataCenter: u.DataCenter, Users: max(u.Users, 0), Share: float64(max(u.Users, 0)) / float64(denom), Gates: gates,
+			DataCenterWorkersActive: len(gates) + u.Aggregated})
 		sum += max(u.Users, 0)
 	}
 	slices.SortFunc(out, func(a, b TrafficShare) int { return strings.Compare(a.DataCenter, b.DataCenter) })

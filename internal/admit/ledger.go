@@ -318,6 +318,9 @@ func (l *Ledger) Totals(m time.Time) MinuteTotals {
 		dc := &out.DataCenters[len(out.DataCenters)-1]
 		dc.Users += r.Seen
 		dc.Gates = append(dc.Gates, r.Gate)
+		if r.Gates > 1 {
+			dc.Aggregated += r.Gates - 1
+		}
 	}
 	addUnreported(&out, unreported(l.openOf(m)))
 	out.Queued = queued
@@ -404,6 +407,15 @@ func (l *Ledger) Final(prev, m time.Time) bool {
 		}
 	}
 	return true
+}
+
+// Reported says whether minute m has a report (open or closed).
+func (l *Ledger) Reported(m time.Time) bool {
+	if l.closedAt(m, false) != nil {
+		return true
+	}
+	_, found := slices.BinarySearchFunc(l.Open, m, func(o Report, m time.Time) int { return o.Minute.Compare(m) })
+	return found
 }
 
 // Taken is how many slots of a pool's scope the gates took in minute m.

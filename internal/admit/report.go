@@ -63,6 +63,10 @@ type Report struct {
 	// Leaving says the gate is shutting down and reports no later minute.
 	Final   bool `json:"final,omitempty"`
 	Leaving bool `json:"leaving,omitempty"`
+	// Gates is set on a data center's aggregated report (Aggregate, under
+	// the gate name AggregateGate): the number of gates whose counts it
+	// sums, which the even split counts. Zero on a gate's own report.
+	Gates int `json:"gates,omitempty"`
 
 	size int // its JSON's length, once a bounded ledger measured it
 }
@@ -71,6 +75,9 @@ type Report struct {
 const (
 	maxReportEntries = 2000
 	maxNameLength    = 64
+	// maxAggregatedGates bounds what one aggregated report may claim to
+	// sum, so a bad one cannot shrink every gate's even share to nothing.
+	maxAggregatedGates = 100000
 )
 
 // Validate checks a report before a room accepts it.
@@ -86,6 +93,8 @@ func (r Report) Validate(room string, minute time.Duration) error {
 		return fmt.Errorf("report: minute %s is not the start of a minute", r.Minute)
 	case r.NewVisitors < 0 || r.Admitted < 0 || r.AdmittedFromQueue < 0 || r.Seen < 0 || r.EarlyRefreshes < 0 || r.Closed < 0:
 		return fmt.Errorf("report: negative count")
+	case r.Gates < 0 || r.Gates > maxAggregatedGates:
+		return fmt.Errorf("report: gates %d must be between 0 and %d", r.Gates, maxAggregatedGates)
 	case len(r.Queued) > maxReportEntries || len(r.Renewed) > maxReportEntries || len(r.Revoked) > maxReportEntries || len(r.Taken) > maxReportEntries || len(r.StoreTaken) > maxReportEntries || len(r.Unsure) > maxReportEntries:
 		return fmt.Errorf("report: more than %d entries in a list", maxReportEntries)
 	}

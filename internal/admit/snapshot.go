@@ -56,6 +56,11 @@ type TrafficShare struct {
 	Users      int      `json:"users"`
 	Share      float64  `json:"share"`
 	Gates      []string `json:"gates"` // gates that reported, sorted
+	// DataCenterWorkersActive is how many gate processes reported for the
+	// data center in the minute: the names in Gates, with the gates an
+	// aggregated report sums counted each (Report.Gates). Cloudflare's
+	// "How Cloudflare's Waiting Room works" post names it so.
+	DataCenterWorkersActive int `json:"dataCenterWorkersActive"`
 }
 
 // Scope is one part of a pool: a data center's share, or Anywhere.
@@ -273,7 +278,7 @@ func (s *Snapshot) Gates(g Gate) (inDataCenter, global int) {
 	known := false
 	for _, t := range s.TrafficHistory {
 		if t.DataCenter == g.DataCenter {
-			inDataCenter = len(t.Gates)
+			inDataCenter = max(len(t.Gates), t.DataCenterWorkersActive) // rooms before it had only Gates
 			_, known = slices.BinarySearch(t.Gates, g.ID)
 		}
 	}

@@ -61,6 +61,9 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
+// PID is the process's ID (benchmarks read its CPU time from /proc).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Ended is closed once the process has ended, for whatever reason.
 func (p *Process) Ended() <-chan struct{} { return p.ended }
 

@@ -46,10 +46,30 @@ func TestRecordHistories(t *testing.T) {
 	id := contract.RoomWorkflowID(settings.Name)
 	first := runID(t, ctx, c, id)
 
-	// Two gates in two data centers decide on the room's snapshots and
-	// report every half second, until the room has continued as new.
-	gates := []engine.Gate{{DataCenter: "ams", ID: "ams-1"}, {DataCenter: "fra", ID: "fra-1"}}
-	tallies := []*engine.Tally{engine.NewTally(settings.Name, gates[0], 0), engine.NewTally(settings.Name, gates[1], 0)}
+	// Three gates in two data centers decide on the room's snapshots and
+	// report every half second, until the room has continued as new: ams-1
+	// reports alone, fra's two gates through their data center's aggregate
+	// (engine.Aggregate, as its lease holder sends it), side by side as in
+	// a rolling upgrade.
+	gates := []engine.Gate{{DataCenter: "ams", ID: "ams-1"}, {DataCenter: "fra", ID: "fra-1"}, {DataCenter: "fra", ID: "fra-2"}}
+	tallies := []*engine.Tally{engine.NewTally(settings.Name, gates[0], 0), engine.NewTally(settings.Name, gates[1], 0), engine.NewTally(settings.Name, gates[2], 0)}
+	fra := map[time.Time]map[string]engine.Report{} // the fra gates' newest reports by minute, as in Redis
+	aggregate := func(m time.Time) error {
+		reports := func(m time.Time) []engine.Report {
+			var out []engine.Report
+			for _, g := range []string{"fra-1", "fra-2"} {
+				if r, ok := fra[m][g]; ok {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+		agg, ok := engine.Aggregate(settings.Name, "fra", m, reports(m.Add(-3*time.Second)), reports(m), false)
+		if !ok {
+			return nil
+		}
+		return rc.Report(ctx, agg, nil)
+	}
 	counters := engine.NewMemoryCounter(nil)
 	// A report signal that does not decode: dropped and counted, the
 	// rollup goes on.
@@ -67,7 +87,7 @@ func TestRecordHistories(t *testing.T) {
 		}
 		tickets = append(tickets, nil)
 		for k := range tickets {
-			g := k % 2
+			g := k % 3
 			d, err := engine.Decide(ctx, engine.Input{Now: time.Now(), Snapshot: &snap, Ticket: tickets[k], Gate: gates[g],
 				Strategy: engine.SharedCounters{Store: counters}, Entropy: uint64(i*31 + k)})
 			if err != nil {
@@ -91,7 +111,21 @@ func TestRecordHistories(t *testing.T) {
 				tl.StoreTaken(m, taken)
 			}
 			for _, r := range tl.Pending() {
+				if r.DataCenter == "fra" {
+					if fra[r.Minute] == nil {
+						fra[r.Minute] = map[string]engine.Report{}
+					}
+					fra[r.Minute][r.Gate] = r
+					continue
+				}
 				if err := rc.Report(ctx, r, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for m := range fra {
+			if !m.Before(engine.MinuteOf(time.Now(), 3*time.Second).Add(-3 * time.Second)) {
+				if err := aggregate(m); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -104,7 +138,21 @@ func TestRecordHistories(t *testing.T) {
 	for _, tl := range tallies {
 		tl.Leave()
 		for _, r := range tl.Pending() {
+			if r.DataCenter == "fra" {
+				if fra[r.Minute] == nil {
+					fra[r.Minute] = map[string]engine.Report{}
+				}
+				fra[r.Minute][r.Gate] = r
+				continue
+			}
 			if err := rc.Report(ctx, r, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for m := range fra {
+		if !m.Before(engine.MinuteOf(time.Now(), 3*time.Second).Add(-3 * time.Second)) {
+			if err := aggregate(m); err != nil {
 				t.Fatal(err)
 			}
 		}

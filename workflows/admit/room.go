@@ -65,6 +65,11 @@ func Room(ctx workflow.Context, in contract.RoomInput) error {
 	// and never block on a report: Receive drops a report that does not
 	// decode and waits for the next one, holding back the minute's rollup.
 	r.neverBlock = workflow.GetVersion(ctx, "drop-undecodable-reports", workflow.DefaultVersion, 1) >= 1
+	// and publish a snapshot as soon as the finals it waits for are in,
+	// before the grace (engine.Room.PublishOnFinals).
+	if workflow.GetVersion(ctx, "publish-on-final-reports", workflow.DefaultVersion, 1) >= 1 {
+		r.Room.PublishOnFinals = true
+	}
 	return r.run(ctx)
 }
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/edgeflow/edgeflow/internal/admit"
 )
 
@@ -31,6 +33,9 @@ type Counters struct {
 	// visitor's session in a minute (the Anywhere Redis), nil when the
 	// gate counts only in its own memory (Reporter.Visits).
 	Visits VisitStore
+	// DataCenterRedis is the data center's Redis, shared by its gates (nil
+	// without one): their reports go through it (Aggregator).
+	DataCenterRedis redis.UniversalClient
 }
 
 // VisitStore settles, for sightings of visitors (admit.Sighting), which
@@ -129,6 +134,9 @@ func NewCounters(dataCenter, anywhere *RedisCounter, strategy string, logger *sl
 		Revocations: revs, Failover: f, Shared: stores}
 	if anywhere != nil {
 		c.Visits = *anywhere // every gate of the room reaches it
+	}
+	if dataCenter != nil {
+		c.DataCenterRedis = dataCenter.Client
 	}
 	return c, nil
 }

@@ -37,8 +37,14 @@ type Reporter struct {
 	// only those. Without it, or while it fails, the gate counts every
 	// visitor it saw itself.
 	Visits VisitStore
+	// Aggregate, when set (the data center's gates share a Redis), takes
+	// the gate's reports in place of Sink: they go to Redis, and the
+	// data center's lease holder sends the room their sum (see
+	// Aggregator). A report Redis does not take goes by Sink.
+	Aggregate *Aggregator
 
-	failing bool
+	failing      bool
+	writeFailing time.Time // since when Redis has not taken the reports (zero: it takes them)
 }
 
 // tick is how often the reporter looks at its rooms.
@@ -98,8 +104,13 @@ func (p *Reporter) Tick(ctx context.Context) {
 		if !newMinute && len(finished) == 0 && now.Before(r.nextReport) {
 			continue
 		}
-		if newMinute {
-			// Idle gates still report once a minute, so the room counts them.
+		if newMinute || p.Aggregate != nil {
+			// Idle gates still report once a minute, so the room counts
+			// them. Through Redis, the current minute is written at every
+			// report: a Redis that died is noticed within writeDirectAfter,
+			// and what the gate wrote into it before reaches the room by
+			// its direct report (the aggregate that would carry it may never
+			// be read).
 			r.tally.Heartbeat(minute)
 		}
 		r.lastMinute = minute
@@ -107,7 +118,22 @@ func (p *Reporter) Tick(ctx context.Context) {
 		p.settleVisits(ctx, r)
 		p.send(ctx, r)
 		r.tally.Forget(minute.Add(-3 * length))
+		r.forgetDirect(minute.Add(-3 * length))
 	}
+	if p.Aggregate != nil {
+		p.Aggregate.Tick(ctx, now, p.aggregateRooms(), p.Sink)
+	}
+}
+
+// aggregateRooms lists the rooms the data center's lease holder reports.
+func (p *Reporter) aggregateRooms() []AggregateRoom {
+	var out []AggregateRoom
+	for _, r := range p.Registry.Rooms() {
+		if snap := r.Snapshot(); snap != nil && snap.Status != admit.StatusDeleted {
+			out = append(out, AggregateRoom{Name: r.name, Length: snap.MinuteLength()})
+		}
+	}
+	return out
 }
 
 // maxStoreReads bounds the counters read for one minute of a room (a
@@ -153,6 +179,16 @@ func (p *Reporter) Leave(ctx context.Context) {
 		p.settleVisits(ctx, r)
 		r.tally.Leave()
 		p.send(ctx, r)
+		if len(r.unwritten) > 0 { // no later tick tries again: to the room
+			for _, rep := range r.unwritten {
+				r.unsent = replaceReport(r.unsent, rep)
+			}
+			r.unwritten = nil
+			p.send(ctx, r)
+		}
+	}
+	if p.Aggregate != nil {
+		p.Aggregate.Leave(ctx, p.Now(), p.aggregateRooms(), p.Sink)
 	}
 }
 
@@ -187,8 +223,13 @@ func (p *Reporter) settleVisits(ctx context.Context, r *Room) {
 
 func (p *Reporter) send(ctx context.Context, r *Room) {
 	for _, rep := range r.tally.Pending() {
-		r.unsent = replaceReport(r.unsent, rep)
+		if p.Aggregate != nil {
+			r.unwritten = replaceReport(r.unwritten, rep)
+		} else {
+			r.unsent = replaceReport(r.unsent, rep)
+		}
 	}
+	p.writeAll(ctx, r)
 	var failed []admit.Report
 	for _, rep := range r.unsent {
 		sctx, cancel := context.WithTimeout(ctx, p.Timeout)
@@ -212,6 +253,105 @@ func (p *Reporter) send(ctx context.Context, r *Room) {
 	for _, rep := range failed {
 		if snap := r.Snapshot(); snap == nil || !rep.Minute.Before(admit.MinuteOf(p.Now(), snap.MinuteLength()).Add(-2*snap.MinuteLength())) {
 			r.unsent = append(r.unsent, rep)
+		}
+	}
+}
+
+// writeDirectAfter is how long the data center's Redis may fail to take
+// a gate's reports before the gate sends them to the room itself: a slow
+// Redis should not turn every gate of a data center into a reporter of
+// its own (the room would get thousands of reports), a dead one should not
+// keep the room from counting the gate (the lease has lapsed by then too).
+// In a room with a short minute it is an eighth of the minute: the room
+// waits a quarter of a minute for final reports, and what the gate wrote
+// into a Redis that died near the minute's end must reach it before.
+const writeDirectAfter = 3 * time.Second
+
+func directAfter(length time.Duration) time.Duration { return min(writeDirectAfter, length/8) }
+
+// writeAll hands the room's reports to the data center's aggregator, if
+// there is one. Those Redis has not taken for writeDirectAfter go to the
+// room directly (direct).
+func (p *Reporter) writeAll(ctx context.Context, r *Room) {
+	snap := r.Snapshot()
+	if p.Aggregate == nil || snap == nil {
+		for _, rep := range r.unwritten {
+			r.unsent = replaceReport(r.unsent, rep)
+		}
+		r.unwritten = nil
+		return
+	}
+	p.markDirect(ctx, r, snap.MinuteLength())
+	var keep []admit.Report
+	for _, rep := range r.unwritten {
+		if r.directMinutes[rep.Minute.UnixMilli()] {
+			p.direct(ctx, r, rep, snap.MinuteLength())
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, p.Timeout)
+		err := p.Aggregate.Write(wctx, rep, snap.MinuteLength())
+		cancel()
+		if err == nil {
+			if !p.writeFailing.IsZero() {
+				p.Logger.Info("writing the counts for the data center's report again", "room", r.name)
+				p.writeFailing = time.Time{}
+			}
+			continue
+		}
+		if p.writeFailing.IsZero() {
+			p.writeFailing = p.Now()
+			if ctx.Err() == nil {
+				p.Logger.Warn("cannot write the counts for the data center's report; trying again, then reporting to the room directly", "room", r.name, "err", err)
+			}
+		}
+		if p.Now().Sub(p.writeFailing) >= directAfter(snap.MinuteLength()) || ctx.Err() != nil {
+			p.direct(ctx, r, rep, snap.MinuteLength())
+			continue
+		}
+		keep = append(keep, rep)
+	}
+	r.unwritten = keep
+}
+
+// direct sends a report of a minute to the room by the gate's own signal,
+// and every later report of that minute too, and marks the minute direct
+// in Redis (Aggregator.MarkDirect) so that the data center's aggregate
+// leaves out what the gate wrote of it before: each admission reaches the
+// room by one path. The report goes whole: what Redis took of the minute
+// may be gone (a Redis restarted empty) or never read (a Redis down).
+func (p *Reporter) direct(ctx context.Context, r *Room, rep admit.Report, length time.Duration) {
+	if r.directMinutes == nil {
+		r.directMinutes, r.unmarked = map[int64]bool{}, map[int64]admit.Report{}
+	}
+	r.directMinutes[rep.Minute.UnixMilli()] = true
+	r.unmarked[rep.Minute.UnixMilli()] = rep
+	r.unsent = replaceReport(r.unsent, rep)
+	if ctx.Err() == nil {
+		p.markDirect(ctx, r, length)
+	}
+}
+
+// markDirect writes the marks of direct minutes Redis has not taken yet
+// (it is tried again at every report until it does).
+func (p *Reporter) markDirect(ctx context.Context, r *Room, length time.Duration) {
+	for m, rep := range r.unmarked {
+		mctx, cancel := context.WithTimeout(ctx, p.Timeout)
+		err := p.Aggregate.MarkDirect(mctx, rep, length)
+		cancel()
+		if err != nil {
+			return // Redis is still down: the next report tries again
+		}
+		delete(r.unmarked, m)
+	}
+}
+
+// forgetDirect drops the direct minutes before a time (the room has
+// closed them).
+func (r *Room) forgetDirect(before time.Time) {
+	for m := range r.directMinutes {
+		if m < before.UnixMilli() {
+			delete(r.directMinutes, m)
+			delete(r.unmarked, m)
 		}
 	}
 }

@@ -28,6 +28,11 @@ type Room struct {
 	nextReport time.Time
 	lastMinute time.Time
 	unsent     []admit.Report
+	unwritten  []admit.Report // not yet taken by the data center's Redis (Reporter.Aggregate)
+	// directMinutes are the minutes (Unix ms) whose reports go to the room
+	// directly; unmarked those of them not yet marked so in Redis.
+	directMinutes map[int64]bool
+	unmarked      map[int64]admit.Report
 }
 
 // roomState is one snapshot and everything derived from it, immutable:

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -186,6 +187,12 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 	go watcher.Run(bg)
 	reporter := &gate.Reporter{Registry: registry, Logger: log, Every: s.ReportEvery, Store: counters.Shared, Visits: counters.Visits,
 		Sink: func(ctx context.Context, r admit.Report) error { return rc.Report(ctx, r, nil) }}
+	if counters.DataCenterRedis != nil {
+		// The data center's gates report through its Redis: one of them
+		// sends the room their sum (docs/admit.md, "Reports").
+		reporter.Aggregate = &gate.Aggregator{Client: counters.DataCenterRedis, DataCenter: s.DataCenter,
+			Holder: s.GateID + "/" + strconv.FormatInt(time.Now().UnixMicro(), 10), Logger: log}
+	}
 	reporterDone := make(chan struct{})
 	go func() { reporter.Run(bg); close(reporterDone) }()
 	// Revoked sessions are checked in memory; this writes the gate's own to

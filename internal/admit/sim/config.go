@@ -59,6 +59,10 @@ type Config struct {
 	Start time.Time
 
 	measureState bool // record the size of the room's state at each rollup
+	// aggregate sends the room one report per data center and minute, the
+	// sum of its gates' (admit.Aggregate), as gates sharing a data center's
+	// Redis do, instead of every gate's own.
+	aggregate bool
 }
 
 // Behaviour is how visitors behave: how long they browse once admitted,

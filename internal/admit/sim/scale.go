@@ -97,7 +97,9 @@ type RoomLoad struct {
 
 // MeasureRoomLoad runs a busy room (demand at 80% of the limits, every gate
 // busy) on each topology for a few minutes and counts the reports the room
-// receives in the minutes after the first two.
+// receives in the minutes after the first two. Each data center's gates
+// report as one, as gates sharing a data center's Redis do: one sum
+// (admit.Aggregate) per data center and minute.
 func MeasureRoomLoad(ctx context.Context, seed uint64, tops []Topology, minutes int) ([]RoomLoad, error) {
 	var cfgs []Config
 	for _, t := range tops {
@@ -108,7 +110,7 @@ func MeasureRoomLoad(ctx context.Context, seed uint64, tops []Topology, minutes 
 		room.TotalActiveUsers = 8 * room.NewUsersPerMinute
 		cfgs = append(cfgs, Config{Seed: seed, Topology: t, Room: room, Strategy: StrategyCounters,
 			Profile: steady(0.8, time.Duration(minutes)*time.Minute), Behaviour: DefaultBehaviour(),
-			Duration: time.Duration(minutes) * time.Minute, Drain: time.Minute, measureState: true})
+			Duration: time.Duration(minutes) * time.Minute, Drain: time.Minute, measureState: true, aggregate: true})
 	}
 	results, err := RunAll(ctx, cfgs)
 	if err != nil {

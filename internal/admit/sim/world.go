@@ -52,7 +52,8 @@ type world struct {
 	roomActiveDiff  int   // largest |room's active users - ground truth| at a minute start
 	cohorts         []cohort
 	maxStateBytes   int
-	completeMinutes int // the run covered minutes [0, completeMinutes) whole
+	completeMinutes int        // the run covered minutes [0, completeMinutes) whole
+	dcStore         []dcMinute // with Config.aggregate: the gates' newest reports, by data center and minute
 	err             error
 }
 
@@ -207,21 +208,34 @@ func (w *world) tick(at time.Duration, arriving bool) {
 
 func (w *world) setNow(at time.Duration) { w.now = w.cfg.Start.Add(at) }
 
-// flush sends every gate's pending reports to the room.
+// flush sends every gate's pending reports to the room, or with
+// aggregate, to its data center's store, whose sum goes to the room once
+// a minute has ended (see aggregate.go).
 func (w *world) flush(at time.Duration) {
 	for _, g := range w.gates {
 		for _, rep := range g.tally.Pending() {
+			if w.cfg.aggregate {
+				w.store(rep)
+				continue
+			}
 			if err := w.room.AddReport(rep, w.now); err != nil {
 				w.err = fmt.Errorf("gate %s: report refused: %w", g.ID, err)
 				return
 			}
-			i := int(at / time.Minute)
-			for len(w.reportsByMin) <= i {
-				w.reportsByMin = append(w.reportsByMin, 0)
-			}
-			w.reportsByMin[i]++
+			w.countReport(at)
 		}
 	}
+	if w.cfg.aggregate {
+		w.sendAggregates(at)
+	}
+}
+
+func (w *world) countReport(at time.Duration) {
+	i := int(at / time.Minute)
+	for len(w.reportsByMin) <= i {
+		w.reportsByMin = append(w.reportsByMin, 0)
+	}
+	w.reportsByMin[i]++
 }
 
 // publish notes a new snapshot: what the room thinks of its minute, and

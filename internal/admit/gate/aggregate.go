@@ -1,0 +1,362 @@
+package gate
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+)
+
+// Aggregator makes the gates of one data center report to a room as one:
+// each gate writes its cumulative counts of a minute into a Redis hash of
+// the room, data center and minute (Write), and the one gate holding the
+// data center's lease (a Redis key with an expiry, renewed while it runs;
+// another gate takes it over once it lapses) sums them (admit.Aggregate)
+// and sends the room one report per data center and minute: once every
+// gate that counts in the minute has written its final counts, or once
+// Grace has passed after the minute; with Every, also while the minute
+// runs. A room's history then grows with its data centers, not its gates.
+//
+// Nothing is lost when the holder dies: the counts are in Redis, and the
+// next holder sends them. A gate that dies is covered as before: the other
+// gates' final counts read the shared counters (Report.StoreTaken).
+type Aggregator struct {
+	Client     redis.UniversalClient
+	DataCenter string
+	// Holder names this gate process in the lease (gate ID and start).
+	Holder string
+	Lease  time.Duration // how long a lease lasts unrenewed, default 3s
+	Poll   time.Duration // how often the holder looks for new counts, default 250ms
+	// Every is how often the holder sends a minute's counts while it runs
+	// (0: only once it is over; each report is a history event of the room).
+	Every time.Duration
+	// Grace is how long after a minute the holder waits for the final
+	// counts of every gate before sending the minute as final anyway;
+	// default an eighth of the room's minute (the room itself waits a
+	// quarter).
+	Grace  time.Duration
+	Logger *slog.Logger
+
+	mu         sync.Mutex
+	holdsUntil time.Time // the lease is ours until then (our clock)
+	nextLease  time.Time
+	nextPoll   time.Time
+	minutes    map[aggKey]*aggMinute
+	nextMid    map[string]time.Time
+	failing    bool
+}
+
+type aggKey struct {
+	room   string
+	minute int64
+}
+
+// aggMinute is what the holder last read and sent of a room's minute.
+type aggMinute struct {
+	version int64
+	reports []admit.Report
+	sent    uint64 // Seq of the last report sent
+}
+
+// AggregateRoom is what the aggregator needs to know of a room.
+type AggregateRoom struct {
+	Name   string
+	Length time.Duration // the room's minute
+}
+
+// aggKeep is how many minutes a minute's counts stay in Redis after its
+// last write.
+const aggKeep = 5
+
+// versionField counts the writes to a minute's hash, so the holder reads
+// the whole hash only when it changed.
+const versionField = "_v"
+
+// sentField holds the Seq of the last aggregate a holder sent of the
+// minute.
+const sentField = "_sent"
+
+func countsKey(room, dc string, minute time.Time) string {
+	return "admit/" + room + "/dc/" + dc + "/minute/" + strconv.FormatInt(minute.UnixMilli(), 10) + "/reports"
+}
+
+func leaseKey(dc string) string { return "admit/dc/" + dc + "/aggregator" }
+
+// Write stores a gate's cumulative report of a minute for the holder
+// (replacing the gate process's older one), in one round trip.
+func (a *Aggregator) Write(ctx context.Context, rep admit.Report, length time.Duration) error {
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	key := countsKey(rep.Room, a.DataCenter, rep.Minute)
+	field := rep.Gate + "/" + strconv.FormatUint(rep.Incarnation, 10)
+	_, err = a.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, field, b)
+		p.HIncrBy(ctx, key, versionField, 1)
+		p.PExpire(ctx, key, aggKeep*length) // from now: gates' clocks may differ from Redis's
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redis write of the data center's counts: %w", err)
+	}
+	return nil
+}
+
+// directPrefix starts the field of a gate process that reports a minute
+// to the room directly (MarkDirect).
+const directPrefix = "direct/"
+
+// MarkDirect records that a gate process sends its counts of a minute to
+// the room by itself (its Redis failed it): the aggregate leaves out what
+// the gate wrote of that minute, and counts it as final (it waits for no
+// more of it). rep is the gate's direct report, whose Seq makes the
+// aggregate's grow.
+func (a *Aggregator) MarkDirect(ctx context.Context, rep admit.Report, length time.Duration) error {
+	mark := admit.Report{Room: rep.Room, DataCenter: rep.DataCenter, Gate: rep.Gate, Minute: rep.Minute, Incarnation: rep.Incarnation,
+		Seq: rep.Seq, Final: true, Leaving: rep.Leaving}
+	b, err := json.Marshal(mark)
+	if err != nil {
+		return err
+	}
+	key := countsKey(rep.Room, a.DataCenter, rep.Minute)
+	_, err = a.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, key, directPrefix+rep.Gate+"/"+strconv.FormatUint(rep.Incarnation, 10), b)
+		p.HIncrBy(ctx, key, versionField, 1)
+		p.PExpire(ctx, key, aggKeep*length)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redis write of the data center's counts: %w", err)
+	}
+	return nil
+}
+
+// lease takes the data center's lease if it is free, or renews it if it
+// is ours; 1 if we hold it.
+var lease = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v == false then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+if v == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+`)
+
+var release = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+func (a *Aggregator) defaults() {
+	if a.Lease <= 0 {
+		a.Lease = 3 * time.Second
+	}
+	if a.Poll <= 0 {
+		a.Poll = 250 * time.Millisecond
+	}
+	if a.Logger == nil {
+		a.Logger = slog.Default()
+	}
+	if a.minutes == nil {
+		a.minutes = map[aggKey]*aggMinute{}
+		a.nextMid = map[string]time.Time{}
+	}
+}
+
+// Holds reports whether this gate held the lease at its last look.
+func (a *Aggregator) Holds(now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return now.Before(a.holdsUntil)
+}
+
+// Tick takes or renews the lease when due and, while this gate holds it,
+// sends the rooms' aggregated reports that are due.
+func (a *Aggregator) Tick(ctx context.Context, now time.Time, rooms []AggregateRoom, sink ReportSink) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.defaults()
+	if !now.Before(a.nextLease) {
+		a.renew(ctx, now)
+	}
+	if !now.Before(a.holdsUntil) || now.Before(a.nextPoll) {
+		return
+	}
+	a.nextPoll = now.Add(a.Poll)
+	for _, r := range rooms {
+		a.poll(ctx, now, r, sink, false)
+	}
+}
+
+// Leave sends what the data center's gates wrote, if this gate holds the
+// lease or can take it, and lets the lease go for another gate to take.
+func (a *Aggregator) Leave(ctx context.Context, now time.Time, rooms []AggregateRoom, sink ReportSink) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.defaults()
+	a.renew(ctx, now)
+	if !now.Before(a.holdsUntil) {
+		return
+	}
+	for _, r := range rooms {
+		a.poll(ctx, now, r, sink, true)
+	}
+	if err := release.Run(ctx, a.Client, []string{leaseKey(a.DataCenter)}, a.Holder).Err(); err != nil {
+		a.Logger.Debug("cannot release the data center's report lease; it lapses", "err", err)
+	}
+	a.holdsUntil = time.Time{}
+}
+
+func (a *Aggregator) renew(ctx context.Context, now time.Time) {
+	held, err := lease.Run(ctx, a.Client, []string{leaseKey(a.DataCenter)}, a.Holder, a.Lease.Milliseconds()).Int()
+	// The holder renews three times a lease; the others look once a lease
+	// (a data center of many gates would otherwise keep Redis busy).
+	a.nextLease = now.Add(a.Lease)
+	if err == nil && held == 1 {
+		a.nextLease = now.Add(a.Lease / 3)
+	}
+	switch {
+	case err != nil || held != 1:
+		if now.Before(a.holdsUntil) {
+			a.Logger.Info("no longer aggregating the data center's reports", "dataCenter", a.DataCenter, "err", err)
+		}
+		a.holdsUntil = time.Time{}
+	case !now.Before(a.holdsUntil):
+		a.Logger.Info("aggregating the data center's reports", "dataCenter", a.DataCenter)
+		clear(a.minutes) // a new holder reads every minute again (sentField says what was sent)
+		a.holdsUntil = now.Add(a.Lease)
+	default:
+		a.holdsUntil = now.Add(a.Lease)
+	}
+}
+
+// poll sends the room's minute that ended (until the room closes it) and,
+// with Every or when all is to be sent, the current one.
+func (a *Aggregator) poll(ctx context.Context, now time.Time, r AggregateRoom, sink ReportSink, all bool) {
+	current := admit.MinuteOf(now, r.Length)
+	last := current.Add(-r.Length)
+	grace := a.Grace
+	if grace <= 0 {
+		grace = r.Length / 8
+	}
+	a.send(ctx, r, last, !all, !now.Before(current.Add(grace)), sink)
+	if all || (a.Every > 0 && !now.Before(a.nextMid[r.Name])) {
+		a.nextMid[r.Name] = now.Add(a.Every)
+		a.send(ctx, r, current, false, false, sink)
+	}
+	for k := range a.minutes {
+		if k.room == r.Name && k.minute < last.Add(-r.Length).UnixMilli() {
+			delete(a.minutes, k)
+		}
+	}
+}
+
+// send reads minute m (and the minute before, whose gates it waits for)
+// where changed, and sends its aggregate if it is newer than the last sent.
+func (a *Aggregator) send(ctx context.Context, r AggregateRoom, m time.Time, ended, graceOver bool, sink ReportSink) {
+	prev, err := a.read(ctx, r.Name, m.Add(-r.Length))
+	if err == nil {
+		var cur *aggMinute
+		if cur, err = a.read(ctx, r.Name, m); err == nil {
+			rep, ok := admit.Aggregate(r.Name, a.DataCenter, m, prev.reports, cur.reports, graceOver)
+			if !ok || rep.Seq == cur.sent || (ended && !rep.Final && !rep.Leaving) {
+				return // an ended minute goes once final: the room waits for nothing else
+			}
+			if err = sink(ctx, rep); err == nil {
+				cur.sent = rep.Seq
+				// The next holder sends it again only if it changed: each
+				// report is a history event of the room. (Without the mark
+				// it sends the minute once more, which the room drops.)
+				key := countsKey(r.Name, a.DataCenter, m)
+				_, _ = a.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					p.HSet(ctx, key, sentField, rep.Seq)
+					p.PExpire(ctx, key, aggKeep*r.Length)
+					return nil
+				})
+				a.failing = false
+				return
+			}
+		}
+	}
+	if !a.failing && ctx.Err() == nil {
+		a.Logger.Warn("cannot send the data center's counts; trying again", "room", r.Name, "err", err)
+		a.failing = true
+	}
+}
+
+// read returns what the data center's gates wrote for a minute, reading
+// the hash only when its version changed since the last read.
+func (a *Aggregator) read(ctx context.Context, room string, m time.Time) (*aggMinute, error) {
+	key := aggKey{room, m.UnixMilli()}
+	st := a.minutes[key]
+	if st == nil {
+		st = &aggMinute{version: -1}
+		a.minutes[key] = st
+	}
+	hkey := countsKey(room, a.DataCenter, m)
+	v, err := a.Client.HGet(ctx, hkey, versionField).Int64()
+	if errors.Is(err, redis.Nil) {
+		v, err = 0, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redis read of the data center's counts: %w", err)
+	}
+	if v == st.version {
+		return st, nil
+	}
+	all, err := a.Client.HGetAll(ctx, hkey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis read of the data center's counts: %w", err)
+	}
+	reports := make([]admit.Report, 0, len(all))
+	direct := map[string]bool{} // fields of gates reporting directly; looked up only
+	for field := range all {
+		if rest, ok := strings.CutPrefix(field, directPrefix); ok {
+			direct[rest] = true
+		}
+	}
+	for field, raw := range all {
+		if field == sentField {
+			if n, err := strconv.ParseUint(raw, 10, 64); err == nil && n > st.sent {
+				st.sent = n
+			}
+			continue
+		}
+		if field == versionField {
+			if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
+				v = n
+			}
+			continue
+		}
+		if direct[field] {
+			continue // counted by the gate's own report: its mark stands for it
+		}
+		var rep admit.Report
+		if err := json.Unmarshal([]byte(raw), &rep); err != nil || rep.Room != room || !rep.Minute.Equal(m) {
+			continue // not a gate's report of this minute: counted by no one
+		}
+		reports = append(reports, rep)
+	}
+	// Reports are summed in field order, so that a repeated read sums alike.
+	slices.SortFunc(reports, func(a, b admit.Report) int {
+		return cmp.Or(strings.Compare(a.Gate, b.Gate), cmp.Compare(a.Incarnation, b.Incarnation))
+	})
+	st.version, st.reports = v, reports
+	return st, nil
+}
