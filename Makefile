@@ -33,6 +33,8 @@ lint: $(TOOLS)/staticcheck ## go vet and staticcheck (pinned); fails on any find
 		echo "$(TOOLS)/staticcheck is not $(STATICCHECK_VERSION): remove it and run make lint again"; exit 1; }
 	$(GO) vet -tags chaos ./...
 	$(TOOLS)/staticcheck -tags chaos ./...
+	@! git ls-files --error-unmatch .tools >/dev/null 2>&1 || { \
+		echo ".tools is tracked: it is this machine's (a committed worktree symlink once made it point at itself); git rm --cached .tools"; exit 1; }
 
 bench: tools redis nginx ## every benchmark, with a summary table
 	$(GO) run ./cmd/benchtable
