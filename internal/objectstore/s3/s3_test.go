@@ -68,6 +68,15 @@ func resetConnection(w http.ResponseWriter, _ *http.Request) {
 	}
 }
 
+// closeConnection closes without an answer (FIN), as a load balancer does
+// when the node behind it stops: minio-go reports it as text only,
+// "Connection closed by foreign host".
+func closeConnection(w http.ResponseWriter, _ *http.Request) {
+	if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+		conn.Close()
+	}
+}
+
 func storeAt(t *testing.T, endpoint string, maxRetries int) *s3.Store {
 	t.Helper()
 	cfg := env.Store.Config()
@@ -92,7 +101,7 @@ func TestTransientFailuresAreClassified(t *testing.T) {
 		name  string
 		fault http.HandlerFunc
 		code  string
-	}{{"503 SlowDown", slowDown, "SlowDown"}, {"connection reset", resetConnection, ""}} {
+	}{{"503 SlowDown", slowDown, "SlowDown"}, {"connection reset", resetConnection, ""}, {"connection closed", closeConnection, ""}} {
 		t.Run(tc.name, func(t *testing.T) {
 			endpoint, _ := faultProxy(t, 1000, tc.fault)
 			_, _, err := objectstore.ReadAll(ctx, storeAt(t, endpoint, 1), "transient", "doc")
