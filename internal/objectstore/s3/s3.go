@@ -431,7 +431,11 @@ func classify(code string, status int, message string) error {
 	case "AccessDenied", "AllAccessDisabled":
 		return objectstore.ErrAccessDenied
 	case "SlowDown", "SlowDownRead", "SlowDownWrite", "ServiceUnavailable", "InternalError", "RequestTimeout",
-		"RequestTimeTooSkewed", "OperationAborted", "XMinioServerNotInitialized", "TooManyRequests":
+		"RequestTimeTooSkewed", "OperationAborted", "XMinioServerNotInitialized", "TooManyRequests",
+		// MinIO's 499 when a request's connection, or one between its
+		// nodes, went away mid-request (a node of a distributed MinIO
+		// stopped): the request's luck, not the object's.
+		"ClientDisconnected":
 		return objectstore.ErrTransient
 	case "EntityTooLarge":
 		return objectstore.ErrTooLarge
