@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -392,9 +393,22 @@ func (s *Store) fail(op, bucket, key string, err error) error {
 		}
 		return e
 	}
-	e.Err = err
-	e.Kind = objectstore.ClassifyNetwork(err)
+	e.Err = closedConnection(err)
+	e.Kind = objectstore.ClassifyNetwork(e.Err)
 	return e
+}
+
+// closedConnection gives back the io.EOF that minio-go drops: when the
+// connection closes before an answer (a node behind a load balancer
+// stopped mid-request) it replaces the EOF by a new error of text only,
+// "Connection closed by foreign host … Retry again.", which no errors.Is
+// recognises, so a store's hiccup became the object's error.
+func closedConnection(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil && strings.HasPrefix(ue.Err.Error(), "Connection closed by foreign host") {
+		return fmt.Errorf("%w (%w)", err, io.ErrUnexpectedEOF)
+	}
+	return err
 }
 
 // classify maps an S3 error code and HTTP status to an objectstore kind.
@@ -417,7 +431,11 @@ func classify(code string, status int, message string) error {
 	case "AccessDenied", "AllAccessDisabled":
 		return objectstore.ErrAccessDenied
 	case "SlowDown", "SlowDownRead", "SlowDownWrite", "ServiceUnavailable", "InternalError", "RequestTimeout",
-		"RequestTimeTooSkewed", "OperationAborted", "XMinioServerNotInitialized", "TooManyRequests":
+		"RequestTimeTooSkewed", "OperationAborted", "XMinioServerNotInitialized", "TooManyRequests",
+		// MinIO's 499 when a request's connection, or one between its
+		// nodes, went away mid-request (a node of a distributed MinIO
+		// stopped): the request's luck, not the object's.
+		"ClientDisconnected":
 		return objectstore.ErrTransient
 	case "EntityTooLarge":
 		return objectstore.ErrTooLarge

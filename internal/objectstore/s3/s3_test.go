@@ -58,12 +58,29 @@ func slowDown(w http.ResponseWriter, _ *http.Request) {
 	io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
 }
 
+// clientDisconnected is distributed MinIO's answer when a node stops while
+// another serves the request.
+func clientDisconnected(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(499)
+	io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>ClientDisconnected</Code><Message>Client disconnected before response was ready</Message></Error>`)
+}
+
 func resetConnection(w http.ResponseWriter, _ *http.Request) {
 	conn, _, err := w.(http.Hijacker).Hijack()
 	if err == nil {
 		if tcp, ok := conn.(*net.TCPConn); ok {
 			_ = tcp.SetLinger(0) // close with RST, not FIN
 		}
+		conn.Close()
+	}
+}
+
+// closeConnection closes without an answer (FIN), as a load balancer does
+// when the node behind it stops: minio-go reports it as text only,
+// "Connection closed by foreign host".
+func closeConnection(w http.ResponseWriter, _ *http.Request) {
+	if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
 		conn.Close()
 	}
 }
@@ -92,7 +109,8 @@ func TestTransientFailuresAreClassified(t *testing.T) {
 		name  string
 		fault http.HandlerFunc
 		code  string
-	}{{"503 SlowDown", slowDown, "SlowDown"}, {"connection reset", resetConnection, ""}} {
+	}{{"503 SlowDown", slowDown, "SlowDown"}, {"connection reset", resetConnection, ""}, {"connection closed", closeConnection, ""},
+		{"499 ClientDisconnected", clientDisconnected, "ClientDisconnected"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			endpoint, _ := faultProxy(t, 1000, tc.fault)
 			_, _, err := objectstore.ReadAll(ctx, storeAt(t, endpoint, 1), "transient", "doc")
