@@ -58,6 +58,18 @@ type Room struct {
 	// CheckEvent, NewRoom, Settings.Validate) refuse them regardless, and
 	// gates never render them. Never carried to a new run.
 	LegacyPages bool `json:"-"`
+	// LegacyOutages makes the room allot a minute the gates began in an
+	// outage as any other (see OutageMinute): set by a workflow replaying
+	// a run begun before, so its snapshots are what they were. Never
+	// carried to a new run.
+	LegacyOutages bool `json:"-"`
+	// OutageMinute is the minute of the first snapshot after an outage
+	// (InOutage on the snapshot before): gates admitted on its outage
+	// counter before they read it, and their reports of it reach the room
+	// only as it ends (a data center's aggregate), so it is allotted whole
+	// to that counter (the new visitors' pool, Anywhere) and what they took
+	// counts against its slots. Kept for republishing in that minute.
+	OutageMinute time.Time `json:"outageMinute,omitzero"`
 
 	Shuffles []TimeRange     `json:"shuffles,omitempty"`
 	Recent   []MinuteSummary `json:"recent,omitempty"` // the last RecentMinutes minutes, oldest first
@@ -271,6 +283,7 @@ func (r *Room) publish(now, minute time.Time) *Snapshot {
 	}
 	eff, ev, phase := Effective(r.Settings, r.Events, now)
 	r.trackShuffle(ev, phase)
+	outage := r.outageMinute(minute)
 	previous := minute.Add(-length)
 	r.Ledger.Close(previous, minute.Add(-time.Duration(ledgerMinutes)*length))
 	last := r.Ledger.Totals(previous)
@@ -316,8 +329,13 @@ func (r *Room) publish(now, minute time.Time) *Snapshot {
 	if s.Status == StatusSuspended || s.Status == StatusEventPrequeueing || eff.QueueAll {
 		method = "" // nobody new is admitted: only the remainders stale gates may spend
 	}
+	carry := r.carry(minute, outage)
+	if outage && (method == FIFO || method == Random) {
+		// The outage counter may already hold all the minute's slots.
+		carry = append(carry, Remainder{Scope: Anywhere, Slots: slots})
+	}
 	s.Pools = Allocate(AllocationInput{Method: method, Slots: slots, Buckets: buckets, NewUserSlots: newSlots,
-		Shares: shares, TotalActiveUsers: eff.TotalActiveUsers, Carry: r.carry(minute)})
+		Shares: shares, TotalActiveUsers: eff.TotalActiveUsers, Carry: carry})
 	setHeadroom(s.Pools, eff.TotalActiveUsers-active-slots, slots)
 	s.PacedRelease = method == Random && waiting > 0
 	s.LetInPerMinute = r.letIn(minute, slots)
@@ -356,14 +374,16 @@ func (r *Room) waitingBuckets(queued []MinuteCount) []Bucket {
 // carry lists the floors of minute's allocation: what the gates already
 // took this minute, and what stale gates may still spend from the pools of
 // the previous allocation after what they took in the minutes since.
-func (r *Room) carry(minute time.Time) []Remainder {
+func (r *Room) carry(minute time.Time, outage bool) []Remainder {
 	var out []Remainder
 	for _, t := range r.Ledger.Totals(minute).Taken {
 		if b, ok := parsePoolKey(t.Pool); ok && t.Count > 0 {
 			out = append(out, Remainder{Bucket: b, Scope: t.Scope, Slots: t.Count})
 		}
 	}
-	if r.PrevMinute.IsZero() || !r.PrevMinute.Before(minute) {
+	// In an outage minute gates take from the outage counter only: no
+	// stale gate spends the previous pools.
+	if outage || r.PrevMinute.IsZero() || !r.PrevMinute.Before(minute) {
 		return out
 	}
 	var totals []MinuteTotals
@@ -385,6 +405,18 @@ func (r *Room) carry(minute time.Time) []Remainder {
 		}
 	}
 	return out
+}
+
+// outageMinute reports whether gates may have admitted in minute on the
+// outage counter before its snapshot (see OutageMinute), and remembers it.
+func (r *Room) outageMinute(minute time.Time) bool {
+	if r.LegacyOutages {
+		return false
+	}
+	if r.Snapshot != nil && minute.After(r.Snapshot.Minute) && InOutage(r.Snapshot, minute) {
+		r.OutageMinute = minute
+	}
+	return r.OutageMinute.Equal(minute) && !minute.IsZero()
 }
 
 // setHeadroom shares the room's headroom beyond this minute's slots between

@@ -70,6 +70,9 @@ func Room(ctx workflow.Context, in contract.RoomInput) error {
 	if workflow.GetVersion(ctx, "publish-on-final-reports", workflow.DefaultVersion, 1) >= 1 {
 		r.Room.PublishOnFinals = true
 	}
+	// and allot the minute it comes back in from an outage whole to the
+	// gates' outage counter (engine.Room.OutageMinute).
+	r.Room.LegacyOutages = workflow.GetVersion(ctx, "allot-outage-minute", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	return r.run(ctx)
 }
 
