@@ -29,6 +29,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
+	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
 // soak runs longer suites with more data and more faults (CHAOS_SOAK=1, or
@@ -189,15 +190,5 @@ func (s *stack) stop(removeData bool) {
 // last word after the deadline.
 func eventually(t testing.TB, within time.Duration, what string, check func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, last := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s (%s)", what, within, last)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	testenv.Eventually(t, within, 250*time.Millisecond, what, check)
 }

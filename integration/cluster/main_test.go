@@ -29,6 +29,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/publish/registry/registrytest"
+	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
 var (
@@ -139,17 +140,7 @@ func run(m *testing.M) int {
 // last word after the deadline.
 func eventually(t testing.TB, within time.Duration, what string, check func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, last := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s (%s)", what, within, last)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	testenv.Eventually(t, within, 500*time.Millisecond, what, check)
 }
 
 // killTemporal kills a Temporal service with SIGKILL and waits until the

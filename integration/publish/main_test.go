@@ -121,17 +121,7 @@ func versionStart(name, version string) client.StartWorkflowOptions {
 // last word after the deadline: for what becomes true some time later.
 func eventually(t testing.TB, within time.Duration, what string, check func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, last := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s (%s)", what, within, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.Eventually(t, within, 200*time.Millisecond, what, check)
 }
 
 func testContext(t testing.TB) context.Context {

@@ -207,19 +207,7 @@ func (g *gateProcess) roomMinute(t *testing.T, room string) time.Time {
 // deadline.
 func eventually(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	last := ""
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		last = why
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s\n%s", what, within, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, within, 50*time.Millisecond, what, cond)
 }
 
 // origin is the site behind the gates: it answers 200 on every path and
