@@ -38,7 +38,9 @@ func ClusterInfrastructure() []string {
 }
 
 // ClusterPlan is every process of `make cluster`, infrastructure first,
-// with the products' environment (addresses as placeholders).
+// with the products' environment as docker-compose names it (service
+// addresses in place of the free ports `make cluster` picks), so the deploy
+// tests can hold the two topologies together.
 func ClusterPlan() []ClusterProcess {
 	var out []ClusterProcess
 	for _, name := range ClusterInfrastructure() {
@@ -50,7 +52,7 @@ func ClusterPlan() []ClusterProcess {
 	for _, r := range append(slices.Clone(DataCenters), "anywhere") {
 		a.redis[r] = "redis://redis-" + r + ":6379/0"
 	}
-	procs, _ := productProcesses(a) // placeholders never fail
+	procs, _ := productProcesses(a) // only free() can fail, and this one does not
 	return append(out, procs...)
 }
 
