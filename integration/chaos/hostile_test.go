@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgeflow/edgeflow/integration/e2echeck"
 )
 
 // hostileHTTP sends the edge process what an attacker would — traversal,
@@ -30,7 +32,7 @@ func hostileHTTP(t *testing.T, edge, name, version, file string) (requests, held
 		t.Errorf("hostile HTTP: "+format, args...)
 	}
 	good := func() bool {
-		body, err := fetchFile(edge, name, version, file, "identity")
+		body, err := e2echeck.FetchFile(edge, name, version, file, "identity")
 		return err == nil && len(body) > 0
 	}
 

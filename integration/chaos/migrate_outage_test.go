@@ -3,19 +3,18 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/faultproxy"
 	"github.com/edgeflow/edgeflow/internal/keyring"
@@ -100,7 +99,7 @@ func (s *stoppable) restart(t *testing.T) {
 
 func outageJob(t *testing.T, f *figures, keys *keyring.Keyring, jobs migrate.JobStore, down string, count int, outage time.Duration) {
 	ctx := context.Background()
-	objs := generated(count)
+	objs := e2echeck.Generated(count, 77)
 	var own *stoppable
 	var srcStore, dstStore objectstore.Store
 	var srcEndpoint, dstEndpoint string
@@ -222,21 +221,12 @@ func outageJob(t *testing.T, f *figures, keys *keyring.Keyring, jobs migrate.Job
 		t.Errorf("%d objects with no write counted, more than the %d transfers that can run at once", unanswered, maxUnanswered)
 		other += unanswered
 	}
-	var same, diff atomic.Int64
-	parallel(len(objs), func(i int) {
-		o := objs[i]
-		data, _, err := objectstore.ReadAll(ctx, dstStore, dstBucket, in.KeyMap().Dest(o.Key))
-		if err == nil && bytes.Equal(data, o.Data) {
-			same.Add(1)
-		} else {
-			diff.Add(1)
-		}
-	})
-	if diff.Load() != 0 {
-		t.Errorf("%d objects missing or different at the destination", diff.Load())
+	same, diff := e2echeck.Compare(ctx, dstStore, dstBucket, in.KeyMap(), objs, func(migratetest.Object, []byte, error) {})
+	if diff != 0 {
+		t.Errorf("%d objects missing or different at the destination", diff)
 	}
-	f.verified += once + same.Load()
-	f.lost += other + diff.Load()
+	f.verified += once + same
+	f.lost += other + diff
 	f.note("%s MinIO stopped for %s mid-job (%d objects; %d copied when it stopped, %s after the start) and started again: the job waited %.0f s in all (state running, waiting_for=%s), went on %s after the restart by itself, and completed: copied %d, failed %d, **%d dead letters**; at the destination's proxy %d objects written exactly once, %d twice, %d whose one write the store committed as it stopped (no answer to count; found there after); %d byte-identical",
-		down, outage, n, copiedAtStop, stopped.Sub(started).Round(time.Second), st.WaitedSeconds, down, resumedIn.Round(time.Second), st.Copied, st.Failed, len(dead), once, twice, unanswered, same.Load())
+		down, outage, n, copiedAtStop, stopped.Sub(started).Round(time.Second), st.WaitedSeconds, down, resumedIn.Round(time.Second), st.Copied, st.Failed, len(dead), once, twice, unanswered, same)
 }

@@ -3,12 +3,8 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"github.com/edgeflow/edgeflow/internal/faultproxy"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
@@ -42,7 +39,7 @@ func TestMigrateUnderFaults(t *testing.T) {
 		count, kills = 60_000, 30
 	}
 
-	objs := append(generated(count), migratetest.OddObjects(t, 7<<20)...)
+	objs := append(e2echeck.Generated(count, 77), migratetest.OddObjects(t, 7<<20)...)
 	srcBucket := migratetest.Bucket(t, env.primaryStore, "chaos-src")
 	seed(t, env.primaryStore, srcBucket, objs)
 	dstBucket := migratetest.Bucket(t, env.mirrorStore, "chaos-dst")
@@ -108,15 +105,15 @@ func TestMigrateUnderFaults(t *testing.T) {
 	f.faults = int64(kills) + src.Faults() + dst.Faults()
 	f.operations = src.Requests + dst.Requests
 	f.note("%d objects (%d generated, and the odd ones: zero bytes, keys with spaces, '+', '%%' and unicode, one of 7 MiB over the 6 MiB multipart cutoff), %d bytes, copied in %s",
-		n, count, totalBytes(objs), copyTook.Round(time.Second))
+		n, count, e2echeck.TotalBytes(objs), copyTook.Round(time.Second))
 	f.note("%d migrate worker processes killed with SIGKILL (2 processes, one every 10–30 s until %d kills or the end; %d process starts in all)", kills, killCap, startsOf(workers))
 	f.note("S3 proxies: source %d requests, %d SlowDown, %d reset, %d latency spikes; destination %d requests, %d SlowDown, %d reset, %d spikes",
 		src.Requests, src.SlowDowns, src.Resets, src.Spikes, dst.Requests, dst.SlowDowns, dst.Resets, dst.Spikes)
 
 	// The counters are exact.
 	if st.State != contract.StateCompleted || st.Listed != n || st.Copied != n || st.Skipped != 0 || st.Failed != 0 ||
-		st.Bytes != totalBytes(objs) || st.ListedBytes != totalBytes(objs) || st.Verified != n || st.Mismatched != 0 {
-		t.Errorf("status %+v; want %d objects and %d bytes listed, copied and verified, nothing else", st, n, totalBytes(objs))
+		st.Bytes != e2echeck.TotalBytes(objs) || st.ListedBytes != e2echeck.TotalBytes(objs) || st.Verified != n || st.Mismatched != 0 {
+		t.Errorf("status %+v; want %d objects and %d bytes listed, copied and verified, nothing else", st, n, e2echeck.TotalBytes(objs))
 		f.lost++
 	} else {
 		f.verified++
@@ -208,53 +205,10 @@ func stopOnce(c chan struct{}) {
 	}
 }
 
-// generated makes n objects of 1 to 4 KiB of pseudo-random bytes (a byte
-// out of place shows), under a few prefixes.
-func generated(n int) []migratetest.Object {
-	out := make([]migratetest.Object, n)
-	for i := range out {
-		r := rand.New(rand.NewPCG(uint64(i), 77))
-		data := make([]byte, 1+r.IntN(4<<10))
-		for j := range data {
-			data[j] = byte(r.Uint32())
-		}
-		out[i] = migratetest.Object{Key: fmt.Sprintf("gen/%02d/%06d.bin", i%50, i), Data: data}
-	}
-	return out
-}
-
-func totalBytes(objs []migratetest.Object) int64 {
-	var n int64
-	for _, o := range objs {
-		n += int64(len(o.Data))
-	}
-	return n
-}
-
-// parallel runs fn for each index on 16 goroutines.
-func parallel(n int, fn func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
-}
-
+// seed puts the objects into the source bucket.
 func seed(t *testing.T, s objectstore.Store, bucket string, objs []migratetest.Object) {
 	t.Helper()
-	var failed atomic.Value
-	parallel(len(objs), func(i int) {
-		o := objs[i]
-		if _, err := s.Put(context.Background(), bucket, o.Key, bytes.NewReader(o.Data), int64(len(o.Data)), objectstore.PutOptions{Metadata: o.Meta}); err != nil {
-			failed.Store(err)
-		}
-	})
-	if err, _ := failed.Load().(error); err != nil {
+	if err := e2echeck.Seed(context.Background(), s, bucket, objs); err != nil {
 		t.Fatalf("seed the source: %v", err)
 	}
 }
@@ -262,21 +216,9 @@ func seed(t *testing.T, s objectstore.Store, bucket string, objs []migratetest.O
 // compareAll reads every copy back from the destination store directly.
 func compareAll(t *testing.T, bucket string, m migrate.KeyMap, objs []migratetest.Object) (identical, different int64) {
 	t.Helper()
-	var same, diff atomic.Int64
-	var mu sync.Mutex
-	parallel(len(objs), func(i int) {
-		o := objs[i]
-		data, _, err := objectstore.ReadAll(context.Background(), env.mirrorStore, bucket, m.Dest(o.Key))
-		if err == nil && bytes.Equal(data, o.Data) {
-			same.Add(1)
-			return
-		}
-		diff.Add(1)
-		mu.Lock()
-		t.Errorf("%s at the destination: %d bytes, %v (source %d bytes)", o.Key, len(data), err, len(o.Data))
-		mu.Unlock()
+	return e2echeck.Compare(context.Background(), env.mirrorStore, bucket, m, objs, func(o migratetest.Object, got []byte, err error) {
+		t.Errorf("%s at the destination: %d bytes, %v (source %d bytes)", o.Key, len(got), err, len(o.Data))
 	})
-	return same.Load(), diff.Load()
 }
 
 func deadLetters(t *testing.T, jobs migrate.JobStore, job, execution string) []migrate.DeadLetter {

@@ -4,21 +4,18 @@ package chaos
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/andybalholm/brotli"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
@@ -80,7 +77,7 @@ func (p *poller) run() {
 		round++
 		for i, name := range p.names {
 			r.requests++
-			status, assets, err := versionAssets(p.edge, name, p.version)
+			status, assets, err := e2echeck.VersionAssets(p.edge, name, p.version)
 			switch {
 			case err != nil:
 				// The edge itself never goes away here; an error is worth a look.
@@ -107,7 +104,7 @@ func (p *poller) run() {
 			for j, path := range files {
 				r.requests++
 				enc := encodings[(round+i+j)%len(encodings)]
-				body, err := fetchFile(p.edge, name, p.version, path, enc)
+				body, err := e2echeck.FetchFile(p.edge, name, p.version, path, enc)
 				if err != nil {
 					problem("%s@%s is listed but %s (%s) is not served: %v", name, p.version, path, enc, err)
 					continue
@@ -120,72 +117,6 @@ func (p *poller) run() {
 			}
 		}
 	}
-}
-
-type assets struct {
-	Files []string          `json:"files"`
-	SRI   map[string]string `json:"sri"`
-}
-
-var edgeClient = &http.Client{Timeout: 30 * time.Second}
-
-func versionAssets(edge, name, version string) (int, assets, error) {
-	var a assets
-	resp, err := edgeClient.Get(edge + "/libraries/" + name + "/" + version)
-	if err != nil {
-		return 0, a, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		if resp.StatusCode == http.StatusNotFound {
-			return resp.StatusCode, a, nil
-		}
-		return resp.StatusCode, a, fmt.Errorf("the edge answered %d: %s", resp.StatusCode, bytes.TrimSpace(body))
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		return resp.StatusCode, a, err
-	}
-	if len(a.Files) == 0 {
-		return resp.StatusCode, a, fmt.Errorf("listed with no files")
-	}
-	return resp.StatusCode, a, nil
-}
-
-// fetchFile gets a file from the edge in one encoding and decodes it.
-func fetchFile(edge, name, version, path, encoding string) ([]byte, error) {
-	req, _ := http.NewRequest(http.MethodGet, edge+"/ajax/libs/"+name+"/"+version+"/"+(&url.URL{Path: path}).EscapedPath(), nil)
-	// Set explicitly, the client does not decode on its own: the test does.
-	req.Header.Set("Accept-Encoding", encoding)
-	resp, err := edgeClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return decode(resp.Header.Get("Content-Encoding"), body)
-}
-
-func decode(encoding string, body []byte) ([]byte, error) {
-	switch encoding {
-	case "", "identity":
-		return body, nil
-	case "br":
-		return io.ReadAll(brotli.NewReader(bytes.NewReader(body)))
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		return io.ReadAll(zr)
-	}
-	return nil, fmt.Errorf("unknown Content-Encoding %q", encoding)
 }
 
 type tally struct{ verified, lost int64 }
@@ -249,7 +180,7 @@ func verifyPublished(t *testing.T, names []string, version string) tally {
 					packed, _, err := objectstore.ReadAll(ctx, side.store, side.bucket, key+rep.suffix)
 					if err == nil {
 						var plain []byte
-						if plain, err = decode(rep.encoding, packed); err == nil && !bytes.Equal(plain, data) {
+						if plain, err = e2echeck.Decode(rep.encoding, packed); err == nil && !bytes.Equal(plain, data) {
 							err = fmt.Errorf("decodes to other bytes")
 						}
 					}
@@ -326,12 +257,12 @@ func mirrorTakesOver(t *testing.T, edge string, names []string, version string) 
 		// An absence the edge remembers from before the version existed is
 		// answered once more while it refreshes (by design): ask until a
 		// deadline, as a client retrying would.
-		var a assets
+		var a e2echeck.Assets
 		var status int
 		var err error
 		for deadline := time.Now().Add(15 * time.Second); ; {
 			requests++
-			status, a, err = versionAssets(edge, name, version)
+			status, a, err = e2echeck.VersionAssets(edge, name, version)
 			if (err == nil && status == http.StatusOK) || time.Now().After(deadline) {
 				break
 			}
@@ -347,7 +278,7 @@ func mirrorTakesOver(t *testing.T, edge string, names []string, version string) 
 		}
 		for i, path := range a.Files {
 			requests++
-			body, err := fetchFile(edge, name, version, path, encodings[i%len(encodings)])
+			body, err := e2echeck.FetchFile(edge, name, version, path, encodings[i%len(encodings)])
 			if err != nil || transform.SRI(body) != a.SRI[path] {
 				t.Errorf("%s@%s/%s with the primary down: %v", name, version, path, err)
 				wrong++

@@ -4,21 +4,17 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"github.com/edgeflow/edgeflow/internal/faultproxy"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/publish/benchdata"
-	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/registry/registrytest"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
@@ -56,8 +52,10 @@ func TestPublishUnderFaults(t *testing.T) {
 		name := fmt.Sprintf("chaos-lib-%02d", i)
 		names = append(names, name)
 		files := benchdata.Package(uint64(1000+i), 10, 48<<10)
-		npm.Add(name, publishVersion, tarballOf(files))
-		writeCatalogEntry(t, catalogDir, chaosPackage(name, files))
+		npm.Add(name, publishVersion, e2echeck.TarballOf(files))
+		if err := e2echeck.WriteCatalogEntry(catalogDir, e2echeck.SamplePackage(name, "chaos", files)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	b := publishBuckets
 	if err := objectstore.EnsureBuckets(ctx, env.primaryStore, b.Files, b.Meta, b.Incoming); err != nil {
@@ -195,7 +193,7 @@ func TestPublishUnderFaults(t *testing.T) {
 // seenFiles lists a published version's files through the edge.
 func seenFiles(t *testing.T, edge, name string) []string {
 	t.Helper()
-	status, a, err := versionAssets(edge, name, publishVersion)
+	status, a, err := e2echeck.VersionAssets(edge, name, publishVersion)
 	if err != nil || status != 200 {
 		t.Fatalf("%s@%s on the edge: %d %v", name, publishVersion, status, err)
 	}
@@ -203,46 +201,6 @@ func seenFiles(t *testing.T, edge, name string) []string {
 }
 
 func first(s []string) string { return s[0] }
-
-func chaosPackage(name string, files map[string][]byte) catalog.Package {
-	first := ""
-	for p := range files {
-		if first == "" || p < first {
-			first = p
-		}
-	}
-	return catalog.Package{
-		Name: name, Description: "a library the chaos suite publishes", License: "MIT", Filename: first,
-		Keywords: []string{"chaos"},
-		Autoupdate: catalog.Autoupdate{Source: "npm", Target: name,
-			FileMap: []catalog.FileMapEntry{{BasePath: "", Files: []string{"**/*.@(js|css)"}}}},
-	}
-}
-
-func writeCatalogEntry(t *testing.T, dir string, p catalog.Package) {
-	t.Helper()
-	data, _ := json.MarshalIndent(p, "", "  ")
-	path := catalog.FilePath(dir, p.Name)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func tarballOf(files map[string][]byte) []byte {
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	entries := make([]registrytest.Entry, len(paths))
-	for i, p := range paths {
-		entries[i] = registrytest.Entry{Name: p, Body: string(files[p])}
-	}
-	return registrytest.NPMTarball(entries...)
-}
 
 func bucketEnv(b metadata.Buckets) []string {
 	return []string{"BUCKET_FILES=" + b.Files, "BUCKET_MIRROR=" + b.Mirror, "BUCKET_META=" + b.Meta,

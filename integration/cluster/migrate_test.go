@@ -3,12 +3,8 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,8 +12,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
@@ -32,19 +30,12 @@ func testMigrate(t *testing.T) {
 	defer record(f)
 	ctx := context.Background()
 	const count = 5000
-	objs := generated(count)
+	objs := e2echeck.Generated(count, 26)
 	src, dst := "cluster-src", "cluster-dst"
 	if err := objectstore.EnsureBuckets(ctx, store, src, dst); err != nil {
 		t.Fatal(err)
 	}
-	var seedErr atomic.Value
-	parallel(len(objs), func(i int) {
-		o := objs[i]
-		if _, err := store.Put(ctx, src, o.key, bytes.NewReader(o.data), int64(len(o.data)), objectstore.PutOptions{}); err != nil {
-			seedErr.Store(err)
-		}
-	})
-	if err, _ := seedErr.Load().(error); err != nil {
+	if err := e2echeck.Seed(ctx, store, src, objs); err != nil {
 		t.Fatalf("seed the source: %v", err)
 	}
 	jobs := migrate.JobStore{Store: store, Bucket: "migrate-jobs"}
@@ -108,34 +99,20 @@ func testMigrate(t *testing.T) {
 		t.Fatalf("the job failed: %v", err)
 	}
 	say("migrate: the job ended: listed %d, copied %d, skipped %d, failed %d, verified %d", st.Listed, st.Copied, st.Skipped, st.Failed, st.Verified)
-	var total int64
-	for _, o := range objs {
-		total += int64(len(o.data))
-	}
+	total := e2echeck.TotalBytes(objs)
 	f.operations = count + st.Listed + st.Copied
 	if st.State != contract.StateCompleted || st.Listed != count || st.Copied != count || st.Failed != 0 || st.Verified != count || st.Bytes != total {
 		t.Errorf("status %+v; want %d objects (%d bytes) listed, copied and verified, none failed", st, count, total)
 		f.lost++
 	}
 	// Every object at the destination, byte for byte.
-	var same, diff atomic.Int64
-	var mu sync.Mutex
-	parallel(len(objs), func(i int) {
-		o := objs[i]
-		data, _, err := objectstore.ReadAll(ctx, store, dst, "copy/"+o.key)
-		if err == nil && bytes.Equal(data, o.data) {
-			same.Add(1)
-			return
-		}
-		diff.Add(1)
-		mu.Lock()
-		t.Errorf("%s at the destination: %d bytes, %v (source %d bytes)", o.key, len(data), err, len(o.data))
-		mu.Unlock()
+	same, diff := e2echeck.Compare(ctx, store, dst, in.KeyMap(), objs, func(o migratetest.Object, got []byte, err error) {
+		t.Errorf("%s at the destination: %d bytes, %v (source %d bytes)", o.Key, len(got), err, len(o.Data))
 	})
-	f.verified += same.Load()
-	f.lost += diff.Load()
+	f.verified += same
+	f.lost += diff
 	f.operations += count
-	say("migrate: %d objects byte-identical at the destination, %d missing or different", same.Load(), diff.Load())
+	say("migrate: %d objects byte-identical at the destination, %d missing or different", same, diff)
 }
 
 func status(ctx context.Context, id string) (contract.Status, error) {
@@ -147,37 +124,4 @@ func status(ctx context.Context, id string) (contract.Status, error) {
 		return st, err
 	}
 	return st, v.Get(&st)
-}
-
-type object struct {
-	key  string
-	data []byte
-}
-
-// generated makes n objects of 1 byte to 4 KiB of pseudo-random bytes.
-func generated(n int) []object {
-	out := make([]object, n)
-	for i := range out {
-		r := rand.New(rand.NewPCG(uint64(i), 26))
-		data := make([]byte, 1+r.IntN(4<<10))
-		for j := range data {
-			data[j] = byte(r.Uint32())
-		}
-		out[i] = object{key: fmt.Sprintf("gen/%02d/%06d.bin", i%50, i), data: data}
-	}
-	return out
-}
-
-// parallel runs fn for each index on 16 goroutines.
-func parallel(n int, fn func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
 }

@@ -214,7 +214,7 @@ func TestCounterFailure(t *testing.T) {
 		t.Fatalf("failing strategy: %+v %v", d, err)
 	}
 	var heard int
-	fb := Fallback{Primary: failingStrategy{}, Secondary: EvenSplit{NewMemoryCounter(nil)}, OnError: func(error) { heard++ }}
+	fb := Fallback{Primary: failingStrategy{}, Secondary: EvenSplit{Store: NewMemoryCounter(nil)}, OnError: func(error) { heard++ }}
 	d, err = Decide(context.Background(), Input{Now: t0, Snapshot: snap, Gate: Gate{"ams", "ams-1"}, Strategy: fb})
 	if err != nil || d.Outcome != Admit || heard != 1 || fb.Name() != "failing|even" {
 		t.Fatalf("fallback: %+v %v heard %d", d, err, heard)

@@ -198,7 +198,7 @@ func TestUnevenArrivalsAcrossTwoWorkers(t *testing.T) {
 	}{
 		// "worker1 will admit five users and queue two, while worker2 lets
 		// its single user through. Total admitted: six. Total queued: two."
-		{"even split queues early", EvenSplit{NewMemoryCounter(nil)}, 0.5, []int{7, 1}, 6, 2},
+		{"even split queues early", EvenSplit{Store: NewMemoryCounter(nil)}, 0.5, []int{7, 1}, 6, 2},
 		// "If one worker receives seven new users and another receives just
 		// one, all eight get through."
 		{"shared counter admits all eight", SharedCounters{NewMemoryCounter(nil)}, 0.5, []int{7, 1}, 8, 0},

@@ -220,7 +220,7 @@ func TestBehindGateIsNoOutage(t *testing.T) {
 		t.Errorf("two minutes after the snapshot's (the room may be slow, not down): %s, want queued", d.Outcome)
 	}
 	outage := t0.Add(3*time.Minute + time.Second)
-	if d := decide(outage, EvenSplit{store}); d.Outcome != Queue {
+	if d := decide(outage, EvenSplit{Store: store}); d.Outcome != Queue {
 		t.Errorf("in an outage without shared counters: %s, want queued", d.Outcome)
 	}
 	if d := decide(outage, SharedCounters{store}); d.Outcome != Admit || d.Effect.Pool != PoolNew || d.Effect.Scope != Anywhere {

@@ -391,7 +391,7 @@ func TestNoEarlyQueueingAcrossGates(t *testing.T) {
 			if c.strategy == "even" {
 				mc := NewMemoryCounter(func() time.Time { return w.now })
 				for _, g := range w.gates {
-					g.strategy = EvenSplit{mc}
+					g.strategy = EvenSplit{Store: mc}
 				}
 			}
 			queued, admitted := 0, 0

@@ -55,8 +55,14 @@ type Strategy interface {
 type SharedCounters struct{ Store Counter }
 
 // EvenSplit divides each scope evenly between gates, on counters that are
-// each gate's own.
-type EvenSplit struct{ Store Counter }
+// each gate's own. With DataCenterOnly it takes nothing from Anywhere: for a
+// gate that lost its data center's Redis while the other data centers'
+// gates still count Anywhere on a Redis of its own, whose counter would not
+// see this gate's part of it.
+type EvenSplit struct {
+	Store          Counter
+	DataCenterOnly bool
+}
 
 // Adaptive divides each scope between gates scaled by
 // utilization^CurveFactor, on counters that are each gate's own.
@@ -86,6 +92,9 @@ func (s SharedCounters) TakeSlot(ctx context.Context, req SlotRequest) (string, 
 func (s EvenSplit) TakeSlot(ctx context.Context, req SlotRequest) (string, bool, error) {
 	inDC, global := req.Snapshot.Gates(req.Gate)
 	return takeSlot(ctx, s.Store, req, func(sc Scope) (string, int) {
+		if s.DataCenterOnly && sc.Name == Anywhere {
+			return "", 0
+		}
 		return "/gate=" + req.Gate.ID, PerGateLimit(sc, inDC, global, 1)
 	})
 }

@@ -42,6 +42,20 @@ type temporalConfig struct {
 	Self         temporalService
 	DynamicFile  string
 	FrontendGRPC int
+	Stores       []sqlStore
+}
+
+// sqlStore is one of the server's two datastores on the cluster's
+// PostgreSQL: they differ only in their database and pool size.
+type sqlStore struct {
+	Name, Database string
+	Conns          int
+}
+
+// temporalStores are persistence (defaultStore) and visibility.
+var temporalStores = []sqlStore{
+	{Name: "postgres-default", Database: "temporal", Conns: 20},
+	{Name: "postgres-visibility", Database: "temporal_visibility", Conns: 5},
 }
 
 // The server's config, one file per service process (only its metrics port
@@ -56,28 +70,19 @@ persistence:
   visibilityStore: postgres-visibility
   numHistoryShards: {{.Shards}}
   datastores:
-    postgres-default:
+{{- range .Stores}}
+    {{.Name}}:
       sql:
         pluginName: postgres12
-        databaseName: temporal
-        connectAddr: {{q .DBAddr}}
+        databaseName: {{.Database}}
+        connectAddr: {{q $.DBAddr}}
         connectProtocol: tcp
-        user: {{q .DBUser}}
-        password: {{q .DBPassword}}
-        maxConns: 20
-        maxIdleConns: 20
+        user: {{q $.DBUser}}
+        password: {{q $.DBPassword}}
+        maxConns: {{.Conns}}
+        maxIdleConns: {{.Conns}}
         maxConnLifetime: 1h
-    postgres-visibility:
-      sql:
-        pluginName: postgres12
-        databaseName: temporal_visibility
-        connectAddr: {{q .DBAddr}}
-        connectProtocol: tcp
-        user: {{q .DBUser}}
-        password: {{q .DBPassword}}
-        maxConns: 5
-        maxIdleConns: 5
-        maxConnLifetime: 1h
+{{- end}}
 global:
   membership:
     maxJoinDuration: 30s
@@ -221,7 +226,7 @@ func StartTemporalCluster(ctx context.Context, sup *Supervisor, o TemporalCluste
 			return nil, err
 		}
 		err = temporalConfigTemplate.Execute(f, temporalConfig{Shards: o.Shards, DBAddr: o.DB.Addr, DBUser: o.DBUser,
-			DBPassword: o.DBPassword, Services: services, Self: s, DynamicFile: dyn, FrontendGRPC: frontend.GRPC})
+			DBPassword: o.DBPassword, Services: services, Self: s, DynamicFile: dyn, FrontendGRPC: frontend.GRPC, Stores: temporalStores})
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -63,12 +63,21 @@ func TestTemporalConfigListsEveryService(t *testing.T) {
 	}
 	var out strings.Builder
 	if err := temporalConfigTemplate.Execute(&out, temporalConfig{Shards: 4, DBAddr: "127.0.0.1:5432", DBUser: "temporal",
-		DBPassword: `p"w`, Services: services, Self: services[1], DynamicFile: "/d.yaml", FrontendGRPC: 7002}); err != nil {
+		DBPassword: `p"w`, Services: services, Self: services[1], DynamicFile: "/d.yaml", FrontendGRPC: 7002, Stores: temporalStores}); err != nil {
 		t.Fatal(err)
 	}
 	var cfg struct {
 		Persistence struct {
-			NumHistoryShards int `yaml:"numHistoryShards"`
+			NumHistoryShards int    `yaml:"numHistoryShards"`
+			DefaultStore     string `yaml:"defaultStore"`
+			VisibilityStore  string `yaml:"visibilityStore"`
+			Datastores       map[string]struct {
+				SQL struct {
+					DatabaseName string `yaml:"databaseName"`
+					ConnectAddr  string `yaml:"connectAddr"`
+					Password     string `yaml:"password"`
+				} `yaml:"sql"`
+			} `yaml:"datastores"`
 		} `yaml:"persistence"`
 		Global struct {
 			Metrics struct {
@@ -90,6 +99,14 @@ func TestTemporalConfigListsEveryService(t *testing.T) {
 	}
 	if cfg.Persistence.NumHistoryShards != 4 || cfg.Global.Metrics.Prometheus.ListenAddress != "127.0.0.1:7201" {
 		t.Errorf("shards %d, metrics %q; want 4 and matching's own 127.0.0.1:7201", cfg.Persistence.NumHistoryShards, cfg.Global.Metrics.Prometheus.ListenAddress)
+	}
+	// Both datastores, from one template block: each its own database, on
+	// the same server with the same (quoted) password.
+	for store, db := range map[string]string{cfg.Persistence.DefaultStore: "temporal", cfg.Persistence.VisibilityStore: "temporal_visibility"} {
+		sql := cfg.Persistence.Datastores[store].SQL
+		if sql.DatabaseName != db || sql.ConnectAddr != "127.0.0.1:5432" || sql.Password != `p"w` {
+			t.Errorf("datastore %q: %+v; want database %s on 127.0.0.1:5432", store, sql, db)
+		}
 	}
 	for i, name := range TemporalServices {
 		s := cfg.Services[name]

@@ -116,7 +116,14 @@ func NewCounters(dataCenter, anywhere *RedisCounter, strategy string, logger *sl
 	}
 	f := &Failover{
 		Shared: shared,
-		Even:   admit.EvenSplit{Store: mem},
+		// With Anywhere on a Redis other than the data center's, the other
+		// data centers' gates keep spending the whole Anywhere pool on it
+		// while this gate's falls back: its even part of Anywhere would be
+		// spent twice (seen in make cluster-test: 9 admitted in a minute of
+		// 8 while dc1's Redis was down). It falls back on its data center's
+		// share alone; if it is the Anywhere Redis that failed, every gate
+		// loses it and the pool waits for it, queueing early, never over.
+		Even: admit.EvenSplit{Store: mem, DataCenterOnly: dataCenter != nil && anywhere != nil && dataCenter != anywhere},
 		Probe: func(ctx context.Context) error {
 			var errs []error
 			for _, p := range pings {
