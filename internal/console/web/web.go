@@ -81,6 +81,7 @@ func New(o Options) *Pages {
 	p.mux.HandleFunc("POST /rooms/{name}/resume", p.action(true, p.suspend(false)))
 	p.mux.HandleFunc("POST /rooms/{name}/events", p.action(true, p.addEvent))
 	p.mux.HandleFunc("POST /rooms/{name}/events/{event}/cancel", p.action(true, p.cancelEvent))
+	p.mux.HandleFunc("POST /rooms/{name}/delete", p.action(true, p.deleteRoom))
 	p.migrationRoutes()
 	return p
 }
@@ -131,7 +132,7 @@ func parsePages() map[string]*template.Template {
 		"jobActions":       func() []jobField { return jobActions },
 	}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"signin", "rooms", "room", "chart", "migrations", "jobs", "migration", "progress"} {
+	for _, name := range []string{"signin", "rooms", "room", "chart", "migrations", "jobs", "migration", "progress", "roomdelete"} {
 		files := []string{"templates/layout.html", "templates/fields.html", "templates/" + name + ".html"}
 		if name == "room" {
 			files = append(files, "templates/chart.html")
