@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,5 +68,28 @@ func TestRecentMinutesKeepDataCenters(t *testing.T) {
 	var old MinuteSummary
 	if err := json.Unmarshal([]byte(`{"minute":"2026-01-01T00:00:00Z","activeUsers":3,"admitted":1,"waiting":0,"status":"notQueueing"}`), &old); err != nil || old.DataCenters != nil || old.ActiveUsers != 3 {
 		t.Fatalf("an old minute: %v %+v", err, old)
+	}
+}
+
+// The hour of minutes by data center stays under the 50 KB docs/admit.md
+// gives, at the longest names and large counts.
+func TestRecentDataCentersBound(t *testing.T) {
+	var recent []MinuteSummary
+	for i := range RecentMinutes {
+		m := MinuteSummary{Minute: t0.Add(time.Duration(i) * time.Minute)}
+		for range RecentDataCenters + 1 {
+			m.DataCenters = append(m.DataCenters, DataCenterMinute{DataCenter: strings.Repeat("d", maxNameLength), Admitted: 1e6, Queued: 1e6, Active: 1e6})
+		}
+		recent = append(recent, m)
+	}
+	withDCs, _ := json.Marshal(recent)
+	for i := range recent {
+		recent[i].DataCenters = nil
+	}
+	without, _ := json.Marshal(recent)
+	if added := len(withDCs) - len(without); added >= 50_000 {
+		t.Fatalf("the data centers add %d bytes to the hour", added)
+	} else {
+		t.Logf("the data centers add %d bytes to the hour", added)
 	}
 }
