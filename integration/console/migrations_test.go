@@ -91,7 +91,7 @@ func startMigrate(t *testing.T) (*api, *lockedLog) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(console.New(console.Options{Temporal: env.Client, Tokens: tokens, JobStore: jobStore,
+	srv := httptest.NewServer(console.New(console.Options{Temporal: env.Client, Tokens: tokens, JobStore: jobStore, WebUI: webUI, Namespace: "default",
 		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}).Handler())
 	t.Cleanup(srv.Close)
 	a.srv = srv

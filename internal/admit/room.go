@@ -86,6 +86,10 @@ type MinuteSummary struct {
 	// Unreported of Admitted were known only to the shared counters (a
 	// gate died before reporting them).
 	Unreported int `json:"unreported,omitempty"`
+	// DataCenters are the minute's counts by data center, the busiest by
+	// name (see Ledger.DataCenterMinutes); empty in minutes recorded before
+	// rooms kept them, or whose reports were closed early (Trim).
+	DataCenters []DataCenterMinute `json:"dataCenters,omitempty"`
 }
 
 // Window sizes.
@@ -470,7 +474,8 @@ func (r *Room) letIn(minute time.Time, slots int) float64 {
 func (r *Room) recordRecent(s *Snapshot) {
 	t := r.Ledger.Totals(s.Minute)
 	r.Recent = append(r.Recent, MinuteSummary{Minute: s.Minute, ActiveUsers: s.ActiveUsers, SlotsAvailable: s.SlotsAvailable,
-		Admitted: t.Admitted, Unreported: t.Unreported, Waiting: s.CurrentlyWaiting, Status: s.Status})
+		Admitted: t.Admitted, Unreported: t.Unreported, Waiting: s.CurrentlyWaiting, Status: s.Status,
+		DataCenters: r.Ledger.DataCenterMinutes(s.Minute)})
 	if len(r.Recent) > RecentMinutes {
 		r.Recent = slices.Delete(r.Recent, 0, len(r.Recent)-RecentMinutes)
 	}

@@ -104,39 +104,13 @@ func (a migrationAPI) start(w http.ResponseWriter, r *http.Request) (int, any, *
 	if err := decodeStrict(body, &req); err != nil {
 		return 0, nil, nil, err
 	}
-	if req.Job == "" {
-		req.Job = jobclient.NewJobID()
-	}
-	if req.Account == "" {
-		req.Account = "default"
-	}
-	in, problems := req.Input(req.Job, jobclient.JSONName)
 	ctx, cancel := a.ctx(r)
 	defer cancel()
-	if req.Keys != "" {
-		key, err := a.keyList(ctx, req.Keys)
-		if err != nil {
-			problems = append(problems, err.Error())
-		}
-		in.KeyList = key
-	}
-	for name := range req.Credentials {
-		if !slices.Contains(credentialNames, name) {
-			problems = append(problems, fmt.Sprintf("credentials.%s: unknown name (known: %s)", name, strings.Join(credentialNames, ", ")))
-		}
-	}
+	in, run, problems, err := a.startJob(ctx, req.Options, req.Credentials, "the body's credentials")
+	req.Credentials = nil // sealed; nothing keeps them longer
 	if len(problems) > 0 {
 		return 0, nil, nil, invalid(problems)
 	}
-	src, dst, err := migrate.CredentialsFrom(func(name string) string { return req.Credentials[name] }, "the body's credentials", in.Source.Provider)
-	if err != nil {
-		return 0, nil, nil, fail(http.StatusBadRequest, CodeInvalid, "%v", err)
-	}
-	req.Credentials = nil // sealed below; nothing keeps them longer
-	if err := jobclient.Seal(&in, src, dst); err != nil {
-		return 0, nil, nil, err
-	}
-	run, err := jobclient.Start(ctx, a.tc, in)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -146,6 +120,51 @@ func (a migrationAPI) start(w http.ResponseWriter, r *http.Request) (int, any, *
 	}
 	w.Header().Set("Location", "/api/v1/migrations/"+in.Job)
 	return http.StatusCreated, startedJob{st, run.GetID(), run.GetRunID()}, nil, nil
+}
+
+// startJob checks a job's options and credentials (by the names in
+// credentialNames; where says where they came from), seals the
+// credentials and starts the job: POST /api/v1/migrations and the
+// console's form alike. problems name their fields (a 400); err is any
+// other failure. No error holds a credential.
+func (a migrationAPI) startJob(ctx context.Context, o jobclient.Options, credentials map[string]string, where string) (contract.JobInput, client.WorkflowRun, []string, error) {
+	if o.Job == "" {
+		o.Job = jobclient.NewJobID()
+	}
+	if o.Account == "" {
+		o.Account = "default"
+	}
+	in, problems := o.Input(o.Job, jobclient.JSONName)
+	if o.Keys != "" {
+		key, err := a.keyList(ctx, o.Keys)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		in.KeyList = key
+	}
+	for name := range credentials {
+		if !slices.Contains(credentialNames, name) {
+			problems = append(problems, fmt.Sprintf("credentials.%s: unknown name (known: %s)", name, strings.Join(credentialNames, ", ")))
+		}
+	}
+	if len(problems) > 0 {
+		return in, nil, problems, nil
+	}
+	src, dst, err := migrate.CredentialsFrom(func(name string) string { return credentials[name] }, where, in.Source.Provider)
+	if err != nil {
+		return in, nil, []string{err.Error()}, nil
+	}
+	if err := jobclient.Seal(&in, src, dst); err != nil {
+		return in, nil, nil, err
+	}
+	run, err := jobclient.Start(ctx, a.tc, in)
+	return in, run, nil, err
+}
+
+// startForm is startJob for the console's start form.
+func (a migrationAPI) startForm(ctx context.Context, o jobclient.Options, credentials map[string]string, where string) (string, []string, error) {
+	in, _, problems, err := a.startJob(ctx, o, credentials, where)
+	return in.Job, problems, err
 }
 
 // decodeStrict decodes a JSON object, refusing unknown fields by name.

@@ -17,6 +17,19 @@ type Minute struct {
 	Active         int          `json:"active"`
 	SlotsAvailable int          `json:"slots_available"`
 	Status         admit.Status `json:"status"`
+	// DataCenters are the minute's counts by data center as the room kept
+	// them: its admit.RecentDataCenters busiest by name and "others" for
+	// the rest (none in minutes recorded before rooms kept them).
+	DataCenters []DataCenterMinute `json:"data_centers,omitempty"`
+}
+
+// DataCenterMinute is one data center's part of a minute: admitted in it,
+// queued at its end, active (distinct sessions its gates saw).
+type DataCenterMinute struct {
+	DataCenter string `json:"data_center"`
+	Admitted   int    `json:"admitted"`
+	Queued     int    `json:"queued"`
+	Active     int    `json:"active"`
 }
 
 // Minutes is GET /api/v1/waiting_rooms/{name}/minutes.
@@ -24,9 +37,9 @@ type Minutes struct {
 	// MinuteSeconds is the room's minute (60 but in tests).
 	MinuteSeconds int      `json:"minute_seconds"`
 	Minutes       []Minute `json:"minutes"` // oldest first, at most admit.RecentMinutes
-	// ByDataCenter is false: a room keeps its closed minutes' counts for
-	// the whole room only (per data center only for the minutes still
-	// open), so the series is room-wide.
+	// ByDataCenter says some minutes carry their counts by data center
+	// (data_centers); a room keeps them for its recent minutes, within its
+	// state's bound (docs/admit.md).
 	ByDataCenter bool `json:"by_data_center"`
 }
 
@@ -54,8 +67,13 @@ func (a roomAPI) minutes(w http.ResponseWriter, r *http.Request) (int, any, *Res
 		recent = recent[len(recent)-admit.RecentMinutes:]
 	}
 	for _, m := range recent {
-		out.Minutes = append(out.Minutes, Minute{Minute: m.Minute, Admitted: m.Admitted, Queued: m.Waiting,
-			Active: m.ActiveUsers, SlotsAvailable: m.SlotsAvailable, Status: m.Status})
+		mo := Minute{Minute: m.Minute, Admitted: m.Admitted, Queued: m.Waiting,
+			Active: m.ActiveUsers, SlotsAvailable: m.SlotsAvailable, Status: m.Status}
+		for _, dc := range m.DataCenters {
+			mo.DataCenters = append(mo.DataCenters, DataCenterMinute{DataCenter: dc.DataCenter, Admitted: dc.Admitted, Queued: dc.Queued, Active: dc.Active})
+		}
+		out.ByDataCenter = out.ByDataCenter || len(mo.DataCenters) > 0
+		out.Minutes = append(out.Minutes, mo)
 	}
 	return http.StatusOK, out, nil, nil
 }

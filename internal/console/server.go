@@ -70,6 +70,7 @@ func (s *Server) pages(o Options) http.Handler {
 			return t.Name, t.ReadOnly, ok
 		},
 		Rooms: roomclient.Client{C: o.Temporal}, Namespace: o.Namespace, WebUI: o.WebUI, Log: o.Log, Timeout: o.Timeout,
+		Migrations: web.Migrations{Temporal: o.Temporal, JobStore: o.JobStore, Start: s.migrations.startForm},
 	}).Handler()
 }
 

@@ -34,9 +34,13 @@ type chartView struct {
 	Series      []series
 	From, To    string
 	DataCenters []admit.TrafficShare
-	W, H        int
-	Left, Right int
-	Top, Bottom int
+	// Closed is the newest recent minute's counts by data center (at
+	// ClosedMinute, UTC), as the room keeps them.
+	Closed       []admit.DataCenterMinute
+	ClosedMinute string
+	W, H         int
+	Left, Right  int
+	Top, Bottom  int
 }
 
 // chartOf draws recent (oldest first, at most admit.RecentMinutes).
@@ -58,6 +62,12 @@ func chartOf(recent []admit.MinuteSummary, dcs []admit.TrafficShare) chartView {
 	for _, m := range recent {
 		for _, ms := range measures {
 			c.Max = max(c.Max, ms.of(m))
+		}
+	}
+	for i := len(recent) - 1; i >= 0; i-- {
+		if len(recent[i].DataCenters) > 0 {
+			c.Closed, c.ClosedMinute = recent[i].DataCenters, recent[i].Minute.UTC().Format(time.TimeOnly[:5])
+			break
 		}
 	}
 	if len(recent) > 0 {

@@ -32,6 +32,11 @@ func TestChartScalesTheLastHour(t *testing.T) {
 	if first := strings.Fields(short.Series[0].Points)[0]; !strings.HasPrefix(first, "685.6,") {
 		t.Errorf("a short history starts at %s", first)
 	}
+	// The newest minute that kept its data centers is tabled by them.
+	recent[60].DataCenters = []admit.DataCenterMinute{{DataCenter: "sjc", Admitted: 4, Queued: 2, Active: 9}}
+	if c := chartOf(recent, nil); c.ClosedMinute != "10:00" || len(c.Closed) != 1 || c.Closed[0].Active != 9 {
+		t.Errorf("by data center: %s %+v", c.ClosedMinute, c.Closed)
+	}
 	if empty := chartOf(nil, nil); empty.Max != 1 || empty.Series[0].Points != "" {
 		t.Errorf("no minutes: %+v", empty)
 	}

@@ -39,7 +39,11 @@ func (p *Pages) rooms(w http.ResponseWriter, r *http.Request, s *session, status
 		form.Values.Del("new_users_per_minute")
 		form.Creating = true
 	}
-	p.render(w, status, "rooms", view{Title: "Waiting rooms", User: s.user, CSRF: s.csrf, Errors: errs,
+	notice := ""
+	if d := r.URL.Query().Get("deleted"); admit.ValidName(d) && r.Method == http.MethodGet {
+		notice = "Room " + d + " deleted."
+	}
+	p.render(w, status, "rooms", view{Title: "Waiting rooms", User: s.user, CSRF: s.csrf, Errors: errs, Notice: notice,
 		WebUI:   p.workflowsURL(`WorkflowType="` + contract.WorkflowTypeRoom + `"`),
 		Content: roomsView{Rooms: rows, Form: form, ReadOnly: s.readOnly}})
 }

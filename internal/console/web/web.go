@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
-	migratecontract "github.com/edgeflow/edgeflow/workflows/migrate/contract"
 	publishcontract "github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
@@ -35,6 +34,7 @@ type Options struct {
 	// token's name and whether it may only read.
 	Authenticate func(secret string) (name string, readOnly, ok bool)
 	Rooms        roomclient.Client
+	Migrations   Migrations    // no Start: no migration pages
 	Namespace    string        // the Temporal namespace, for Web UI links
 	WebUI        string        // the Temporal Web UI's base URL; empty: no links
 	Log          *slog.Logger  // nil: discard
@@ -81,6 +81,8 @@ func New(o Options) *Pages {
 	p.mux.HandleFunc("POST /rooms/{name}/resume", p.action(true, p.suspend(false)))
 	p.mux.HandleFunc("POST /rooms/{name}/events", p.action(true, p.addEvent))
 	p.mux.HandleFunc("POST /rooms/{name}/events/{event}/cancel", p.action(true, p.cancelEvent))
+	p.mux.HandleFunc("POST /rooms/{name}/delete", p.action(true, p.deleteRoom))
+	p.migrationRoutes()
 	return p
 }
 
@@ -112,22 +114,36 @@ type view struct {
 	Notice string
 	Errors []string
 	Back   bool // a message page: a link back instead of a form
-	// Migrations and publishing have no pages here yet: the nav links to
-	// their runs in the Web UI.
-	MigrationsUI, PublishUI string
-	Content                 any
+	// Publishing has no pages here yet: the nav links to its runs in the
+	// Web UI.
+	PublishUI string
+	// Migrations: the nav links to the jobs' pages.
+	Migrations bool
+	Content    any
 }
 
 func parsePages() map[string]*template.Template {
 	funcs := template.FuncMap{
-		"eventFields": func() []formField { return eventFields },
-		"percent":     func(share float64) float64 { return share * 100 },
+		"eventFields":      func() []formField { return eventFields },
+		"percent":          func(share float64) float64 { return share * 100 },
+		"jobFields":        func() []jobField { return jobFields },
+		"credentialFields": func() []jobField { return credentialFields },
+		"rate":             rate,
+		"jobActions":       func() []jobField { return jobActions },
 	}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"signin", "rooms", "room", "chart"} {
+	for _, name := range []string{"signin", "rooms", "room", "chart", "migrations", "jobs", "migration", "progress", "roomdelete"} {
 		files := []string{"templates/layout.html", "templates/fields.html", "templates/" + name + ".html"}
 		if name == "room" {
 			files = append(files, "templates/chart.html")
+		}
+		// A migration page's live part is a template of its own, which the
+		// page's script fetches alone.
+		if name == "migrations" {
+			files = append(files, "templates/jobs.html")
+		}
+		if name == "migration" {
+			files = append(files, "templates/progress.html")
 		}
 		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, files...))
 	}
@@ -137,14 +153,14 @@ func parsePages() map[string]*template.Template {
 // render writes a page; a template that fails is a bug, logged.
 func (p *Pages) render(w http.ResponseWriter, status int, page string, v view) {
 	if v.User != "" {
-		v.MigrationsUI = p.workflowsURL(`WorkflowType="` + migratecontract.WorkflowTypeMigration + `"`)
+		v.Migrations = p.o.Migrations.Start != nil
 		v.PublishUI = p.workflowsURL(`WorkflowType="` + publishcontract.WorkflowTypePublishVersion + `"`)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	var err error
-	if page == "chart" {
-		err = p.pages[page].ExecuteTemplate(w, "chart", v.Content)
+	if page == "chart" || page == "jobs" || page == "progress" {
+		err = p.pages[page].ExecuteTemplate(w, page, v.Content)
 	} else {
 		err = p.pages[page].ExecuteTemplate(w, "layout", v)
 	}
