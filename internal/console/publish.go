@@ -23,11 +23,14 @@ import (
 // schedules).
 type publishAPI struct {
 	tc      client.Client
+	libs    pubclient.Libraries
 	timeout time.Duration
 }
 
 func (a publishAPI) routes() []route {
 	return []route{
+		{"GET /api/v1/libraries", a.libraries},
+		{"GET /api/v1/libraries/{name}", a.library},
 		{"POST /api/v1/libraries/{name}/publish", a.publish},
 		{"GET /api/v1/schedule", a.schedule},
 		{"PATCH /api/v1/schedule", a.patchSchedule},

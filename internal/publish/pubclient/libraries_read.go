@@ -132,11 +132,12 @@ func (l Libraries) Get(ctx context.Context, name string) (LibraryDetail, error) 
 	if err != nil {
 		return LibraryDetail{}, err
 	}
-	running := false
-	for _, r := range runs {
-		running = running || r.Running
+	// Open as the list says it: any run of it (a check, its lane, a version).
+	running, err := l.running(ctx, []string{name})
+	if err != nil {
+		return LibraryDetail{}, err
 	}
-	d := LibraryDetail{Library: libraryOf(*pkg, doc, checked, running),
+	d := LibraryDetail{Library: libraryOf(*pkg, doc, checked, running[name]),
 		Versions: versionsOf(*pkg, doc, rejections, runs, listed)}
 	l.readFailures(ctx, d.Versions)
 	return d, nil
