@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
 	"slices"
 	"time"
 
@@ -41,10 +40,6 @@ func (a publishAPI) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), a.timeout)
 }
 
-// versionPattern is what a version may be: semver's characters, so it
-// can be part of a workflow ID.
-var versionPattern = regexp.MustCompile(`^[0-9A-Za-z.+-]{1,128}$`)
-
 // publishRun is the answer to a publish request: the run it started (or
 // the one already running under that ID, which it follows).
 type publishRun struct {
@@ -73,7 +68,7 @@ func (a publishAPI) publish(w http.ResponseWriter, r *http.Request) (int, any, *
 			return 0, nil, nil, err
 		}
 	}
-	if req.Version != "" && !versionPattern.MatchString(req.Version) {
+	if req.Version != "" && !pubclient.ValidVersion(req.Version) {
 		return 0, nil, nil, fail(http.StatusBadRequest, CodeInvalid, "version: %q is not a version (semver's characters, at most 128)", req.Version)
 	}
 	ctx, cancel := a.ctx(r)

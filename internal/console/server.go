@@ -79,6 +79,7 @@ func (s *Server) pages(o Options) http.Handler {
 			return t.Name, t.ReadOnly, ok
 		},
 		Rooms: roomclient.Client{C: o.Temporal}, Namespace: o.Namespace, WebUI: o.WebUI, Log: o.Log, Timeout: o.Timeout,
+		Libraries: o.Libraries,
 	}).Handler()
 }
 

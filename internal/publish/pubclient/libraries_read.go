@@ -64,11 +64,14 @@ func (l Libraries) List(ctx context.Context, start, n int) ([]Library, int, erro
 	if err != nil {
 		return nil, 0, err
 	}
+	total := len(pkgs)
+	pkgs = pkgs[min(start, total):min(start+n, total)]
+	if len(pkgs) == 0 {
+		return []Library{}, total, nil
+	}
 	if err := l.store(); err != nil {
 		return nil, 0, err
 	}
-	total := len(pkgs)
-	pkgs = pkgs[min(start, total):min(start+n, total)]
 	names := make([]string, len(pkgs))
 	for i, p := range pkgs {
 		names[i] = p.Name
