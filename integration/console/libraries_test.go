@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,9 +32,7 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
-// The libraries of the publish tests: a catalog of two, a local npm
-// registry with it-demo's releases (a hostile one among them, and a
-// prerelease the catalog ignores) and nothing of it-idle's.
+// The libraries of TestLibrariesAPI (the browser test has its own).
 const (
 	demoLib = "it-demo"
 	idleLib = "it-idle"
@@ -49,7 +48,10 @@ type publishStack struct {
 	libs       pubclient.Libraries
 }
 
-func startPublishStack(t *testing.T) publishStack {
+// startPublishStack's catalog has two libraries; its local npm registry
+// has demoLib's releases (a hostile one among them, and a prerelease the
+// catalog ignores) and nothing of idleLib's.
+func startPublishStack(t *testing.T, demoLib, idleLib string) publishStack {
 	t.Helper()
 	testenv.Require(t, env)
 	ctx := context.Background()
@@ -107,7 +109,7 @@ func startPublishStack(t *testing.T) publishStack {
 // moment after the check that waited for it).
 func noRunOpen(t *testing.T, names ...string) {
 	t.Helper()
-	query := fmt.Sprintf("%s IN ('%s', '%s') AND ExecutionStatus = 'Running'", contract.PackageKey.GetName(), names[0], names[1])
+	query := fmt.Sprintf("%s IN ('%s') AND ExecutionStatus = 'Running'", contract.PackageKey.GetName(), strings.Join(names, "', '"))
 	testenv.Eventually(t, time.Minute, 200*time.Millisecond, "the libraries' runs end", func() (bool, string) {
 		resp, err := env.Client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: query})
 		if err != nil {
@@ -124,7 +126,7 @@ func noRunOpen(t *testing.T, names ...string) {
 // the ignored prerelease skipped with its rule.
 func TestLibrariesAPI(t *testing.T) {
 	a := start(t)
-	ps := startPublishStack(t)
+	ps := startPublishStack(t, demoLib, idleLib)
 	tokens, err := console.ParseTokens([]string{"admin:" + rwSecret, "viewer:" + roSecret + ":ro"}, "test")
 	if err != nil {
 		t.Fatal(err)
