@@ -104,9 +104,11 @@ ENTRYPOINT ["/usr/local/bin/gate"]
 # ---- console ---------------------------------------------------------------
 # The console: the HTTP API under /api/v1 and the web pages at /. Its tokens
 # come from a file (CONSOLE_TOKENS_FILE, a Compose secret) or CONSOLE_TOKENS.
+# It lists the publish workers' catalog, so it carries the same copy.
 FROM runtime AS console
+COPY catalog /catalog
 COPY --from=build /out/cmd/console /usr/local/bin/console
-ENV CONSOLE_ADDR=0.0.0.0:8070
+ENV CONSOLE_ADDR=0.0.0.0:8070 CATALOG_DIR=/catalog
 EXPOSE 8070
 ENTRYPOINT ["/usr/local/bin/console"]
 

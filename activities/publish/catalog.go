@@ -161,27 +161,16 @@ func (a *Publish) sentPackage(ref contract.PackageRef) (catalog.Package, error) 
 	return refuse("%s is in the workers' catalog (as %s): a definition sent by a starter cannot replace its reviewed entry; publish it without --catalog, or change the catalog", sent.Name, holder)
 }
 
-// rejectedVersions reads the package's rejection markers and returns the
-// versions they still hold for. A marker that cannot be read is a problem
-// to report, not a rejection to forget.
+// rejectedVersions returns the versions the package's rejection markers
+// still hold for (metadata.Rejections, which the console reads too).
 func (a *Publish) rejectedVersions(ctx context.Context, pkg catalog.Package) (map[string]bool, error) {
-	markers, err := objectstore.ListAll(ctx, a.Primary, a.Buckets.Meta, metadata.RejectedPrefix(pkg.Name))
+	markers, err := metadata.Rejections(ctx, a.Primary, a.Buckets.Meta, pkg.Name, pkg.Selection())
 	if err != nil {
-		return nil, fmt.Errorf("list rejection markers: %w", err)
+		return nil, err
 	}
-	rejected := map[string]bool{}
-	selection := pkg.Selection()
-	for _, m := range markers {
-		var r metadata.Rejection
-		switch _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, m.Key, &r); {
-		case errors.Is(err, objectstore.ErrNotFound):
-			continue // deleted by an operator since the listing
-		case err != nil:
-			return nil, fmt.Errorf("rejection marker %s/%s: %w (fix or delete it)", a.Buckets.Meta, m.Key, err)
-		}
-		if r.Holds(selection) {
-			rejected[r.Version] = true
-		}
+	rejected := make(map[string]bool, len(markers))
+	for _, r := range markers {
+		rejected[r.Version] = true
 	}
 	return rejected, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/console"
+	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 )
 
 func main() { cli.Serve("console", run) }
@@ -25,6 +26,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	var s console.Settings
 	s.Temporal.RegisterFlags(fs)
 	s.JobStore.RegisterFlags(fs) // Migrate's job store, found as the starter and the workers find it
+	// Publish's catalog and metadata bucket under the publish worker's own
+	// flag and env names. Its store is the endpoint just registered:
+	// config.Storage.RegisterFlags would register -s3-endpoint again.
+	fs.StringVar(&s.CatalogDir, "catalog", config.Env("CATALOG_DIR", "catalog"), "Publish's catalog directory (env CATALOG_DIR)")
+	fs.StringVar(&s.MetaBucket, "bucket-meta", config.Env("BUCKET_META", metadata.DefaultBuckets.Meta), "Publish's metadata bucket, on the -s3-endpoint store (env BUCKET_META)")
 	fs.StringVar(&s.Addr, "addr", config.Env("CONSOLE_ADDR", "127.0.0.1:8070"), "listen address (env CONSOLE_ADDR)")
 	fs.StringVar(&s.DataDir, "data-dir", config.Env("DATA_DIR", filepath.Join(".", ".data")), "where the development token file keys/console.tokens is (env DATA_DIR)")
 	if err := fs.Parse(args); err != nil {

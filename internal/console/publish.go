@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"regexp"
 	"slices"
 	"time"
 
@@ -23,11 +22,14 @@ import (
 // schedules).
 type publishAPI struct {
 	tc      client.Client
+	libs    pubclient.Libraries
 	timeout time.Duration
 }
 
 func (a publishAPI) routes() []route {
 	return []route{
+		{"GET /api/v1/libraries", a.libraries},
+		{"GET /api/v1/libraries/{name}", a.library},
 		{"POST /api/v1/libraries/{name}/publish", a.publish},
 		{"GET /api/v1/schedule", a.schedule},
 		{"PATCH /api/v1/schedule", a.patchSchedule},
@@ -37,10 +39,6 @@ func (a publishAPI) routes() []route {
 func (a publishAPI) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), a.timeout)
 }
-
-// versionPattern is what a version may be: semver's characters, so it
-// can be part of a workflow ID.
-var versionPattern = regexp.MustCompile(`^[0-9A-Za-z.+-]{1,128}$`)
 
 // publishRun is the answer to a publish request: the run it started (or
 // the one already running under that ID, which it follows).
@@ -70,7 +68,7 @@ func (a publishAPI) publish(w http.ResponseWriter, r *http.Request) (int, any, *
 			return 0, nil, nil, err
 		}
 	}
-	if req.Version != "" && !versionPattern.MatchString(req.Version) {
+	if req.Version != "" && !pubclient.ValidVersion(req.Version) {
 		return 0, nil, nil, fail(http.StatusBadRequest, CodeInvalid, "version: %q is not a version (semver's characters, at most 128)", req.Version)
 	}
 	ctx, cancel := a.ctx(r)

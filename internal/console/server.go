@@ -21,6 +21,8 @@ import (
 	"github.com/edgeflow/edgeflow/internal/console/web"
 	"github.com/edgeflow/edgeflow/internal/logging"
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
+	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
 )
 
 // Options configure a Server.
@@ -34,6 +36,10 @@ type Options struct {
 	// no links) and the namespace they are in.
 	WebUI     string
 	Namespace string
+
+	// Libraries reads Publish's catalog and metadata (its Temporal client,
+	// if nil, is Temporal).
+	Libraries pubclient.Libraries
 }
 
 // New builds the API's routes.
@@ -44,10 +50,13 @@ func New(o Options) *Server {
 	if o.Timeout == 0 {
 		o.Timeout = 15 * time.Second
 	}
+	if o.Libraries.Temporal == nil {
+		o.Libraries.Temporal = o.Temporal
+	}
 	s := &Server{tokens: o.Tokens, log: o.Log, mux: http.NewServeMux(),
 		rooms:      roomAPI{rc: roomclient.Client{C: o.Temporal}, timeout: o.Timeout},
 		migrations: migrationAPI{tc: o.Temporal, jobStore: o.JobStore, timeout: o.Timeout},
-		publish:    publishAPI{tc: o.Temporal, timeout: o.Timeout}}
+		publish:    publishAPI{tc: o.Temporal, libs: o.Libraries, timeout: o.Timeout}}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, s.api(rt.handler))
 	}
@@ -71,6 +80,7 @@ func (s *Server) pages(o Options) http.Handler {
 		},
 		Rooms: roomclient.Client{C: o.Temporal}, Namespace: o.Namespace, WebUI: o.WebUI, Log: o.Log, Timeout: o.Timeout,
 		Migrations: web.Migrations{Temporal: o.Temporal, JobStore: o.JobStore, Start: s.migrations.startForm},
+		Libraries:  o.Libraries,
 	}).Handler()
 }
 
@@ -80,6 +90,11 @@ type Settings struct {
 	DataDir  string
 	Temporal config.Temporal
 	JobStore migrate.JobStoreConfig // the migrate workers' S3_* and BUCKET_MIGRATE
+
+	// Publish's catalog (the publish workers' CATALOG_DIR) and metadata
+	// bucket (BUCKET_META), read on the job store's S3 endpoint: both
+	// products' workers find their store by the same S3_* variables.
+	CatalogDir, MetaBucket string
 }
 
 // Run serves the API until ctx ends; ready, if set, gets the address.
@@ -94,8 +109,14 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 		return err
 	}
 	defer tc.Close()
+	meta, err := s3.New(st.JobStore.S3)
+	if err != nil {
+		return fmt.Errorf("S3_ENDPOINT: %w", err)
+	}
+	libs := pubclient.Libraries{Store: meta, Meta: st.MetaBucket, CatalogDir: st.CatalogDir}
 	srv := &http.Server{
-		Handler:           New(Options{Temporal: tc, Tokens: tokens, JobStore: st.JobStore, Log: log, WebUI: cli.UIURL(), Namespace: st.Temporal.Namespace}).Handler(),
+		Handler: New(Options{Temporal: tc, Tokens: tokens, JobStore: st.JobStore, Log: log, WebUI: cli.UIURL(), Namespace: st.Temporal.Namespace,
+			Libraries: libs}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 	}
 	ln, err := net.Listen("tcp", st.Addr)

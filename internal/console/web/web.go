@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
 	publishcontract "github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
@@ -41,6 +42,10 @@ type Options struct {
 	Timeout      time.Duration // per Temporal call; 0: 15 s
 	SessionTTL   time.Duration // 0: DefaultSessionTTL
 	Now          func() time.Time
+
+	// Libraries reads Publish's catalog and runs; its Temporal client
+	// starts the publish form's runs.
+	Libraries pubclient.Libraries
 }
 
 // Pages serve the console's web pages.
@@ -83,6 +88,7 @@ func New(o Options) *Pages {
 	p.mux.HandleFunc("POST /rooms/{name}/events/{event}/cancel", p.action(true, p.cancelEvent))
 	p.mux.HandleFunc("POST /rooms/{name}/delete", p.action(true, p.deleteRoom))
 	p.migrationRoutes()
+	p.publishRoutes()
 	return p
 }
 
@@ -147,6 +153,7 @@ func parsePages() map[string]*template.Template {
 		}
 		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, files...))
 	}
+	addPublishPages(out, funcs)
 	return out
 }
 

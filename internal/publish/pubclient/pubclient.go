@@ -4,6 +4,8 @@
 package pubclient
 
 import (
+	"regexp"
+
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -36,3 +38,11 @@ func Request(name, version string, pkg *catalog.Package) (client.StartWorkflowOp
 		StaticSummary:            "Publish new versions of " + name,
 	}, contract.WorkflowTypePackageUpdates, in
 }
+
+// versionPattern is what a requested version may be: semver's characters,
+// so it can be part of a workflow ID.
+var versionPattern = regexp.MustCompile(`^[0-9A-Za-z.+-]{1,128}$`)
+
+// ValidVersion reports whether version may be requested (the console's API
+// and pages check with it).
+func ValidVersion(version string) bool { return versionPattern.MatchString(version) }
