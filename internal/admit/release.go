@@ -1,6 +1,9 @@
 package admit
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Unclaimed FIFO reservations. Each minute the room reserves a slot for
 // every visitor it counted in a queued bucket; a visitor who gave up, or
@@ -59,4 +62,80 @@ func nextBucket(snap *Snapshot) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// Unused data center shares. A data center's scope is its share of the
+// last minute's traffic, and only its own gates may spend it, as in
+// Cloudflare's counters: that keeps the others from racing for its slots.
+// When traffic moves (anycast shifts a region to another data center, a
+// regional surge ends), the old data center's scope waits for visitors who
+// now arrive elsewhere, and the new one queues them with the room below its
+// limits. So from ReleaseAfter on, as FIFO reservations are, what a scope
+// has not spent may be taken by any gate, on that scope's own counter,
+// below its limit: the pools still never hand out more than the minute's
+// slots. Only a gate on the current minute's snapshot takes a released
+// share (a stale one never does), and only where every data center's
+// counters are in one store (a gate whose data center counts on its own
+// Redis cannot count on another's).
+
+// takeReleasedShare takes a slot of another data center's scope of the
+// pool, when the shares are released (see above).
+func takeReleasedShare(ctx context.Context, store Counter, req SlotRequest) (string, bool, error) {
+	snap := req.Snapshot
+	if req.Now.Sub(snap.Minute) < ReleaseAfter(snap) || !countsEveryDataCenter(store) {
+		return "", false, nil
+	}
+	return takeOtherScopes(ctx, store, req, func(sc Scope) int { return sc.Limit })
+}
+
+// takeOtherScopes takes a slot of the pool's other data centers' scopes,
+// each on its own counter below limit(scope) (and below its paced limit in
+// a random queue), on the current minute's snapshot only.
+func takeOtherScopes(ctx context.Context, store Counter, req SlotRequest, limitOf func(Scope) int) (string, bool, error) {
+	snap, pool := req.Snapshot, req.Pool
+	length := snap.MinuteLength()
+	if !MinuteOf(req.Now, length).Equal(snap.Minute) {
+		return "", false, nil
+	}
+	elapsed := req.Now.Sub(snap.Minute)
+	expire := snap.Minute.Add(2*length + snap.MaxAge())
+	for _, sc := range pool.Scopes {
+		if sc.Name == Anywhere || sc.Name == req.Gate.DataCenter {
+			continue
+		}
+		limit := limitOf(sc)
+		if snap.PacedRelease {
+			limit = min(limit, PacedLimit(sc.Limit, elapsed, length, snap.ReleaseSeed(snap.Minute, pool.Key(), sc.Name)))
+		}
+		if limit <= 0 {
+			continue
+		}
+		ok, err := store.TakeBelow(ctx, CounterKey(snap.Room, snap.Minute, pool.Key(), sc.Name), int64(limit), expire)
+		if err != nil {
+			return "", false, &TakeError{Minute: snap.Minute, Pool: pool.Key(), Scope: sc.Name, Err: err}
+		}
+		if ok {
+			return sc.Name, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// countsEveryDataCenter reports whether store counts every data center's
+// scopes in one place: not so for ScopeStores whose data center store is
+// not the Anywhere store (each data center's gates count on their own).
+func countsEveryDataCenter(store Counter) bool {
+	s, ok := store.(ScopeStores)
+	return !ok || sameCounter(s.DataCenter, s.Anywhere)
+}
+
+// sameCounter compares two counters, false for kinds that cannot be
+// compared (rather than a panic).
+func sameCounter(a, b Counter) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
