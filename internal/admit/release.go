@@ -11,9 +11,10 @@ import (
 // unused, and FIFO forbids the next bucket to take it — so the room queued
 // people below its limits minute after minute. Late in the minute the slots
 // a bucket has not claimed are released to the next bucket: the oldest one
-// with visitors the reservations did not cover (or, when every counted
-// visitor is covered, the queued visitors of earlier minutes the room has
-// not counted yet: not new visitors, who would overtake those). A released slot is taken on the reserving bucket's own
+// with visitors the reservations did not cover, or the one after it when
+// its reservation covers part of it (releaseTaker; when every counted
+// visitor is covered, whoever the room has not counted yet). A released
+// slot is taken on the reserving bucket's own
 // counter, below its limit, so the pools still never hand out more than the
 // minute's slots. The price: a visitor who refreshes so late that it misses
 // three quarters of the minute its bucket was reserved in loses the slot,
@@ -40,7 +41,7 @@ func releasedPools(snap *Snapshot, bucket, now time.Time) []*Pool {
 	if !MinuteOf(now, length).Equal(snap.Minute) || now.Sub(snap.Minute) < ReleaseAfter(snap) {
 		return nil
 	}
-	if next, ok := nextBucket(snap); ok && bucket.After(next) {
+	if taker, ok := releaseTaker(snap); ok && bucket.After(taker) {
 		return nil
 	}
 	var out []*Pool
@@ -52,14 +53,26 @@ func releasedPools(snap *Snapshot, bucket, now time.Time) []*Pool {
 	return out
 }
 
-// nextBucket is the oldest bucket with visitors its reservation does not
-// cover; ok is false when every counted visitor is covered. Only it may take
-// released slots: a later bucket could overtake its visitors by a minute.
-func nextBucket(snap *Snapshot) (time.Time, bool) {
-	for _, b := range snap.Buckets {
-		if b.Waiting > b.ReservedSlots {
+// releaseTaker is the newest bucket whose visitors may take released slots
+// (ok is false when every counted visitor is covered: then anyone may). It
+// is the oldest bucket with visitors its reservation does not cover, or,
+// when that bucket holds a reservation of its own, the bucket after it: by
+// ReleaseAfter every visitor of it who refreshes on time has checked in on
+// this minute's snapshot, and a slot its pool still holds then means none of
+// them was refused one (the counters only grow), so the bucket after it
+// overtakes nobody. A later bucket could overtake visitors by a minute.
+func releaseTaker(snap *Snapshot) (time.Time, bool) {
+	for i, b := range snap.Buckets {
+		if b.Waiting <= b.ReservedSlots {
+			continue
+		}
+		if b.ReservedSlots == 0 {
 			return b.Key, true
 		}
+		if i+1 < len(snap.Buckets) {
+			return snap.Buckets[i+1].Key, true
+		}
+		return time.Time{}, false
 	}
 	return time.Time{}, false
 }

@@ -137,3 +137,43 @@ func TestUnspentDataCenterSharesReleasedLateInTheMinute(t *testing.T) {
 		t.Errorf("on one store Frankfurt took %v, want Amsterdam's 12", got)
 	}
 }
+
+// A bucket whose reservation covers part of it leaves slots unclaimed only
+// when fewer of its visitors came back than it had slots: by ReleaseAfter
+// each who refreshes on time has checked in and none was refused, so the
+// bucket after it takes them. Before, only the partly covered bucket could,
+// and its visitors had all been served: the slots went unused while the
+// queue behind it waited (seen in the simulator with queues of 1000+).
+func TestUnclaimedSlotsOfAPartlyCoveredBucketGoToTheOneAfter(t *testing.T) {
+	b43, b44, b45 := t0.Add(-2*time.Minute), t0.Add(-time.Minute), t0
+	snap := &Snapshot{Room: "shop", Minute: t0, PublishedAt: t0.Add(5 * time.Second), Status: StatusQueueing,
+		Settings: Settings{Name: "shop", TotalActiveUsers: 100, NewUsersPerMinute: 2, QueueingMethod: FIFO, RefreshIntervalSeconds: 20},
+		Buckets:  []Bucket{{Key: b43, Waiting: 3, ReservedSlots: 2}, {Key: b44, Waiting: 3}}, SlotsAvailable: 2,
+		Pools: []Pool{{Bucket: b43, Slots: 2, Scopes: []Scope{{Name: Anywhere, Limit: 2}}}}}
+	store := NewMemoryCounter(func() time.Time { return t0 })
+	decide := func(bucket, at time.Time) Decision {
+		t.Helper()
+		tk := &Ticket{Room: "shop", BucketID: bucket.UnixMilli(), LastCheckInTime: at.Add(-20 * time.Second).UnixMilli(), RefreshIntervalSeconds: 20}
+		d, err := Decide(context.Background(), Input{Now: at, Snapshot: snap, Ticket: tk, Gate: Gate{DataCenter: "ams", ID: "ams-1"}, Strategy: SharedCounters{store}, Entropy: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	early, late := t0.Add(20*time.Second), t0.Add(ReleaseAfter(snap))
+	if d := decide(b43, early); d.Outcome != Admit {
+		t.Fatalf("11:43's visitor: %s, want admitted on its reservation", d.Outcome)
+	}
+	if d := decide(b44, early); d.Outcome != Queue {
+		t.Fatalf("11:44 before the release: %s, want queued", d.Outcome)
+	}
+	if d := decide(b45, late); d.Outcome != Queue {
+		t.Errorf("11:45, behind 11:44: %s, want queued", d.Outcome)
+	}
+	if d := decide(b44, late); d.Outcome != Admit || d.Effect.Pool != poolKey(b43) {
+		t.Fatalf("11:44 after the release: %s from %q, want admitted on the slot 11:43 left", d.Outcome, d.Effect.Pool)
+	}
+	if d := decide(b43, late.Add(time.Second)); d.Outcome != Queue {
+		t.Errorf("a late 11:43 visitor: %s, want queued (its 2 slots are taken)", d.Outcome)
+	}
+}
