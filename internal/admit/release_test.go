@@ -136,6 +136,12 @@ func TestUnspentDataCenterSharesReleasedLateInTheMinute(t *testing.T) {
 	if got := takeAll(SharedCounters{Store: ScopeStores{DataCenter: one, Anywhere: one}}, release, "fra"); got["ams"] != 12 {
 		t.Errorf("on one store Frankfurt took %v, want Amsterdam's 12", got)
 	}
+
+	// A random queue releases no share: its slots come at random moments.
+	snap.PacedRelease = true
+	if got := takeAll(SharedCounters{Store: NewMemoryCounter(nil)}, 59*time.Second, "fra"); got["ams"] != 0 {
+		t.Errorf("in a random queue Frankfurt took %v, want nothing of Amsterdam's", got)
+	}
 }
 
 // A bucket whose reservation covers part of it leaves slots unclaimed only
