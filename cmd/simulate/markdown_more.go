@@ -16,8 +16,8 @@ func writeEarly(b *strings.Builder, r *Report) {
 	w("## Where queueing still starts early, and why\n\n")
 	w("**1. FIFO reservations of visitors who left.** Each minute the room reserves slots for every visitor counted in the queue the minute before. ")
 	w("A visitor who gave up, or refreshes too late to come back within the minute, leaves its reservation unused. ")
-	w("In the minute's last refresh interval (from 36 s of 60 with 20-s refreshes, never before half the minute) the slots a bucket has not claimed go to the next bucket, the oldest one with visitors the reservations did not cover (everyone, when they cover every counted visitor), counted on the reserving bucket's own counter (`admit.ReleaseAfter`). ")
-	w("Before, those unused reservations made 14–38%% of the counters' queueing minutes below the limits; what remains above is a minute where the next bucket had fewer visitors checking in than slots left, or the first seconds of a minute, before its snapshot reaches the gates. ")
+	w("In the minute's last refresh interval (from 36 s of 60 with 20-s refreshes, never before half the minute) the slots a bucket has not claimed go to the next bucket, the oldest one with visitors the reservations did not cover (everyone, when they cover every counted visitor), counted on the reserving bucket's own counter (`admit.ReleaseAfter`). When that bucket's own reservation covers part of it, the bucket after it may take what is left of that reservation's Anywhere scope: every visitor of it who was refused a slot tried Anywhere, so none was. ")
+	w("Before, those unused reservations made 14–38%% of the counters' queueing minutes below the limits; what remains is the first seconds of a minute, before its snapshot reaches the gates (item 4). ")
 	w("Every visitor who refreshes on time checks in once in that interval, so FIFO's order of minutes holds among them; a visitor who refreshes so late that it misses it loses the slot, as it loses its place already.\n\n")
 
 	if ab := r.ActiveBound; ab != nil {
@@ -38,10 +38,10 @@ func writeEarly(b *strings.Builder, r *Report) {
 		w("**3. A data center's reserved share from the last minute.** Each data center's scope is the sessions it saw in the previous minute as a share of `total_active_users`, applied to this minute's slots, and only its own gates may spend it. ")
 		w("In the four profiles that share never goes unused with the counters (unused shares: %s%% of the slots at most): while a data center's traffic holds or grows, its share of the *limit* is less than what its own visitors ask for, and what they ask beyond it comes from Anywhere, which every data center may use. ",
 			num(maxUnusedShares(bo.Room)))
-		w("It goes unused when traffic *moves*: anycast shifts a region to another data center, a regional surge ends. For up to a minute the old data center's scope waits for visitors who now arrive elsewhere, and the new data center queues them with the room below its limits — the early queueing Cloudflare's counters cannot avoid, since a data center's scope is what keeps the others from racing for its slots.\n\n")
-		w("The fix, `admit.BorrowingCounters` (a strategy beside `SharedCounters`, so a gate opts in): a visitor whose own scope and Anywhere are spent may take another data center's slots, up to that scope's limit pro rata of the minute elapsed, on that scope's own counter. ")
-		w("The owner keeps what the rest of the minute would bring it; what it left behind is released as the minute runs out. Every slot is still taken below a scope's limit on that scope's counter, so the pools never hand out more than the minute's slots, and stale gates never borrow. ")
-		w("`regional-shift` (%s) shows it, next to the four profiles:\n\n", shiftDescription(r))
+		w("It goes unused when traffic *moves*: anycast shifts a region to another data center, a regional surge ends. For up to a minute the old data center's scope waited for visitors who now arrive elsewhere, and the new data center queued them with the room below its limits (in `regional-shift`, 60%% of the counters' queueing minutes with 1500 / 200, 12%% with 1200 / 200).\n\n")
+		w("So the shared counters (`admit.SharedCounters`) keep Cloudflare's rule for the first part of the minute, which keeps the data centers from racing for each other's slots, and release what a scope has not spent in the minute's last refresh interval, as the FIFO reservations (`admit.ReleaseAfter`): from then a visitor whose own scope and Anywhere are spent may take it, on that scope's own counter, below its limit, so the pools never hand out more than the minute's slots. Stale gates never take a released share; it needs every data center's counters in one store (one Redis), and a random queue, whose slots come at random moments, releases none. ")
+		w("`admit.BorrowingCounters` (a strategy beside it, so a gate opts in) also lends a scope before that, up to its limit pro rata of the minute elapsed. ")
+		w("`regional-shift` (%s) shows both, next to the four profiles:\n\n", shiftDescription(r))
 		w("| room | profile | strategy | queueing starts at | queueing minutes below the limits | overshoot (total, new) | slots used while queueing |\n| --- | --- | --- | ---: | ---: | ---: | ---: |\n")
 		for i, rows := range [][]sim.Allocation{bo.Room, bo.ActiveBound} {
 			room := fmt.Sprintf("%d / %d", r.Room.TotalActiveUsers, r.Room.NewUsersPerMinute)
@@ -65,7 +65,8 @@ func writeEarly(b *strings.Builder, r *Report) {
 	}
 	w("**4. Snapshots in flight.** For the first seconds of each minute (the room's grace, %d s, plus the propagation delay) gates still decide on the previous minute's snapshot. ", 5)
 	w("They spend a quarter of what its new visitors' pool had left, and the room holds that much for them in the new minute, so nothing overshoots; buckets' reservations are not spent on a stale snapshot (their visitors are queued already and wait those seconds). ")
-	w("A burst larger than a quarter of a minute's slots in those seconds is queued a few seconds early; the spike profiles rise over a minute and do not show it.\n\n")
+	w("A burst larger than a quarter of a minute's slots in those seconds is queued a few seconds early; the spike profiles rise over a minute and do not show it. ")
+	w("When `total_active_users` binds, a minute after a full one leaves those gates nothing to spend (the room cannot know yet which sessions end by then), so the visitors of those seconds wait for the snapshot in a minute that then admits everyone who asks: a queueing minute below the limits, and what remains of them in `regional-shift` with 1200 / 200.\n\n")
 }
 
 func filter(rows []sim.Allocation, strategy string) []sim.Allocation {

@@ -36,33 +36,10 @@ func (s BorrowingCounters) TakeSlot(ctx context.Context, req SlotRequest) (strin
 	if err != nil || ok {
 		return scope, ok, err
 	}
-	snap, pool := req.Snapshot, req.Pool
+	snap := req.Snapshot
 	length := snap.MinuteLength()
-	if !MinuteOf(req.Now, length).Equal(snap.Minute) {
-		return "", false, nil
-	}
 	elapsed := req.Now.Sub(snap.Minute)
-	expire := snap.Minute.Add(2*length + snap.MaxAge())
-	for _, sc := range pool.Scopes {
-		if sc.Name == Anywhere || sc.Name == req.Gate.DataCenter {
-			continue
-		}
-		limit := BorrowableLimit(sc.Limit, elapsed, length)
-		if snap.PacedRelease {
-			limit = min(limit, PacedLimit(sc.Limit, elapsed, length, snap.ReleaseSeed(snap.Minute, pool.Key(), sc.Name)))
-		}
-		if limit <= 0 {
-			continue
-		}
-		ok, err := s.Store.TakeBelow(ctx, CounterKey(snap.Room, snap.Minute, pool.Key(), sc.Name), int64(limit), expire)
-		if err != nil {
-			return "", false, &TakeError{Minute: snap.Minute, Pool: pool.Key(), Scope: sc.Name, Err: err}
-		}
-		if ok {
-			return sc.Name, true, nil
-		}
-	}
-	return "", false, nil
+	return takeOtherScopes(ctx, s.Store, req, func(sc Scope) int { return BorrowableLimit(sc.Limit, elapsed, length) })
 }
 
 // BorrowableLimit is how far other data centers may fill a scope's counter

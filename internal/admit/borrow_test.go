@@ -83,16 +83,17 @@ func TestBorrowableLimit(t *testing.T) {
 }
 
 // Traffic that moves from one data center to another at a minute boundary
-// leaves the old one's share unused for that minute: the shared counters
-// queue below the limit, borrowing fills it, and neither goes past it.
+// leaves the old one's share unused for that minute: borrowing fills it at
+// the pace of the minute, the shared counters from the minute's last
+// refresh interval on (release.go; they queued below the limit before),
+// and neither goes past it.
 func TestBorrowingFillsAShareTrafficLeft(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		strategy func(Counter) Strategy
-		full     bool
 	}{
-		{"counters", func(c Counter) Strategy { return SharedCounters{Store: c} }, false},
-		{"counters+borrow", func(c Counter) Strategy { return BorrowingCounters{Store: c} }, true},
+		{"counters", func(c Counter) Strategy { return SharedCounters{Store: c} }},
+		{"counters+borrow", func(c Counter) Strategy { return BorrowingCounters{Store: c} }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			gates := []Gate{{"ams", "ams-1"}, {"fra", "fra-1"}}
@@ -124,8 +125,8 @@ func TestBorrowingFillsAShareTrafficLeft(t *testing.T) {
 				}
 			}
 			t.Logf("the minute traffic moved admitted %d of 60 arrivals", admitted[shift])
-			if got := admitted[shift]; (got >= 58) != c.full {
-				t.Errorf("the minute traffic moved admitted %d of 60 arrivals", got)
+			if got := admitted[shift]; got < 58 {
+				t.Errorf("the minute traffic moved admitted %d of 60 arrivals, want at least 58", got)
 			}
 		})
 	}

@@ -160,9 +160,12 @@ func Decide(ctx context.Context, in Input) (Decision, error) {
 		// as anyone's next: otherwise dropping the cookie would buy a try
 		// at every request.
 		reason = ReasonFirstTry
-	case queued && t.Fresh && s.QueueingMethod == FIFO:
+	case queued && t.Fresh && s.QueueingMethod == FIFO && !MinuteOf(t.LastCheckIn(), length).Before(minute):
 		// The check-in that counts a new visitor (see firstCheckIn): it
-		// tried at its first request a moment ago.
+		// tried at its first request a moment ago. One that comes back in
+		// the next minute (queued in the last second of its own) tries the
+		// new minute's slots: queueing it there for a minute with no
+		// slot asked of it is queueing below the limits.
 		reason = cmp.Or(queuesEveryone(in), ReasonLimits)
 	default:
 		admitted, pool, scope, reason, err = tryAdmit(ctx, in, bucket, queued)

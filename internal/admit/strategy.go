@@ -85,7 +85,12 @@ func (s SharedCounters) TakeSlot(ctx context.Context, req SlotRequest) (string, 
 	if InOutage(req.Snapshot, req.Now) {
 		return takeOutageSlot(ctx, s.Store, req)
 	}
-	return takeSlot(ctx, s.Store, req, func(sc Scope) (string, int) { return "", sc.Limit })
+	scope, ok, err := takeSlot(ctx, s.Store, req, func(sc Scope) (string, int) { return "", sc.Limit })
+	if err != nil || ok {
+		return scope, ok, err
+	}
+	// Late in the minute, other data centers' unspent shares (release.go).
+	return takeReleasedShare(ctx, s.Store, req)
 }
 
 // TakeSlot implements Strategy.

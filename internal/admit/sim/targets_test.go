@@ -10,20 +10,25 @@ import (
 	"github.com/edgeflow/edgeflow/internal/admit"
 )
 
-// The shared counters leave no reservation unused while people queue: for
-// counters and counters+borrow, in both rooms of the report (per-minute
-// bound, active-users bound), in the four profiles of its tables, at seeds
-// 1-5, at most 8% of the queueing
-// minutes are below the limits (14-38% before unclaimed reservations went
-// to the next bucket), and nothing overshoots. The metrics are the
-// report's (Result), unchanged. Not asserted yet, short of the issue's
-// targets: queueing still starts as low as 84% when total_active_users
-// binds first (sessions that end mid-minute free their place only at the
-// next minute), and in regional-shift a data center's unused share queues
-// people below the limits (borrowing helps at some seeds, not all).
+// The shared counters leave no reservation or data center share unused
+// while people queue: for counters and counters+borrow, in both rooms of
+// the report (per-minute bound, active-users bound), in the four profiles
+// of its tables and regional-shift (anycast moves a data center's traffic),
+// at seeds 1-5, at most 5% of the queueing minutes are below the limits
+// (14-38% before unclaimed reservations went to the next bucket; 60% in
+// regional-shift before unspent data center shares were released late in
+// the minute), and nothing overshoots. The metrics are the report's
+// (Result), unchanged. Short of 5%, with a bound of its own: regional-shift
+// where total_active_users binds first, 8% (2 of 25 minutes at seed 1):
+// in the first seconds of a minute after a full one, gates on the last
+// snapshot have no headroom to spend (the room cannot know which sessions
+// end by then), so they queue a few visitors in a minute that then admits
+// everyone who asks. Not asserted yet, short of the targets:
+// queueing still starts as low as 84% when total_active_users binds first
+// (sessions that end mid-minute free their place only at the next minute).
 func TestCountersQueueOnlyAtTheLimits(t *testing.T) {
 	if testing.Short() {
-		t.Skip("100 runs of an hour each; make test runs it")
+		t.Skip("100 runs of up to an hour each; make test runs it")
 	}
 	seeds := []uint64{1, 2, 3, 4, 5}
 	if s := os.Getenv("SIM_TARGET_SEED"); s != "" { // one seed, while working on it
@@ -38,7 +43,7 @@ func TestCountersQueueOnlyAtTheLimits(t *testing.T) {
 	var cfgs []Config
 	for _, seed := range seeds {
 		for _, room := range []admit.Settings{DefaultRoom(), bound} {
-			for _, pn := range Profiles {
+			for _, pn := range append(Profiles[:len(Profiles):len(Profiles)], ProfileRegionalShift) {
 				p := profile(t, pn)
 				for _, borrow := range []bool{false, true} {
 					cfgs = append(cfgs, Config{Seed: seed, Room: room, Strategy: StrategyCounters, BorrowReserved: borrow,
@@ -58,8 +63,12 @@ func TestCountersQueueOnlyAtTheLimits(t *testing.T) {
 			t.Logf("%s: queueing starts at %v%%, below the limits %v%% of %d minutes, overshoot %v%%, %v%%",
 				name, r.QueueingStartPct, r.BelowLimitsPct, r.QueueingMinutes, r.OvershootTotalPct, r.OvershootNewPct)
 		}
-		if r.BelowLimitsPct > 8 {
-			t.Errorf("%s: %v%% of %d queueing minutes below the limits, want at most 8%%", name, r.BelowLimitsPct, r.QueueingMinutes)
+		below := 5.0
+		if c.Room.TotalActiveUsers == bound.TotalActiveUsers && r.Profile == ProfileRegionalShift {
+			below = 8 // the snapshot in flight, see above
+		}
+		if r.BelowLimitsPct > below {
+			t.Errorf("%s: %v%% of %d queueing minutes below the limits, want at most %v%%", name, r.BelowLimitsPct, r.QueueingMinutes, below)
 		}
 		if r.OvershootTotalPct != 0 || r.OvershootNewPct != 0 {
 			t.Errorf("%s: overshoot %v%% of total_active_users, %v%% of new_users_per_minute, want none", name, r.OvershootTotalPct, r.OvershootNewPct)
