@@ -129,19 +129,16 @@ func (a publishAPI) patchSchedule(w http.ResponseWriter, r *http.Request) (int, 
 	if _, err := h.Describe(ctx); err != nil {
 		return 0, nil, nil, scheduleError(err)
 	}
-	if c.Every != nil {
-		if err := schedules.Update(ctx, h, every); err != nil {
-			return 0, nil, nil, scheduleError(err)
+	if c.Every != nil || c.Paused != nil {
+		var ev *time.Duration
+		if c.Every != nil {
+			ev = &every
 		}
-	}
-	if c.Paused != nil {
-		var err error
-		if *c.Paused {
-			err = h.Pause(ctx, client.SchedulePauseOptions{Note: c.Note})
-		} else {
-			err = h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: c.Note})
+		var p *schedules.Pause
+		if c.Paused != nil {
+			p = &schedules.Pause{Paused: *c.Paused, Note: c.Note}
 		}
-		if err != nil {
+		if err := schedules.Change(ctx, h, ev, p); err != nil {
 			return 0, nil, nil, scheduleError(err)
 		}
 	}

@@ -80,9 +80,9 @@ func main() {
 	case "update":
 		report(schedules.Update(ctx, h, *every), "updated schedule %s: every %s", *id, *every)
 	case "pause":
-		report(h.Pause(ctx, client.SchedulePauseOptions{Note: *note}), "paused schedule %s", *id)
+		report(schedules.Change(ctx, h, nil, &schedules.Pause{Paused: true, Note: *note}), "paused schedule %s", *id)
 	case "unpause":
-		report(h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: *note}), "unpaused schedule %s", *id)
+		report(schedules.Change(ctx, h, nil, &schedules.Pause{Paused: false, Note: *note}), "unpaused schedule %s", *id)
 	case "trigger":
 		report(h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enums.SCHEDULE_OVERLAP_POLICY_SKIP}), "triggered schedule %s", *id)
 	case "delete":

@@ -76,10 +76,36 @@ func Upsert(ctx context.Context, c client.Client, id string, every time.Duration
 // Update sets the interval and action of an existing schedule; its state
 // (paused or not, and the note) is kept.
 func Update(ctx context.Context, h client.ScheduleHandle, every time.Duration) error {
+	return Change(ctx, h, &every, nil)
+}
+
+// Pause is a pause or an unpause with its note.
+type Pause struct {
+	Paused bool
+	Note   string
+}
+
+// Change sets the interval (when every is not nil) and pauses or unpauses
+// (when p is not nil) in one update. An update carries the schedule's whole
+// state, so a pause or unpause sent as its own request beside updates may
+// be applied first and then undone by the state an update read before it:
+// every change of state goes through here.
+func Change(ctx context.Context, h client.ScheduleHandle, every *time.Duration, p *Pause) error {
 	return h.Update(ctx, client.ScheduleUpdateOptions{
 		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 			s := in.Description.Schedule
-			s.Spec = &client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
+			if p != nil {
+				state := client.ScheduleState{}
+				if s.State != nil {
+					state = *s.State
+				}
+				state.Paused, state.Note = p.Paused, p.Note
+				s.State = &state
+			}
+			if every == nil {
+				return &client.ScheduleUpdate{Schedule: &s}, nil
+			}
+			s.Spec = &client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: *every}}}
 			s.Action = actionOf(h.GetID())
 			if s.Policy == nil {
 				s.Policy = &client.SchedulePolicies{}
