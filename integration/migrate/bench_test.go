@@ -199,6 +199,12 @@ func seedParallel(b *testing.B, bucket string, objs []migratetest.Object) {
 // minio-go's best settings: no payload hashing; large objects sent as
 // parts of 16 MiB, 4 in parallel.
 func plainPool(b *testing.B, srcBucket, dstBucket string, concurrency int, large bool) {
+	plainPoolAt(b, env.MinIO.Endpoint, env.MinIO2.Endpoint, srcBucket, dstBucket, concurrency, large)
+}
+
+// plainPoolAt is plainPool between given endpoints of the two MinIO
+// servers (a proxy in front of one, to see its requests).
+func plainPoolAt(b testing.TB, srcEndpoint, dstEndpoint, srcBucket, dstBucket string, concurrency int, large bool) {
 	ctx := context.Background()
 	core := func(endpoint, access, secret string) *minio.Core {
 		tr, err := minio.DefaultTransport(false)
@@ -212,8 +218,8 @@ func plainPool(b *testing.B, srcBucket, dstBucket string, concurrency int, large
 		}
 		return c
 	}
-	src := core(env.MinIO.Endpoint, env.MinIO.AccessKey, env.MinIO.SecretKey)
-	dst := core(env.MinIO2.Endpoint, env.MinIO2.AccessKey, env.MinIO2.SecretKey)
+	src := core(srcEndpoint, env.MinIO.AccessKey, env.MinIO.SecretKey)
+	dst := core(dstEndpoint, env.MinIO2.AccessKey, env.MinIO2.SecretKey)
 	keys := make(chan string, 1000)
 	go func() {
 		defer close(keys)
