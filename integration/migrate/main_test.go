@@ -247,6 +247,10 @@ func leavesNoJobRunning(t testing.TB) {
 		}
 		if time.Now().After(deadline) {
 			t.Errorf("the test left workflows running (%v): %v", err, open)
+			// Ended here, so the next test is not blamed for them too.
+			for _, e := range resp.GetExecutions() {
+				_ = env.Client.TerminateWorkflow(context.Background(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), "left running by "+t.Name())
+			}
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
