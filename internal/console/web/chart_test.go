@@ -41,3 +41,44 @@ func TestChartScalesTheLastHour(t *testing.T) {
 		t.Errorf("no minutes: %+v", empty)
 	}
 }
+
+func TestChartDrawsEachDataCenter(t *testing.T) {
+	t0 := time.Date(2030, 5, 1, 9, 0, 0, 0, time.UTC)
+	recent := []admit.MinuteSummary{
+		{Minute: t0}, // kept no data centers: no point
+		{Minute: t0.Add(time.Minute), DataCenters: []admit.DataCenterMinute{{DataCenter: "ams", Admitted: 3}, {DataCenter: "sjc", Admitted: 8}}},
+		{Minute: t0.Add(2 * time.Minute), DataCenters: []admit.DataCenterMinute{{DataCenter: "sjc", Admitted: 5}}},
+	}
+	c := chartOf(recent, nil)
+	if c.ByDataCenter == nil {
+		t.Fatal("no chart by data center")
+	}
+	p := c.ByDataCenter
+	if len(p.Series) != 2 || p.Series[0].Name != "sjc" || p.Series[1].Name != "ams" || p.Max != 8 {
+		t.Fatalf("series %+v, max %d", p.Series, p.Max)
+	}
+	// ams has two points (3, then 0 in a minute it was not among), sjc ends at 5.
+	if ams := strings.Fields(p.Series[1].Points); len(ams) != 2 || p.Series[1].Last != 0 || p.Series[0].Last != 5 {
+		t.Errorf("ams %v last %d, sjc last %d", ams, p.Series[1].Last, p.Series[0].Last)
+	}
+	if none := chartOf(recent[:1], nil); none.ByDataCenter != nil {
+		t.Errorf("a chart by data center with none kept: %+v", none.ByDataCenter)
+	}
+}
+
+func TestChartTemplateDrawsBothPlots(t *testing.T) {
+	t0 := time.Date(2030, 5, 1, 9, 0, 0, 0, time.UTC)
+	c := chartOf([]admit.MinuteSummary{{Minute: t0, Admitted: 4,
+		DataCenters: []admit.DataCenterMinute{{DataCenter: "sjc", Admitted: 4}}}}, nil)
+	var b strings.Builder
+	if err := parsePages()["chart"].ExecuteTemplate(&b, "chart", c); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{`aria-labelledby="chart-title chart-desc"`, `aria-labelledby="chart-dc-title chart-dc-desc"`,
+		`<title id="chart-dc-title">Admitted a minute by data center</title>`, `class="line s-dc0"`, "sjc, newest minute: 4"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the chart lacks %s:\n%s", want, out)
+		}
+	}
+}
