@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -96,7 +97,7 @@ func TestAdmitUnderFaults(t *testing.T) {
 	// The test holds the gates' cookie key, so it reads when each visitor
 	// was admitted (the ticket's acceptedAt, the gate's own clock) and
 	// counts every admission in its minute exactly.
-	admissionCookies = cookieReader{codec: gate.Codec{Keys: keys}, room: s.Name, name: gate.CookieNameFor(s.CookieSuffix)}
+	admissionCookies = e2echeck.CookieReader{Codec: gate.Codec{Keys: keys}, Room: s.Name, Name: gate.CookieNameFor(s.CookieSuffix)}
 	var gates []*proc
 	for i := range 2 {
 		gates = append(gates, supervise(t, fmt.Sprintf("gate-%d", i), env.bins["gate"], []string{
@@ -419,27 +420,7 @@ type browser struct {
 	admittedAt time.Time // from the last admission's cookie
 }
 
-// cookieReader opens the gates' cookies for the test.
-type cookieReader struct {
-	codec      gate.Codec
-	room, name string
-}
-
-var admissionCookies cookieReader
-
-// acceptedAt is when the cookie a gate set says its bearer was admitted
-// (zero if there is none).
-func (c cookieReader) acceptedAt(resp *http.Response) time.Time {
-	for _, ck := range resp.Cookies() {
-		if ck.Name != c.name || c.codec.Keys == nil {
-			continue
-		}
-		if opened, _, err := c.codec.Open(ck.Value, c.room, time.Now()); err == nil && opened.Admitted() {
-			return time.UnixMilli(opened.AcceptedAt)
-		}
-	}
-	return time.Time{}
-}
+var admissionCookies e2echeck.CookieReader
 
 var visitorTransport = &http.Transport{MaxIdleConnsPerHost: 64}
 
@@ -458,7 +439,7 @@ func (b *browser) visit(url string) (int, time.Duration, error) {
 	resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusOK && strings.HasPrefix(string(body), "origin:"):
-		if at := admissionCookies.acceptedAt(resp); !at.IsZero() {
+		if at := admissionCookies.AcceptedAt(resp); !at.IsZero() {
 			b.admittedAt = at
 		}
 		return http.StatusOK, 0, nil

@@ -5,6 +5,7 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -229,33 +230,13 @@ func (v *visitor) visit(g devstack.Gate, path string) (bool, time.Time, error) {
 	case resp.StatusCode == http.StatusTooManyRequests:
 		return false, time.Time{}, nil
 	case resp.StatusCode < 500:
-		return true, cookies.acceptedAt(resp), nil // the edge's answer
+		return true, cookies.AcceptedAt(resp), nil // the edge's answer
 	default:
 		return false, time.Time{}, fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
 	}
 }
 
-// cookieReader opens the gates' cookies for the test.
-type cookieReader struct {
-	codec      gate.Codec
-	room, name string
-}
-
-var cookies cookieReader
-
-// acceptedAt is when the cookie a gate set says its bearer was admitted
-// (zero if it set none).
-func (c cookieReader) acceptedAt(resp *http.Response) time.Time {
-	for _, ck := range resp.Cookies() {
-		if ck.Name != c.name {
-			continue
-		}
-		if opened, _, err := c.codec.Open(ck.Value, c.room, time.Now()); err == nil && opened.Admitted() {
-			return time.UnixMilli(opened.AcceptedAt)
-		}
-	}
-	return time.Time{}
-}
+var cookies e2echeck.CookieReader
 
 func gateStatus(g devstack.Gate) (gate.GateStatus, bool) {
 	var st gate.GateStatus

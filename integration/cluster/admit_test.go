@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,7 +67,7 @@ func testAdmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cookies = cookieReader{codec: gate.Codec{Keys: keys}, room: s.Name, name: gate.CookieNameFor(s.CookieSuffix)}
+	cookies = e2echeck.CookieReader{Codec: gate.Codec{Keys: keys}, Room: s.Name, Name: gate.CookieNameFor(s.CookieSuffix)}
 	eventually(t, 2*time.Minute, "every gate holds the room's snapshot", func() (bool, string) {
 		for _, g := range cl.Gates {
 			if r := gateRoom(g, s.Name); r == nil || r.Stale {
