@@ -5,7 +5,6 @@ import (
 	"net/url"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
-	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/workflows/admit/contract"
 )
 
@@ -21,10 +20,7 @@ func (p *Pages) deleteRoom(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	ctx, cancel := p.ctx(r)
 	defer cancel()
-	d, err := p.o.Rooms.Describe(ctx, name)
-	if err == nil && d.Deleted {
-		err = roomclient.ErrDeleted
-	}
+	_, err := p.liveRoom(ctx, name)
 	if err == nil && r.PostFormValue("confirm") != name {
 		p.render(w, http.StatusOK, "roomdelete", view{Title: "Delete the room " + name + "?", User: s.user, CSRF: s.csrf,
 			WebUI: p.workflowURL(contract.RoomWorkflowID(name)), Content: name})
@@ -34,8 +30,7 @@ func (p *Pages) deleteRoom(w http.ResponseWriter, r *http.Request, s *session) {
 		_, err = p.o.Rooms.Delete(ctx, name)
 	}
 	if err != nil {
-		p.render(w, statusOf(err), "signin", view{Title: "Room " + name, User: s.user, CSRF: s.csrf, Back: true,
-			WebUI: p.workflowURL(contract.RoomWorkflowID(name)), Errors: []string{"room: " + roomMessage(err)}})
+		p.roomFailed(w, s, name, err)
 		return
 	}
 	http.Redirect(w, r, "/?deleted="+url.QueryEscape(name), http.StatusSeeOther)

@@ -98,13 +98,9 @@ func (p *Pages) showRoom(w http.ResponseWriter, r *http.Request, s *session, sta
 	}
 	ctx, cancel := p.ctx(r)
 	defer cancel()
-	d, err := p.o.Rooms.Describe(ctx, name)
-	if err == nil && d.Deleted {
-		err = roomclient.ErrDeleted
-	}
+	d, err := p.liveRoom(ctx, name)
 	if err != nil {
-		p.render(w, statusOf(err), "signin", view{Title: "Room " + name, User: s.user, CSRF: s.csrf, Back: true,
-			WebUI: p.workflowURL(contract.RoomWorkflowID(name)), Errors: []string{"room: " + roomMessage(err)}})
+		p.roomFailed(w, s, name, err)
 		return
 	}
 	v := roomView{Name: name, Version: d.SettingsVersion, Status: d.Snapshot.StatusAPI(), Settings: d.Settings,
@@ -256,4 +252,19 @@ func messagesOf(err error, fieldProblems []string) []string {
 		return fieldProblems
 	}
 	return []string{roomMessage(err)}
+}
+
+// liveRoom describes a room, a deleted one being an error (ErrDeleted).
+func (p *Pages) liveRoom(ctx context.Context, name string) (contract.Description, error) {
+	d, err := p.o.Rooms.Describe(ctx, name)
+	if err == nil && d.Deleted {
+		err = roomclient.ErrDeleted
+	}
+	return d, err
+}
+
+// roomFailed shows why a room's page or action failed.
+func (p *Pages) roomFailed(w http.ResponseWriter, s *session, name string, err error) {
+	p.render(w, statusOf(err), "signin", view{Title: "Room " + name, User: s.user, CSRF: s.csrf, Back: true,
+		WebUI: p.workflowURL(contract.RoomWorkflowID(name)), Errors: []string{"room: " + roomMessage(err)}})
 }
