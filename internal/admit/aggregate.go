@@ -56,15 +56,7 @@ func Aggregate(room, dataCenter string, minute time.Time, prev, cur []Report, gr
 		addMinuteCounts(revoked, r.Revoked)
 		addPoolCounts(taken, r.Taken)
 		addPoolCounts(unsure, r.Unsure)
-		for _, p := range r.StoreTaken {
-			i, found := slices.BinarySearchFunc(store, p, comparePoolScope)
-			switch {
-			case !found:
-				store = slices.Insert(store, i, p)
-			case p.Count > store[i].Count:
-				store[i].Count = p.Count
-			}
-		}
+		store = largestReadings(store, r.StoreTaken)
 		if !r.Final {
 			allFinal = false
 		} else {

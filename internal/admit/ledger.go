@@ -209,6 +209,21 @@ func addTaken(taken []PoolCount, p PoolCount) []PoolCount {
 	return slices.Insert(taken, i, p)
 }
 
+// largestReadings merges readings into store (sorted by pool and scope),
+// keeping each counter's largest reading.
+func largestReadings(store, readings []PoolCount) []PoolCount {
+	for _, p := range readings {
+		i, found := slices.BinarySearchFunc(store, p, comparePoolScope)
+		switch {
+		case !found:
+			store = slices.Insert(store, i, p)
+		case p.Count > store[i].Count:
+			store[i].Count = p.Count
+		}
+	}
+	return store
+}
+
 // unreported is what the shared counters handed out in a minute beyond
 // what its reports (all of that minute) count, by pool and scope. Gates
 // read the counters once the minute is over (Report.StoreTaken); the
@@ -220,15 +235,7 @@ func addTaken(taken []PoolCount, p PoolCount) []PoolCount {
 func unreported(reports []Report) []PoolCount {
 	var store []PoolCount // the largest reading of each counter
 	for _, r := range reports {
-		for _, p := range r.StoreTaken {
-			i, found := slices.BinarySearchFunc(store, p, comparePoolScope)
-			switch {
-			case !found:
-				store = slices.Insert(store, i, p)
-			case p.Count > store[i].Count:
-				store[i].Count = p.Count
-			}
-		}
+		store = largestReadings(store, r.StoreTaken)
 	}
 	var extra []PoolCount
 	for _, s := range store {
