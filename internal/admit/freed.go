@@ -111,20 +111,15 @@ func freedPool(snap *Snapshot) *Pool {
 }
 
 // mayTakeFreed reports whether a visitor may take a freed place without
-// overtaking anyone: in a FIFO room that queues, only a queued visitor no
-// newer than the oldest bucket its reservations leave waiting (or, when
-// they cover everyone counted, one queued before this minute).
-func mayTakeFreed(snap *Snapshot, bucket, minute time.Time, queued bool) bool {
+// overtaking anyone: in a FIFO room that queues, only a queued visitor of
+// a bucket the minute reserves slots for. (Not the next bucket's: its
+// visitors are the ones the reservations left unclaimed go to late in the
+// minute, and those slots would go unused if freed places had taken them.)
+func mayTakeFreed(snap *Snapshot, bucket time.Time, queued bool) bool {
 	if snap.Settings.QueueingMethod != FIFO || (snap.CurrentlyWaiting == 0 && len(snap.Buckets) == 0) {
 		return true
 	}
-	if !queued {
-		return false
-	}
-	if next, ok := nextBucket(snap); ok {
-		return !bucket.After(next)
-	}
-	return bucket.Before(minute)
+	return queued && !bucket.After(lastReserved(snap))
 }
 
 // TakeFreed implements FreedTaker.
