@@ -86,11 +86,13 @@ func FreedSessionsUsable(snap *Snapshot, now time.Time) bool {
 
 // FreedLimit is how many visitors the minute may admit in all once ended
 // sessions count: min(new_users_per_minute, total_active_users - active
-// users + ended), minus the minute's own slots (which its pools hold).
+// users + ended), minus the minute's own slots (which its pools hold), and
+// never more than ended (a snapshot whose slots are fewer than its limits
+// allow, for whatever reason, gets no more from this).
 func FreedLimit(snap *Snapshot, ended int64) int {
 	s := snap.Settings
 	all := min(int64(s.NewUsersPerMinute), int64(s.TotalActiveUsers)-int64(snap.ActiveUsers)+ended)
-	return int(max(0, all-int64(snap.SlotsAvailable)))
+	return int(max(0, min(ended, all-int64(snap.SlotsAvailable))))
 }
 
 // FreedTaker is a strategy that may admit visitors in the place of
