@@ -47,6 +47,11 @@ type Config struct {
 	// BorrowReserved enables the proposed fix to reserved data center
 	// shares that their data centers leave unused (see BorrowingCounters).
 	BorrowReserved bool
+	// SessionLedger has the gates keep the room's sub-minute session
+	// ledger on the shared counters, so that sessions ending mid-minute
+	// free their places within the second (admit.SessionLedger). Off by
+	// default: the report's tables are measured without it.
+	SessionLedger bool
 
 	Profile   Profile
 	Behaviour Behaviour
