@@ -239,7 +239,7 @@ func tryAdmit(ctx context.Context, in Input, bucket time.Time, queued bool) (ok 
 			return true, p.Key(), sc, "", nil
 		}
 	}
-	if ft, ok := in.Strategy.(FreedTaker); ok && mayTakeFreed(snap, bucket, queued) {
+	if ft, ok := in.Strategy.(FreedTaker); ok && mayTakeFreed(snap, bucket, queued, in.Now) {
 		sc, took, err := ft.TakeFreed(ctx, SlotRequest{Snapshot: snap, Now: in.Now, Gate: in.Gate, Pool: freedPool(snap)})
 		if err != nil {
 			return false, "", "", ReasonCounterError, err

@@ -112,14 +112,20 @@ func freedPool(snap *Snapshot) *Pool {
 	return &Pool{}
 }
 
-// mayTakeFreed reports whether a visitor may take a freed place without
-// overtaking anyone: in a FIFO room that queues, only a queued visitor of
-// a bucket the minute reserves slots for. (Not the next bucket's: its
-// visitors are the ones the reservations left unclaimed go to late in the
-// minute, and those slots would go unused if freed places had taken them.)
-func mayTakeFreed(snap *Snapshot, bucket time.Time, queued bool) bool {
+// mayTakeFreed reports whether a visitor may take a freed place at now
+// without overtaking anyone: in a FIFO room that queues, only a queued
+// visitor of a bucket the minute reserves slots for. (Not the next
+// bucket's: its visitors are the ones the reservations left unclaimed go
+// to late in the minute, and those slots would go unused if freed places
+// had taken them.) On a snapshot of the minute before, the buckets the new
+// minute reserves for are every bucket up to the snapshot's minute: their
+// visitors are next in line, and nobody new overtakes them.
+func mayTakeFreed(snap *Snapshot, bucket time.Time, queued bool, now time.Time) bool {
 	if snap.Settings.QueueingMethod != FIFO || (snap.CurrentlyWaiting == 0 && len(snap.Buckets) == 0) {
 		return true
+	}
+	if staleFreedUsable(snap, now) {
+		return queued && !bucket.After(snap.Minute)
 	}
 	return queued && !bucket.After(lastReserved(snap))
 }
@@ -137,6 +143,9 @@ func (s BorrowingCounters) TakeFreed(ctx context.Context, req SlotRequest) (stri
 func takeFreed(ctx context.Context, store Counter, req SlotRequest) (string, bool, error) {
 	ledger, ok := store.(SessionLedger)
 	snap := req.Snapshot
+	if ok && staleFreedUsable(snap, req.Now) {
+		return takeStaleFreed(ctx, store, ledger, req)
+	}
 	if !ok || !FreedSessionsUsable(snap, req.Now) {
 		return "", false, nil
 	}
