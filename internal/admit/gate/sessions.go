@@ -3,7 +3,9 @@ package gate
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -96,3 +98,68 @@ func (c RedisCounter) SessionsEnded(ctx context.Context, room string, from, to t
 
 // The gates of a room share the ledger where they share the Anywhere counters.
 var _ admit.SessionLedger = RedisCounter{}
+
+// SessionRecorder applies the session moves of the gate's decisions
+// (admit.Effect's SessionFrom, SessionTo: an admission, a renewal, a
+// revocation) to the room's ledger in the background, in the order they
+// were decided, so that no request waits on Redis for it (passing sessions
+// renew every few seconds). A move that fails is logged and lost: a lost
+// admission or revocation only frees less; a lost renewal may free its
+// session's place up to a renewal interval early, one place per loss.
+type SessionRecorder struct {
+	Ledger admit.SessionLedger
+	Logger *slog.Logger
+
+	once  sync.Once
+	moves chan sessionMove
+}
+
+type sessionMove struct {
+	room string
+	eff  admit.Effect
+}
+
+// recorderQueue bounds the moves waiting: past it Record waits, so that no
+// renewal is dropped while the ledger keeps up.
+const recorderQueue = 4096
+
+func (s *SessionRecorder) queue() chan sessionMove {
+	s.once.Do(func() { s.moves = make(chan sessionMove, recorderQueue) })
+	return s.moves
+}
+
+// Record queues the move of eff (none: nothing) for room.
+func (s *SessionRecorder) Record(room string, eff admit.Effect) {
+	if eff.SessionFrom.IsZero() && eff.SessionTo.IsZero() {
+		return
+	}
+	s.queue() <- sessionMove{room: room, eff: admit.Effect{SessionFrom: eff.SessionFrom, SessionTo: eff.SessionTo}}
+}
+
+// Run applies the queued moves until ctx ends, then those still queued
+// (for up to a second).
+func (s *SessionRecorder) Run(ctx context.Context) {
+	q := s.queue()
+	apply := func(ctx context.Context, m sessionMove) {
+		if err := admit.RecordSession(ctx, s.Ledger, m.room, m.eff); err != nil && s.Logger != nil {
+			s.Logger.Warn("session ledger: a move is lost", "room", m.room, "err", err)
+		}
+	}
+	for {
+		select {
+		case m := <-q:
+			apply(ctx, m)
+		case <-ctx.Done():
+			drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			for {
+				select {
+				case m := <-q:
+					apply(drain, m)
+				default:
+					return
+				}
+			}
+		}
+	}
+}

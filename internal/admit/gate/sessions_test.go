@@ -69,3 +69,82 @@ func TestRedisSessionLedger(t *testing.T) {
 		t.Errorf("the minute's key expires in %v (%v), want after its minute plus %v", ttl, err, ledgerKeep)
 	}
 }
+
+// shifted moves a ledger's times by d: the gate tests' clock is in the past,
+// where the real Redis would expire the ledger's keys at once.
+type shifted struct {
+	admit.SessionLedger
+	d time.Duration
+}
+
+func (s shifted) at(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.Add(s.d)
+}
+
+func (s shifted) MoveSession(ctx context.Context, room string, from, to time.Time) error {
+	return s.SessionLedger.MoveSession(ctx, room, s.at(from), s.at(to))
+}
+
+func (s shifted) SessionsEnded(ctx context.Context, room string, from, to time.Time) (int64, error) {
+	return s.SessionLedger.SessionsEnded(ctx, room, s.at(from), s.at(to))
+}
+
+// A gate with an Anywhere Redis records its sessions in the room's ledger
+// there, in the background: an admission at its expiry, a renewal moved to
+// the new one, a revocation taken away. (Before, the gate recorded none, so
+// no ended session freed a place at the gate as it did in the simulator.)
+func TestGateRecordsSessionsInTheLedger(t *testing.T) {
+	testenv.Require(t, env)
+	ctx := context.Background()
+	rc := redisCounter(t, env.Redis.URL)
+	counters, err := NewCounters(&rc, &rc, StrategyCounters, quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counters.Sessions == nil {
+		t.Fatal("a gate with an Anywhere Redis keeps no session ledger")
+	}
+	ledger := shifted{SessionLedger: rc, d: time.Since(t0).Truncate(time.Minute) + time.Hour}
+	counters.Sessions.Ledger = ledger
+	room := "ledger-gate-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	h := newHarness(t, admit.Settings{Name: room, TotalActiveUsers: 10, NewUsersPerMinute: 10, SessionDuration: 2,
+		EnabledOriginCommands: []string{"revoke"}}, func(c *Config) { c.Counters = counters })
+	bg, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { counters.Sessions.Run(bg); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+
+	// endingAt waits until the ledger counts want sessions ending at e.
+	endingAt := func(e time.Time, want int64, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, err := ledger.SessionsEnded(ctx, room, e.Add(-time.Second), e.Add(time.Second))
+			if err == nil && n == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d sessions (err %v) end at %s, want %d", what, n, err, e, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	v := newVisitor()
+	admitted := h.clock()
+	mustOrigin(t, h.get(v, "/"), "a new visitor, slots free")
+	first := admitted.Add(2 * time.Minute)
+	endingAt(first, 1, "admitted")
+
+	h.advance(15 * time.Second) // past a renewal interval
+	renewed := h.clock()
+	mustOrigin(t, h.get(v, "/"), "the session, renewed")
+	second := renewed.Add(2 * time.Minute)
+	endingAt(second, 1, "renewed")
+	endingAt(first, 0, "renewed, at the old expiry")
+
+	mustOrigin(t, h.get(v, "/logout"), "the origin's logout page")
+	endingAt(second, 0, "revoked")
+}
