@@ -19,7 +19,7 @@ func TestSessionLedgerAdmitsAsSessionsEnd(t *testing.T) {
 	for _, pn := range Profiles {
 		p := profile(t, pn)
 		for _, ledger := range []bool{false, true} {
-			cfgs = append(cfgs, Config{Seed: 1, Room: bound, Strategy: StrategyCounters, SessionLedger: ledger,
+			cfgs = append(cfgs, Config{Seed: 1, Room: bound, Strategy: StrategyCounters, NoSessionLedger: !ledger,
 				Profile: p, Behaviour: DefaultBehaviour(), Duration: p.Length(), Drain: 2 * time.Minute})
 		}
 	}
