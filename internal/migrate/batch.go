@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -28,8 +29,20 @@ const (
 	batchesInFlight = 2
 )
 
-// errNotBatched: the object is to be written on its own.
+// errNotBatched: the object was not written (its batch was never sent, or
+// the store kept the batch whole); it is to be written on its own.
 var errNotBatched = errors.New("not batched")
+
+// batchFailed is the error of each object of a batch whose write failed,
+// or could not be confirmed: what the store wrote is unknown, so each is
+// tried again on its own, as a retry, which looks at the destination
+// first (Decide's recovering) and so never writes an object twice. It
+// carries the batch's error as text only: one request's failure is not
+// each key's (the store health counts failures per key), and the retry's
+// own requests say what the store does.
+func batchFailed(err error) error {
+	return fmt.Errorf("its batch failed (%v): %w", err, objectstore.ErrTransient)
+}
 
 // batcher gathers one page's small writes into batches. Whether the store
 // extracts them is not known before the first batch: it is written alone,
@@ -37,10 +50,11 @@ var errNotBatched = errors.New("not batched")
 // object (its first entry's key) gets every entry written on its own,
 // which replaces it, and no batch after.
 type batcher struct {
-	w       objectstore.BatchWriter
-	store   objectstore.Store
-	bucket  string
-	entries int
+	w          objectstore.BatchWriter
+	store      objectstore.Store
+	bucket     string
+	entries    int
+	controller *Controller
 
 	mu       sync.Mutex
 	cur      *batch
@@ -60,12 +74,12 @@ type batch struct {
 	err     error
 }
 
-func newBatcher(dst objectstore.Store, bucket string, concurrency int) *batcher {
+func newBatcher(dst objectstore.Store, bucket string, concurrency int, c *Controller) *batcher {
 	w, ok := dst.(objectstore.BatchWriter)
 	if !ok {
 		return nil
 	}
-	return &batcher{w: w, store: dst, bucket: bucket, entries: max(4, concurrency), off: make(chan struct{})}
+	return &batcher{w: w, store: dst, bucket: bucket, entries: max(4, concurrency), controller: c, off: make(chan struct{})}
 }
 
 // batchable says whether an object of this size and destination key may
@@ -146,21 +160,40 @@ func (b *batcher) flush(cur *batch) {
 			cur.err = errNotBatched
 			return
 		}
-		cur.err = b.w.PutBatch(ctx, b.bucket, cur.entries)
+		cur.err = b.write(ctx, cur)
 		return
 	}
 	defer b.probe.Unlock()
-	b.settled = true
-	if cur.err = b.w.PutBatch(ctx, b.bucket, cur.entries); cur.err == nil {
-		last := cur.entries[len(cur.entries)-1]
-		info, err := b.store.Stat(ctx, b.bucket, last.Key)
-		sum := md5.Sum(last.Data)
-		b.works = err == nil && info.Size == int64(len(last.Data)) && NormalizeETag(info.ETag) == hex.EncodeToString(sum[:])
+	if cur.err = b.write(ctx, cur); cur.err != nil {
+		return // not settled: the next batch finds out
 	}
+	last := cur.entries[len(cur.entries)-1]
+	info, err := b.store.Stat(ctx, b.bucket, last.Key)
+	if err != nil && !errors.Is(err, objectstore.ErrNoSuchKey) {
+		cur.err = batchFailed(err) // written, maybe: the retries look first
+		return
+	}
+	sum := md5.Sum(last.Data)
+	b.settled = true
+	b.works = err == nil && info.Size == int64(len(last.Data)) && NormalizeETag(info.ETag) == hex.EncodeToString(sum[:])
 	if !b.works {
-		// A store that refused the first batch, kept it whole, or whose
-		// ETags are no MD5 (encryption) gets single writes from now on.
+		// A store that kept the batch whole, or whose ETags are no MD5
+		// (encryption), gets single writes from now on; they replace
+		// the archive kept under the first entry's key.
 		b.offOnce.Do(func() { close(b.off) })
 		cur.err = errNotBatched
 	}
+}
+
+// write sends a batch; a store asking to slow down slows the page's
+// transfers as a single write's answer would.
+func (b *batcher) write(ctx context.Context, cur *batch) error {
+	err := b.w.PutBatch(ctx, b.bucket, cur.entries)
+	if err == nil {
+		return nil
+	}
+	if IsThrottle(err) && b.controller != nil {
+		b.controller.Throttled()
+	}
+	return batchFailed(err)
 }

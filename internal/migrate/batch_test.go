@@ -80,3 +80,37 @@ func TestTransferFallsBackWhenBatchesAreNotExtracted(t *testing.T) {
 	}
 	migratetest.CheckCopies(t, env.Store2, dstBucket, sides.Map, objs)
 }
+
+// A batch whose write, or the lookup that confirms it, is answered with
+// SlowDown leaves its objects to retries that look before they write:
+// every object is still written once, whichever request the store refused.
+func TestTransferBatchesUnderThrottlingWriteOnce(t *testing.T) {
+	testenv.Require(t, env)
+	objs := migratetest.Small("t/", 200, 2<<10)
+	srcBucket := migratetest.Bucket(t, env.Store, "src")
+	listed := migratetest.Seed(t, env.Store, srcBucket, objs)
+	proxy := migratetest.NewProxy(env.MinIO2.Endpoint)
+	defer proxy.Close()
+	// Every other request refused, from the first, second, third or fourth
+	// on: the page's listing, its first batch and the lookup after it each
+	// get refused in one of the runs.
+	for offset := range 4 {
+		dstBucket := migratetest.Bucket(t, env.Store2, "dst")
+		sides := migrate.Sides{Source: env.Store, SourceBucket: srcBucket, Dest: through(t, proxy, env.Store2), DestBucket: dstBucket}
+		proxy.ResetWrites()
+		proxy.Throttle(40 + offset)
+		opts := testOptions()
+		opts.Concurrency = 16
+		results := migrate.Transfer(context.Background(), sides, listed, opts)
+		if got := byStatus(results)[migrate.StatusCopied]; len(got) != len(objs) {
+			t.Fatalf("offset %d: copied %d of %d: %+v", offset, len(got), len(objs), byStatus(results))
+		}
+		migratetest.CheckCopies(t, env.Store2, dstBucket, sides.Map, objs)
+		writes := proxy.Writes()
+		for _, o := range objs {
+			if n := writes[dstBucket+"/"+o.Key]; n != 1 {
+				t.Errorf("offset %d: %s written %d times", offset, o.Key, n)
+			}
+		}
+	}
+}

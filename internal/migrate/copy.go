@@ -118,7 +118,7 @@ func (t *transfer) copyWhole(ctx context.Context, src Object, dk string, first b
 }
 
 // copyBatched reads a small object whole and writes it in a batch, or on
-// its own if the batch could not take it.
+// its own if the batch was not written.
 func (t *transfer) copyBatched(ctx context.Context, body io.Reader, key string, info objectstore.ObjectInfo, dk string, put objectstore.PutOptions) error {
 	data := make([]byte, info.Size)
 	if _, err := io.ReadFull(body, data); err != nil {
@@ -130,8 +130,11 @@ func (t *transfer) copyBatched(ctx context.Context, body io.Reader, key string, 
 	t.opts.Controller.StepAside()
 	err := t.batch.put(ctx, objectstore.BatchEntry{Key: dk, Data: data, Metadata: info.Metadata})
 	t.opts.Controller.Rejoin(ctx, t.opts.Priority)
-	if err == nil || ctx.Err() != nil {
+	switch {
+	case err == nil || ctx.Err() != nil:
 		return err
+	case !errors.Is(err, errNotBatched):
+		return err // the batch failed: a retry looks before it writes
 	}
 	_, err = t.sides.Dest.Put(ctx, t.sides.DestBucket, dk, bytes.NewReader(data), info.Size, put)
 	return err

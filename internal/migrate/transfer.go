@@ -112,7 +112,7 @@ func Transfer(ctx context.Context, sides Sides, objects []Object, opts TransferO
 		t.existing = listDest(ctx, sides, objects)
 	}
 	if !opts.DryRun {
-		t.batch = newBatcher(sides.Dest, sides.DestBucket, opts.Concurrency)
+		t.batch = newBatcher(sides.Dest, sides.DestBucket, opts.Concurrency, opts.Controller)
 	}
 	next := atomic.Int64{}
 	var done atomic.Int64
