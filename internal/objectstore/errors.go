@@ -54,6 +54,7 @@ var (
 // KindOfStatus is the kind an HTTP status alone says, for answers whose
 // store-specific code a store does not know; nil when it says none.
 func KindOfStatus(status int) error {
+	const statusClientClosedRequest = 499
 	switch {
 	case status == http.StatusNotFound:
 		return ErrNotFound
@@ -61,7 +62,11 @@ func KindOfStatus(status int) error {
 		return ErrPreconditionFailed
 	case status == http.StatusForbidden:
 		return ErrAccessDenied
-	case status == http.StatusTooManyRequests || status >= 500:
+	case status == http.StatusTooManyRequests || status >= 500,
+		// 499: the store saw the request's connection (or one between its
+		// nodes) go away, MinIO's ClientDisconnected; a HEAD's answer has
+		// no body to carry that code, so the status must say it.
+		status == statusClientClosedRequest:
 		return ErrTransient
 	case status == http.StatusConflict:
 		return ErrConflict

@@ -123,6 +123,17 @@ func TestTransientFailuresAreClassified(t *testing.T) {
 			}
 		})
 	}
+	// A HEAD's answer has no body, so minio-go names the error after the
+	// status line ("499 status code 499"): the status alone must say
+	// transient, or a stopped node of a distributed MinIO dead-letters the
+	// object whose lookup it was serving.
+	t.Run("499 to a HEAD", func(t *testing.T) {
+		endpoint, _ := faultProxy(t, 1000, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(499) })
+		_, err := storeAt(t, endpoint, 1).Stat(ctx, "transient", "doc")
+		if !objectstore.IsTransient(err) || errors.Is(err, objectstore.ErrNotFound) || !strings.Contains(err.Error(), "transient/doc") {
+			t.Fatalf("stat answered 499 without a body: %v; want a transient error naming the object", err)
+		}
+	})
 	// With its own retries, the client rides out a short burst of them.
 	endpoint, requests := faultProxy(t, 2, slowDown)
 	data, _, err := objectstore.ReadAll(ctx, storeAt(t, endpoint, 0), "transient", "doc")
