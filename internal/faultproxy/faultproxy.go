@@ -9,6 +9,8 @@
 package faultproxy
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"io"
 	"maps"
@@ -18,6 +20,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +42,7 @@ type Counts struct {
 	SlowDowns int64
 	Resets    int64
 	Spikes    int64
+	Batches   int64 // batch writes (archives of objects) the store accepted
 }
 
 // Faults is the number of requests that saw a fault (a spike is one).
@@ -59,7 +63,7 @@ type Proxy struct {
 	// throttle is how many more requests see throttling (see Throttle).
 	throttle atomic.Int64
 
-	requests, forwarded, slowDowns, resets, spikes atomic.Int64
+	requests, forwarded, slowDowns, resets, spikes, batches atomic.Int64
 }
 
 // New starts a proxy in front of the store at endpoint (host:port), with
@@ -113,12 +117,30 @@ func New(endpoint string, f Faults, seed uint64) *Proxy {
 		defer cancel()
 		write := IsObjectWrite(r)
 		key, _ := url.PathUnescape(strings.TrimPrefix(r.URL.EscapedPath(), "/"))
+		var archive *bytes.Buffer
+		if write && IsBatchWrite(r) {
+			// The objects written are the archive's entries, not the key.
+			archive = new(bytes.Buffer)
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.TeeReader(r.Body, archive), r.Body}
+		}
 		rec := &statusRecorder{ResponseWriter: w, answered: func(status int) {
-			if status == http.StatusOK && write {
-				p.mu.Lock()
-				p.writes[key]++
-				p.mu.Unlock()
+			if status != http.StatusOK || !write {
+				return
 			}
+			keys := []string{key}
+			if archive != nil {
+				bucket, _, _ := strings.Cut(key, "/")
+				keys = BatchKeys(bucket, archive.Bytes())
+				p.batches.Add(1)
+			}
+			p.mu.Lock()
+			for _, k := range keys {
+				p.writes[k]++
+			}
+			p.mu.Unlock()
 		}}
 		forward.ServeHTTP(rec, r.WithContext(ctx))
 	}))
@@ -189,6 +211,29 @@ func IsObjectWrite(r *http.Request) bool {
 	return false
 }
 
+// IsBatchWrite recognises a write of many objects as one archive the store
+// extracts (MinIO's "snowball" upload).
+func IsBatchWrite(r *http.Request) bool {
+	return r.Method == http.MethodPut && strings.EqualFold(r.Header.Get("X-Amz-Meta-Snowball-Auto-Extract"), "true")
+}
+
+// BatchKeys are the bucket/keys of a batch archive's objects, as the store
+// names them (cleaned paths; "." skipped).
+func BatchKeys(bucket string, archive []byte) []string {
+	var keys []string
+	tr := tar.NewReader(bytes.NewReader(archive))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return keys
+		}
+		name := strings.TrimPrefix(path.Clean(h.Name), "/")
+		if h.Typeflag == tar.TypeReg && name != "." {
+			keys = append(keys, bucket+"/"+name)
+		}
+	}
+}
+
 // SetFaults changes the faults from the next request on (zero Faults: a
 // plain proxy, e.g. while a test verifies what was written).
 func (p *Proxy) SetFaults(f Faults) {
@@ -206,7 +251,7 @@ func (p *Proxy) Throttle(n int) { p.throttle.Store(int64(n)) }
 // Counts returns what the proxy saw so far.
 func (p *Proxy) Counts() Counts {
 	return Counts{Requests: p.requests.Load(), Forwarded: p.forwarded.Load(),
-		SlowDowns: p.slowDowns.Load(), Resets: p.resets.Load(), Spikes: p.spikes.Load()}
+		SlowDowns: p.slowDowns.Load(), Resets: p.resets.Load(), Spikes: p.spikes.Load(), Batches: p.batches.Load()}
 }
 
 // Writes returns how often the store accepted a write of each bucket/key.

@@ -116,6 +116,26 @@ func (c *Controller) Release(throttled bool) {
 	c.handOver()
 }
 
+// StepAside frees a transfer's slot while it waits without making a
+// request (its batch being written by another); Rejoin takes one back, in
+// the order of Acquire. Neither says how a transfer went.
+func (c *Controller) StepAside() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inUse--
+	c.handOver()
+}
+
+// Rejoin waits for a slot as Acquire does; if ctx ends first, it takes one
+// anyway (the caller is about to Release it, having stopped).
+func (c *Controller) Rejoin(ctx context.Context, priority int) {
+	if c.Acquire(ctx, priority) != nil {
+		c.mu.Lock()
+		c.inUse++
+		c.mu.Unlock()
+	}
+}
+
 // Throttled records a SlowDown answer without releasing a slot (the caller
 // backs off and tries again while holding it).
 func (c *Controller) Throttled() {

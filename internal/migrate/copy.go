@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -23,7 +24,9 @@ var errSourceChanged = fmt.Errorf("the source object changed during the copy: %w
 // held whole in memory.
 // The note it returns says what it chose that the options did not ask for
 // (a larger part size), for the object's reason.
-func (t *transfer) copy(ctx context.Context, src Object, dk string) (note string, err error) {
+// A first attempt of a small object may go in a batch (see batcher); a
+// retry goes alone.
+func (t *transfer) copy(ctx context.Context, src Object, dk string, first bool) (note string, err error) {
 	s, o := t.sides, t.opts
 	if c, ok := s.Dest.(objectstore.Copier); ok && c.CanCopyFrom(s.Source) {
 		partSize, raised, err := PartSizeFor(src.Size, o.PartSize)
@@ -54,7 +57,7 @@ func (t *transfer) copy(ctx context.Context, src Object, dk string) (note string
 			return t.copyParts(ctx, mu, rr, src, dk)
 		}
 	}
-	return "", t.copyWhole(ctx, src, dk)
+	return "", t.copyWhole(ctx, src, dk, first)
 }
 
 // errAppeared: overwrite=never found the key taken by the time of the write.
@@ -91,7 +94,7 @@ func partSizeNote(used, asked int64) string {
 }
 
 // copyWhole streams an object in one request.
-func (t *transfer) copyWhole(ctx context.Context, src Object, dk string) error {
+func (t *transfer) copyWhole(ctx context.Context, src Object, dk string, first bool) error {
 	s, o := t.sides, t.opts
 	body, info, err := s.Source.Get(ctx, s.SourceBucket, src.Key)
 	if err != nil {
@@ -99,6 +102,9 @@ func (t *transfer) copyWhole(ctx context.Context, src Object, dk string) error {
 	}
 	defer body.Close()
 	put := objectstore.PutOptions{Metadata: info.Metadata}
+	if first && t.batch.batchable(info.Size, dk, o.Policy) {
+		return t.copyBatched(ctx, body, src.Key, info, dk, put)
+	}
 	if cw, ok := s.Dest.(objectstore.ConditionalWriter); ok && o.Policy == OverwriteNever {
 		// Never overwrite, even what appeared since the listing.
 		_, err = cw.PutIf(ctx, s.DestBucket, dk, body, info.Size, put, objectstore.Precondition{IfNoneMatch: "*"})
@@ -108,6 +114,29 @@ func (t *transfer) copyWhole(ctx context.Context, src Object, dk string) error {
 		return err
 	}
 	_, err = s.Dest.Put(ctx, s.DestBucket, dk, body, info.Size, put)
+	return err
+}
+
+// copyBatched reads a small object whole and writes it in a batch, or on
+// its own if the batch was not written.
+func (t *transfer) copyBatched(ctx context.Context, body io.Reader, key string, info objectstore.ObjectInfo, dk string, put objectstore.PutOptions) error {
+	data := make([]byte, info.Size)
+	if _, err := io.ReadFull(body, data); err != nil {
+		return fmt.Errorf("reading %s from the source: %w: %w", key, objectstore.ErrTransient, err)
+	}
+	// Waiting for its batch, the object makes no request: its slot goes to
+	// another object's read meanwhile (Transfer runs three times as many
+	// workers as slots when it batches).
+	t.opts.Controller.StepAside()
+	err := t.batch.put(ctx, objectstore.BatchEntry{Key: dk, Data: data, Metadata: info.Metadata})
+	t.opts.Controller.Rejoin(ctx, t.opts.Priority)
+	switch {
+	case err == nil || ctx.Err() != nil:
+		return err
+	case !errors.Is(err, errNotBatched):
+		return err // the batch failed: a retry looks before it writes
+	}
+	_, err = t.sides.Dest.Put(ctx, t.sides.DestBucket, dk, bytes.NewReader(data), info.Size, put)
 	return err
 }
 

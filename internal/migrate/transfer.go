@@ -111,10 +111,17 @@ func Transfer(ctx context.Context, sides Sides, objects []Object, opts TransferO
 	if !opts.KeysOnly {
 		t.existing = listDest(ctx, sides, objects)
 	}
+	if !opts.DryRun {
+		t.batch = newBatcher(sides.Dest, sides.DestBucket, opts.Concurrency, opts.Controller)
+	}
 	next := atomic.Int64{}
 	var done atomic.Int64
 	var wg sync.WaitGroup
-	for range min(opts.Concurrency, len(objects)) {
+	workers := opts.Concurrency
+	if t.batch != nil {
+		workers *= 3 // most may wait for their batch, holding no slot
+	}
+	for range min(workers, len(objects)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -142,6 +149,8 @@ type transfer struct {
 	// existing is what the destination held when the page started, by
 	// destination key; nil when it was not listed.
 	existing map[string]Object
+	// batch gathers small writes (nil: the destination cannot take them).
+	batch *batcher
 	// probes are the verdicts of Probe on suspect sides (true: down).
 	probeMu sync.Mutex
 	probes  map[string]bool
@@ -260,7 +269,7 @@ func (t *transfer) attempt(ctx context.Context, obj Object, recovering, first bo
 		res.Status, res.Bytes = StatusWouldCopy, src.Size
 		return res, nil
 	default:
-		note, err := t.copy(ctx, src, dk)
+		note, err := t.copy(ctx, src, dk, first)
 		if err != nil {
 			if errors.Is(err, objectstore.ErrNoSuchKey) && !o.KeysOnly {
 				return ObjectResult{}, errSkipped{"deleted from the source after it was listed"}

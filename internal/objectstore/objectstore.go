@@ -10,6 +10,7 @@
 //	RangeReader        reads of a byte range
 //	BucketManager      create, check, list and remove buckets
 //	BulkDeleter        many deletes in one request
+//	BatchWriter        many small objects written in one request
 //
 // The helpers in this package (Copy, Compose, DeletePrefix, EnsureBuckets,
 // GetJSON/PutJSON/UpdateJSON, Replicate, ...) use a capability when the store
@@ -23,7 +24,10 @@ import (
 	"context"
 	"io"
 	"maps"
+	"path"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Store is the core every object store implements.
@@ -244,4 +248,31 @@ type BucketManager interface {
 type BulkDeleter interface {
 	// DeleteKeys deletes the keys; missing ones are not an error.
 	DeleteKeys(ctx context.Context, bucket string, keys []string) error
+}
+
+// BatchEntry is one small object of a batched write.
+type BatchEntry struct {
+	Key      string
+	Data     []byte
+	Metadata Metadata
+}
+
+// BatchWriter writes many small objects in one request: a tar archive the
+// store extracts into objects, as MinIO does with its "snowball" uploads
+// (the `X-Amz-Meta-Snowball-Auto-Extract` header AWS Snowball Edge also
+// knows). A store that does not extract it stores the archive as one
+// object under the first entry's key instead, so a caller checks one
+// batch's result (an entry's ETag) before relying on it.
+type BatchWriter interface {
+	// PutBatch writes the entries (keys BatchKey accepts); an error says
+	// nothing of which were written.
+	PutBatch(ctx context.Context, bucket string, entries []BatchEntry) error
+}
+
+// BatchKey reports whether a key survives a batch's archive unchanged:
+// the extracting store cleans each path (path.Clean) and trims a leading
+// slash, so keys such as "a//b", "./a", "a/" or "/a" go one by one.
+func BatchKey(key string) bool {
+	return key != "" && key != "." && utf8.ValidString(key) && !strings.ContainsRune(key, 0) &&
+		!strings.HasPrefix(key, "/") && !strings.HasPrefix(key, "../") && key != ".." && path.Clean(key) == key
 }

@@ -40,3 +40,6 @@ func (p *Proxy) Throttled() int { return int(p.fp.Counts().SlowDowns) }
 
 // Close stops the proxy.
 func (p *Proxy) Close() { p.fp.Close() }
+
+// Batches is how many batch writes (archives of objects) the store accepted.
+func (p *Proxy) Batches() int { return int(p.fp.Counts().Batches) }
