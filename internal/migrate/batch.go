@@ -50,11 +50,10 @@ func batchFailed(err error) error {
 // object (its first entry's key) gets every entry written on its own,
 // which replaces it, and no batch after.
 type batcher struct {
-	w          objectstore.BatchWriter
-	store      objectstore.Store
-	bucket     string
-	entries    int
-	controller *Controller
+	w       objectstore.BatchWriter
+	store   objectstore.Store
+	bucket  string
+	entries int
 
 	mu       sync.Mutex
 	cur      *batch
@@ -74,12 +73,12 @@ type batch struct {
 	err     error
 }
 
-func newBatcher(dst objectstore.Store, bucket string, concurrency int, c *Controller) *batcher {
+func newBatcher(dst objectstore.Store, bucket string, concurrency int) *batcher {
 	w, ok := dst.(objectstore.BatchWriter)
 	if !ok {
 		return nil
 	}
-	return &batcher{w: w, store: dst, bucket: bucket, entries: max(4, concurrency), controller: c, off: make(chan struct{})}
+	return &batcher{w: w, store: dst, bucket: bucket, entries: max(4, concurrency), off: make(chan struct{})}
 }
 
 // batchable says whether an object of this size and destination key may
@@ -185,15 +184,16 @@ func (b *batcher) flush(cur *batch) {
 	}
 }
 
-// write sends a batch; a store asking to slow down slows the page's
-// transfers as a single write's answer would.
+// write sends a batch. A store asking to slow down gets, for each entry,
+// the answer a single write would: it is waited out in the throttle path,
+// which cuts concurrency and retries looking first, like batchFailed.
 func (b *batcher) write(ctx context.Context, cur *batch) error {
 	err := b.w.PutBatch(ctx, b.bucket, cur.entries)
-	if err == nil {
+	switch {
+	case err == nil:
 		return nil
-	}
-	if IsThrottle(err) && b.controller != nil {
-		b.controller.Throttled()
+	case IsThrottle(err):
+		return fmt.Errorf("its batch was throttled: %w", err)
 	}
 	return batchFailed(err)
 }

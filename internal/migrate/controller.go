@@ -103,7 +103,18 @@ func (c *Controller) Acquire(ctx context.Context, priority int) error {
 	}
 }
 
-// Release frees a slot, saying how the transfer went.
+// ReleaseFailed frees a slot after an attempt that failed otherwise than
+// by throttling: no cut, and no growth either, which is for successes (a
+// page of retries must not raise the limit a SlowDown just cut).
+func (c *Controller) ReleaseFailed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inUse--
+	c.handOver()
+}
+
+// Release frees a slot after a success (throttled false: the limit grows)
+// or a SlowDown answer (true: it is cut).
 func (c *Controller) Release(throttled bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -24,6 +24,15 @@ func TestControllerBacksOffAndRecovers(t *testing.T) {
 	if got := c.Limit(); got != 1 {
 		t.Fatalf("limit after sustained throttling %d, want the floor 1", got)
 	}
+	// Failed attempts (retries after a batch failed, say) grow nothing:
+	// only successes do.
+	for range 200 {
+		_ = c.Acquire(ctx, 0)
+		c.ReleaseFailed()
+	}
+	if got := c.Limit(); got != 1 {
+		t.Fatalf("limit after failed attempts %d, want still 1", got)
+	}
 	// Successes grow it back, about one per round.
 	for range 2000 {
 		_ = c.Acquire(ctx, 0)

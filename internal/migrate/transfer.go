@@ -112,7 +112,7 @@ func Transfer(ctx context.Context, sides Sides, objects []Object, opts TransferO
 		t.existing = listDest(ctx, sides, objects)
 	}
 	if !opts.DryRun {
-		t.batch = newBatcher(sides.Dest, sides.DestBucket, opts.Concurrency, opts.Controller)
+		t.batch = newBatcher(sides.Dest, sides.DestBucket, opts.Concurrency)
 	}
 	next := atomic.Int64{}
 	var done atomic.Int64
@@ -174,7 +174,11 @@ func (t *transfer) one(ctx context.Context, obj Object) ObjectResult {
 			return ObjectResult{}
 		}
 		res, err := t.attempt(ctx, obj, recovering, attempts == 0 && throttled == 0)
-		o.Controller.Release(IsThrottle(err))
+		if err == nil || IsThrottle(err) {
+			o.Controller.Release(err != nil)
+		} else {
+			o.Controller.ReleaseFailed()
+		}
 		if throttled > 0 || attempts > 0 || err == nil {
 			res.Attempts, res.Throttled = attempts+1, throttled
 		}
