@@ -71,20 +71,7 @@ func TestDistributedMinIONodeStopped(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the job: %v", err)
 	}
-	var dead []string
-	seqs, _, err := jobs.DeadPages(ctx, job, st.Execution, -1, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range seqs {
-		dl, err := jobs.GetDead(ctx, job, st.Execution, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range dl {
-			dead = append(dead, fmt.Sprintf("%s (%d attempts): %s", l.Key, l.Attempts, l.Error))
-		}
-	}
+	dead := deadLetterLines(t, job, st.Execution)
 	if len(dead) > 0 || st.State != contract.StateCompleted || st.Failed != 0 || st.Copied != int64(len(objs)) {
 		t.Fatalf("with a node stopped and started again: %+v\n%d dead letters:\n%s", st, len(dead), strings.Join(dead, "\n"))
 	}
@@ -138,4 +125,25 @@ func seed(t *testing.T, s objectstore.Store, bucket string, objs []migratetest.O
 	if first != nil {
 		t.Fatalf("seed: %v", first)
 	}
+}
+
+// deadLetterLines are a run's dead letters, one line each: key, attempts,
+// error (up to 1,000 pages of them).
+func deadLetterLines(t *testing.T, job, execution string) []string {
+	t.Helper()
+	var dead []string
+	seqs, _, err := jobs.DeadPages(context.Background(), job, execution, -1, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range seqs {
+		dl, err := jobs.GetDead(context.Background(), job, execution, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range dl {
+			dead = append(dead, fmt.Sprintf("%s (%d attempts): %s", l.Key, l.Attempts, l.Error))
+		}
+	}
+	return dead
 }

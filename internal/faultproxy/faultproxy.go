@@ -59,6 +59,10 @@ type Proxy struct {
 	faults Faults
 	rng    *rand.Rand
 	writes map[string]int // bucket/key → writes the store accepted
+	// unconfirmed: bucket/key → writes that reached the store (or began
+	// to) without its 200: a store stopped mid-request may have committed
+	// them, an archive's first entries most of all.
+	unconfirmed map[string]int
 
 	// throttle is how many more requests see throttling (see Throttle).
 	throttle atomic.Int64
@@ -83,7 +87,8 @@ func New(endpoint string, f Faults, seed uint64) *Proxy {
 			io.WriteString(w, err.Error())
 		},
 	}
-	p := &Proxy{faults: f, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), writes: map[string]int{}}
+	p := &Proxy{faults: f, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		writes: map[string]int{}, unconfirmed: map[string]int{}}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.requests.Add(1)
 		if n := p.throttle.Add(-1); n >= 0 && n%2 == 0 {
@@ -127,18 +132,25 @@ func New(endpoint string, f Faults, seed uint64) *Proxy {
 			}{io.TeeReader(r.Body, archive), r.Body}
 		}
 		rec := &statusRecorder{ResponseWriter: w, answered: func(status int) {
-			if status != http.StatusOK || !write {
+			if !write {
 				return
 			}
 			keys := []string{key}
 			if archive != nil {
+				// What the store read of the archive: all of it when it
+				// answered 200, what came before a failure otherwise.
 				bucket, _, _ := strings.Cut(key, "/")
 				keys = BatchKeys(bucket, archive.Bytes())
+			}
+			counted := p.writes
+			if status != http.StatusOK {
+				counted = p.unconfirmed
+			} else if archive != nil {
 				p.batches.Add(1)
 			}
 			p.mu.Lock()
 			for _, k := range keys {
-				p.writes[k]++
+				counted[k]++
 			}
 			p.mu.Unlock()
 		}}
@@ -261,11 +273,20 @@ func (p *Proxy) Writes() map[string]int {
 	return maps.Clone(p.writes)
 }
 
-// ResetWrites forgets the writes seen so far.
+// Unconfirmed returns, for each bucket/key, the writes forwarded to the
+// store that it did not answer with 200 (an error, or no answer at all):
+// what a store stopping mid-request may have committed unseen.
+func (p *Proxy) Unconfirmed() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.unconfirmed)
+}
+
+// ResetWrites forgets the writes seen so far, confirmed or not.
 func (p *Proxy) ResetWrites() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.writes = map[string]int{}
+	p.writes, p.unconfirmed = map[string]int{}, map[string]int{}
 }
 
 // Close stops the proxy, closing its client connections.

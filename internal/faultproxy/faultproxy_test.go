@@ -227,3 +227,39 @@ func TestThrottleEveryOtherThenForwards(t *testing.T) {
 		t.Fatalf("writes %v after ResetWrites", w)
 	}
 }
+
+// A store that stops mid-request (it read the write, then the connection
+// went away) gives no 200: the write is unconfirmed, not counted, since
+// the store may or may not have committed it.
+func TestWriteUnconfirmedWhenTheStoreStops(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	p := New(strings.TrimPrefix(srv.URL, "http://"), Faults{}, 1)
+	defer p.Close()
+	resp, err := do(t, http.MethodPut, "http://"+p.Endpoint+"/bucket/key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d; want 502 for a store gone mid-request", resp.StatusCode)
+	}
+	if w, u := p.Writes()["bucket/key"], p.Unconfirmed()["bucket/key"]; w != 0 || u != 1 {
+		t.Fatalf("writes %d, unconfirmed %d; want 0 and 1", w, u)
+	}
+	if _, err := do(t, http.MethodGet, "http://"+p.Endpoint+"/bucket/key"); err != nil {
+		t.Fatal(err)
+	}
+	if u := p.Unconfirmed()["bucket/key"]; u != 1 {
+		t.Fatalf("a read counted as an unconfirmed write: %d", u)
+	}
+	p.ResetWrites()
+	if len(p.Unconfirmed()) != 0 {
+		t.Fatalf("ResetWrites kept %v", p.Unconfirmed())
+	}
+}

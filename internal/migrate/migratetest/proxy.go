@@ -28,6 +28,10 @@ func NewProxy(endpoint string) *Proxy {
 // precheck's probe (migrate.WithoutProbes).
 func (p *Proxy) Writes() map[string]int { return migrate.WithoutProbes(p.fp.Writes()) }
 
+// Unconfirmed returns how many writes of each bucket/key reached the store
+// without its 200 (see faultproxy.Proxy.Unconfirmed), less the probe's.
+func (p *Proxy) Unconfirmed() map[string]int { return migrate.WithoutProbes(p.fp.Unconfirmed()) }
+
 // ResetWrites forgets the writes seen so far.
 func (p *Proxy) ResetWrites() { p.fp.ResetWrites() }
 
