@@ -212,6 +212,9 @@ func (t *transfer) one(ctx context.Context, obj Object) ObjectResult {
 			attempts++
 			wait = o.Backoff.Delay(attempts, nil)
 		default:
+			if verdict == VerdictRetry && t.storeFailsProbe(ctx, t.sideOf(err), err) {
+				return ObjectResult{} // the store's after all: it waits for the store
+			}
 			return failed(obj, err, attempts+1, throttled)
 		}
 		// The failed attempt may have written the object after all (a

@@ -238,6 +238,43 @@ func TestTransferWaitsOutThrottling(t *testing.T) {
 	}
 }
 
+// The last object of a page, alone in failing when its destination stops
+// (a proxy before it answers 502), cannot blame the store by the count of
+// keys: its last attempt asks the probe. Failing, the store is down and the
+// object waits (undone, not a dead letter); passing, the error is its own.
+func TestLoneStoreFailureAsksTheProbe(t *testing.T) {
+	testenv.Require(t, env)
+	ctx := context.Background()
+	srcBucket := migratetest.Bucket(t, env.Store, "lone-src")
+	listed := migratetest.Seed(t, env.Store, srcBucket, []migratetest.Object{{Key: "last", Data: []byte("x")}})
+	gone := migratetest.NewProxy(env.MinIO2.Endpoint)
+	gone.Close() // nothing answers there: a proxy before it says 502
+	dead := migratetest.NewProxy(gone.Endpoint)
+	defer dead.Close()
+	sides := migrate.Sides{Source: env.Store, SourceBucket: srcBucket, Dest: through(t, dead, env.Store2), DestBucket: "lone-dst"}
+	for _, probeFails := range []bool{true, false} {
+		opts := testOptions()
+		probes := 0
+		opts.Probe = func(context.Context, string) error {
+			probes++
+			if probeFails {
+				return errors.New("the list of the destination failed")
+			}
+			return nil
+		}
+		opts.Health = migrate.NewStoreHealth(nil)
+		res := migrate.Transfer(ctx, sides, listed, opts)[0]
+		switch out := opts.Health.Down(); {
+		case probes != 1:
+			t.Errorf("probe failing %v: %d probes, want 1", probeFails, probes)
+		case probeFails && (res.Status != "" || out == nil || out.Side != migrate.SideDest || !strings.Contains(out.Reason, "probe failed")):
+			t.Errorf("probe failing: result %+v, outage %+v; want the object undone and the destination down", res, out)
+		case !probeFails && (res.Status != migrate.StatusFailed || out != nil):
+			t.Errorf("probe passing: result %+v, outage %+v; want a dead letter and no outage", res, out)
+		}
+	}
+}
+
 func TestTransferDeadLetters(t *testing.T) {
 	testenv.Require(t, env)
 	ctx := context.Background()

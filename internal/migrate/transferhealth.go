@@ -23,6 +23,32 @@ func (t *transfer) observe(ctx context.Context, key string, err error) Verdict {
 	return VerdictObject
 }
 
+// storeFailsProbe asks the store before an object out of attempts on a
+// store-class error becomes a dead letter. Too few keys failed with it to
+// blame the store, but the health is the page's: the last object of a page,
+// alone in failing when its store stops, sees no other key fail. A failing
+// probe calls the side down (the object waits for it); a passing one leaves
+// the error to the object. Nil Probe: the object's.
+func (t *transfer) storeFailsProbe(ctx context.Context, side string, last error) bool {
+	if t.opts.Probe == nil {
+		return false
+	}
+	t.probeMu.Lock()
+	defer t.probeMu.Unlock()
+	if t.opts.Health.Down() != nil {
+		return true // another object's probe (or keys) settled it meanwhile
+	}
+	perr := t.opts.Probe(ctx, side)
+	if ctx.Err() != nil {
+		return true // stopping anyway: undone, not failed
+	}
+	if perr == nil {
+		return false
+	}
+	t.opts.Health.Trip(side, fmt.Sprintf("%v, on every attempt of one key, and the probe failed: %v", last, perr))
+	return true
+}
+
 // confirmDown probes a suspect side once; the other transfers denied
 // meanwhile wait for the same verdict.
 func (t *transfer) confirmDown(ctx context.Context, side string, denied error) bool {
