@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -112,6 +113,7 @@ type SessionRecorder struct {
 
 	once  sync.Once
 	moves chan sessionMove
+	lost  atomic.Int64
 }
 
 type sessionMove struct {
@@ -119,8 +121,10 @@ type sessionMove struct {
 	eff  admit.Effect
 }
 
-// recorderQueue bounds the moves waiting: past it Record waits, so that no
-// renewal is dropped while the ledger keeps up.
+// recorderQueue bounds the moves waiting. Past it a move is dropped, not
+// waited for: a request never waits on the ledger (a slow or unreachable
+// Redis must not hold the gate's visitors), and a dropped move costs what
+// a lost one does.
 const recorderQueue = 4096
 
 func (s *SessionRecorder) queue() chan sessionMove {
@@ -128,21 +132,36 @@ func (s *SessionRecorder) queue() chan sessionMove {
 	return s.moves
 }
 
-// Record queues the move of eff (none: nothing) for room.
+// Record queues the move of eff (none: nothing) for room, or drops it when
+// the queue is full.
 func (s *SessionRecorder) Record(room string, eff admit.Effect) {
 	if eff.SessionFrom.IsZero() && eff.SessionTo.IsZero() {
 		return
 	}
-	s.queue() <- sessionMove{room: room, eff: admit.Effect{SessionFrom: eff.SessionFrom, SessionTo: eff.SessionTo}}
+	select {
+	case s.queue() <- sessionMove{room: room, eff: admit.Effect{SessionFrom: eff.SessionFrom, SessionTo: eff.SessionTo}}:
+	default:
+		s.lost.Add(1)
+	}
 }
+
+// Lost is how many moves were dropped or failed so far.
+func (s *SessionRecorder) Lost() int64 { return s.lost.Load() }
 
 // Run applies the queued moves until ctx ends, then those still queued
 // (for up to a second).
 func (s *SessionRecorder) Run(ctx context.Context) {
 	q := s.queue()
+	var logged time.Time
 	apply := func(ctx context.Context, m sessionMove) {
-		if err := admit.RecordSession(ctx, s.Ledger, m.room, m.eff); err != nil && s.Logger != nil {
-			s.Logger.Warn("session ledger: a move is lost", "room", m.room, "err", err)
+		err := admit.RecordSession(ctx, s.Ledger, m.room, m.eff)
+		if err != nil {
+			s.lost.Add(1)
+		}
+		// At most one line a second, however many visitors pass meanwhile.
+		if err != nil && s.Logger != nil && time.Since(logged) >= time.Second {
+			logged = time.Now()
+			s.Logger.Warn("session ledger: moves are lost", "room", m.room, "lost_so_far", s.lost.Load(), "err", err)
 		}
 	}
 	for {

@@ -148,3 +148,17 @@ func TestGateRecordsSessionsInTheLedger(t *testing.T) {
 	mustOrigin(t, h.get(v, "/logout"), "the origin's logout page")
 	endingAt(second, 0, "revoked")
 }
+
+// A request never waits on the ledger: with nobody applying the moves (a
+// Redis too slow to keep up), a full queue drops them and counts them.
+func TestSessionRecorderNeverHoldsARequest(t *testing.T) {
+	var r SessionRecorder
+	now := time.Now()
+	const moves = recorderQueue + 1000
+	for i := range moves {
+		r.Record("shop", admit.Effect{SessionTo: now.Add(time.Duration(i) * time.Second)})
+	}
+	if got := r.Lost(); got != moves-recorderQueue {
+		t.Fatalf("%d moves lost, want %d (the queue holds %d)", got, moves-recorderQueue, recorderQueue)
+	}
+}
