@@ -207,14 +207,7 @@ func (f *Failover) TakeSlot(ctx context.Context, req admit.SlotRequest) (string,
 	switch f.mode(req.Now, req.Snapshot.MinuteLength()) {
 	case useShared:
 		scope, ok, err := f.Shared.TakeSlot(ctx, req)
-		if err == nil {
-			return scope, ok, nil
-		}
-		if f.answers(ctx) {
-			return "", false, errors.Join(ErrCountersBusy, err)
-		}
-		f.fail(req.Now, err)
-		return "", false, errors.Join(ErrCountersDown, err)
+		return f.settle(ctx, req.Now, scope, ok, err)
 	case useNone:
 		return "", false, ErrCountersDown
 	default:
@@ -231,13 +224,20 @@ func (f *Failover) TakeFreed(ctx context.Context, req admit.SlotRequest) (string
 		return "", false, nil
 	}
 	scope, ok, err := ft.TakeFreed(ctx, req)
+	return f.settle(ctx, req.Now, scope, ok, err)
+}
+
+// settle passes the shared counters' answer on; on an error it tells
+// counters that answer (busy: this request is queued) from counters gone
+// (down: the gate fails over).
+func (f *Failover) settle(ctx context.Context, now time.Time, scope string, ok bool, err error) (string, bool, error) {
 	if err == nil {
 		return scope, ok, nil
 	}
 	if f.answers(ctx) {
 		return "", false, errors.Join(ErrCountersBusy, err)
 	}
-	f.fail(req.Now, err)
+	f.fail(now, err)
 	return "", false, errors.Join(ErrCountersDown, err)
 }
 
