@@ -70,6 +70,11 @@ type Room struct {
 	// slots for it): set by a workflow replaying a run begun before, so its
 	// snapshots are what they were. Never carried to a new run.
 	LegacyStaleFreed bool `json:"-"`
+	// LegacyRecent makes the room keep a recent minute's counts as they
+	// were when it was recorded (see settleRecent): set by a workflow
+	// replaying a run begun before, so its state is what it was. Never
+	// carried to a new run.
+	LegacyRecent bool `json:"-"`
 	// OutageMinute is the minute of the first snapshot after an outage
 	// (InOutage on the snapshot before): gates admitted on its outage
 	// counter before they read it, and their reports of it reach the room
@@ -296,6 +301,9 @@ func (r *Room) publish(now, minute time.Time) *Snapshot {
 	r.trackShuffle(ev, phase)
 	outage := r.outageMinute(minute)
 	previous := minute.Add(-length)
+	if !r.LegacyRecent {
+		r.settleRecent(previous)
+	}
 	r.Ledger.Close(previous, minute.Add(-time.Duration(ledgerMinutes)*length))
 	last := r.Ledger.Totals(previous)
 
@@ -484,6 +492,26 @@ func (r *Room) letIn(minute time.Time, slots int) float64 {
 		return float64(slots)
 	}
 	return float64(sum) / float64(n)
+}
+
+// settleRecent brings the recent minutes the ledger is about to close
+// (those before `before`) up to their last reports. A minute is recorded
+// when the next one's snapshot is published, but its reports count until
+// the minute after that: a data center's aggregate comes late when the
+// gate holding its lease dies and another takes the lease over after the
+// room stopped waiting for final reports (FinalWait), and the record of
+// that minute said 0 admissions where the gates had made 12.
+func (r *Room) settleRecent(before time.Time) {
+	for i := len(r.Recent) - 1; i >= 0; i-- {
+		m := &r.Recent[i]
+		if m.Minute.Before(r.Ledger.ClosedBefore) {
+			return
+		}
+		if m.Minute.Before(before) {
+			t := r.Ledger.Totals(m.Minute)
+			m.Admitted, m.Unreported, m.DataCenters = t.Admitted, t.Unreported, r.Ledger.DataCenterMinutes(m.Minute)
+		}
+	}
 }
 
 func (r *Room) recordRecent(s *Snapshot) {

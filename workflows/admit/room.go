@@ -77,6 +77,9 @@ func Room(ctx workflow.Context, in contract.RoomInput) error {
 	// snapshot in the minute after it, holding them in that minute
 	// (engine.Room.LegacyStaleFreed).
 	r.Room.LegacyStaleFreed = workflow.GetVersion(ctx, "hold-stale-freed", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	// and bring a recent minute's counts up to the reports that reached
+	// the room after it was recorded (engine.Room.LegacyRecent).
+	r.Room.LegacyRecent = workflow.GetVersion(ctx, "settle-recent-minutes", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	return r.run(ctx)
 }
 
