@@ -2,6 +2,7 @@ package admit
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ type MemoryCounter struct {
 	mu      sync.Mutex
 	counts  map[string]*memoryCount
 	checked time.Time
+	// expiries is the sub-minute session ledger (SessionLedger): by room,
+	// live sessions by expiry second.
+	expiries map[string]map[int64]int64
 }
 
 type memoryCount struct {
@@ -99,6 +103,69 @@ func (c *MemoryCounter) forgetExpired() {
 			delete(c.counts, k)
 		}
 	}
+	// A minute's reads go back to its start: keep two minutes of the past.
+	past := t.Add(-ledgerKeep).Unix()
+	for room, secs := range c.expiries {
+		for sec := range secs {
+			if sec < past {
+				delete(secs, sec)
+			}
+		}
+		if len(secs) == 0 {
+			delete(c.expiries, room)
+		}
+	}
+}
+
+// ledgerKeep is how long the session ledger keeps an expiry second that has
+// passed: reads reach back to the start of the current minute.
+const ledgerKeep = 2 * time.Minute
+
+// MoveSession implements SessionLedger.
+func (c *MemoryCounter) MoveSession(_ context.Context, room string, from, to time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetExpired()
+	if c.expiries == nil {
+		c.expiries = map[string]map[int64]int64{}
+	}
+	secs := c.expiries[room]
+	if secs == nil {
+		secs = map[int64]int64{}
+		c.expiries[room] = secs
+	}
+	if !from.IsZero() {
+		secs[SessionExpirySecond(from)]--
+	}
+	if !to.IsZero() {
+		secs[SessionExpirySecond(to)]++
+	}
+	return nil
+}
+
+// SessionsEnded implements SessionLedger.
+func (c *MemoryCounter) SessionsEnded(_ context.Context, room string, from, to time.Time) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lo, hi := EndedSeconds(from, to)
+	var n int64
+	for sec, k := range c.expiries[room] {
+		if sec >= lo && sec <= hi {
+			n += k
+		}
+	}
+	return max(n, 0), nil
+}
+
+// Expiries is the number of expiry seconds the ledger holds, for tests.
+func (c *MemoryCounter) Expiries() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, secs := range c.expiries {
+		n += len(secs)
+	}
+	return n
 }
 
 // ScopeStores is a Counter that keeps the Anywhere scope's counters in one
@@ -119,6 +186,28 @@ func (s ScopeStores) TakeBelow(ctx context.Context, key string, limit int64, exp
 func (s ScopeStores) Load(ctx context.Context, key string) (int64, error) {
 	return s.storeOf(key).Load(ctx, key)
 }
+
+// MoveSession implements SessionLedger on the Anywhere store, which every
+// gate of the room shares (an error if it keeps no ledger).
+func (s ScopeStores) MoveSession(ctx context.Context, room string, from, to time.Time) error {
+	l, ok := s.Anywhere.(SessionLedger)
+	if !ok {
+		return errNoLedger
+	}
+	return l.MoveSession(ctx, room, from, to)
+}
+
+// SessionsEnded implements SessionLedger on the Anywhere store; without a
+// ledger there, none ended.
+func (s ScopeStores) SessionsEnded(ctx context.Context, room string, from, to time.Time) (int64, error) {
+	l, ok := s.Anywhere.(SessionLedger)
+	if !ok {
+		return 0, nil
+	}
+	return l.SessionsEnded(ctx, room, from, to)
+}
+
+var errNoLedger = errors.New("counter store keeps no session ledger")
 
 func (s ScopeStores) storeOf(key string) Counter {
 	if CounterScope(key) == Anywhere {

@@ -75,6 +75,11 @@ type Effect struct {
 	Waiting      int       // +1 first check-in this minute while queued; -1 one counted this minute left the queue
 	EarlyRefresh bool
 	Closed       bool // turned away by a closed room
+
+	// SessionFrom and SessionTo move a session's expiry in the room's
+	// sub-minute ledger (RecordSession): zero From for an admission, zero
+	// To for a revocation, both zero when the expiry did not move.
+	SessionFrom, SessionTo time.Time
 }
 
 // renewEvery is how often a running session's ticket is rewritten within a
@@ -176,6 +181,7 @@ func Decide(ctx context.Context, in Input) (Decision, error) {
 			next.BucketID = millis(minute)
 		}
 		eff.Admitted, eff.FromQueue, eff.Pool, eff.Scope, eff.Seen = true, queued, pool, scope, true
+		eff.SessionTo = sessionExpiry(next, s, length)
 		if counted {
 			eff.Bucket, eff.Waiting = bucket, -1
 		}
@@ -231,6 +237,15 @@ func tryAdmit(ctx context.Context, in Input, bucket time.Time, queued bool) (ok 
 		}
 		if took {
 			return true, p.Key(), sc, "", nil
+		}
+	}
+	if ft, ok := in.Strategy.(FreedTaker); ok && mayTakeFreed(snap, bucket, queued, in.Now) {
+		sc, took, err := ft.TakeFreed(ctx, SlotRequest{Snapshot: snap, Now: in.Now, Gate: in.Gate, Pool: freedPool(snap)})
+		if err != nil {
+			return false, "", "", ReasonCounterError, err
+		}
+		if took {
+			return true, PoolNew, sc, "", nil
 		}
 	}
 	return false, "", "", ReasonLimits, nil
@@ -315,6 +330,9 @@ func pass(snap *Snapshot, t *Ticket, now, minute time.Time) Decision {
 	if RenewalDue(t, now, length) {
 		next.LastCheckInTime = millis(now)
 		d.SetTicket = true
+		if from, to := sessionExpiry(t, s, length), sessionExpiry(&next, s, length); !from.Equal(to) {
+			eff.SessionFrom, eff.SessionTo = from, to
+		}
 	}
 	d.Effect = eff
 	return d
@@ -332,7 +350,8 @@ func Revoke(snap *Snapshot, t *Ticket, now time.Time) (eff Effect, ok bool) {
 	if !t.SessionValid(now, s.SessionDuration, length, s.DisableSessionRenewal) {
 		return Effect{}, false
 	}
-	return Effect{Minute: MinuteOf(now, length), Revoked: MinuteOf(t.SessionStart(s.DisableSessionRenewal), length)}, true
+	return Effect{Minute: MinuteOf(now, length), Revoked: MinuteOf(t.SessionStart(s.DisableSessionRenewal), length),
+		SessionFrom: sessionExpiry(t, s, length)}, true
 }
 
 func queueOutcome(snap *Snapshot) Outcome {

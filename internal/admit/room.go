@@ -27,6 +27,9 @@ type Room struct {
 	// stale gates may still spend (see Allocate).
 	PrevPools  []Pool    `json:"prevPools,omitempty"`
 	PrevMinute time.Time `json:"prevMinute,omitzero"`
+	// PrevStaleFreed is that snapshot's StaleFreed: what the room holds
+	// for stale gates in the minute after it.
+	PrevStaleFreed int `json:"prevStaleFreed,omitempty"`
 
 	// AwaitFinals makes the room wait, past the grace and up to FinalWait
 	// into the minute, for every gate's final report of the minute before
@@ -63,6 +66,15 @@ type Room struct {
 	// a run begun before, so its snapshots are what they were. Never
 	// carried to a new run.
 	LegacyOutages bool `json:"-"`
+	// LegacyStaleFreed makes the room publish no StaleFreed (nor hold
+	// slots for it): set by a workflow replaying a run begun before, so its
+	// snapshots are what they were. Never carried to a new run.
+	LegacyStaleFreed bool `json:"-"`
+	// LegacyRecent makes the room keep a recent minute's counts as they
+	// were when it was recorded (see settleRecent): set by a workflow
+	// replaying a run begun before, so its state is what it was. Never
+	// carried to a new run.
+	LegacyRecent bool `json:"-"`
 	// OutageMinute is the minute of the first snapshot after an outage
 	// (InOutage on the snapshot before): gates admitted on its outage
 	// counter before they read it, and their reports of it reach the room
@@ -282,13 +294,16 @@ func later(a, b time.Time) time.Time {
 func (r *Room) publish(now, minute time.Time) *Snapshot {
 	length := r.MinuteLength()
 	if r.Snapshot != nil && minute.After(r.Snapshot.Minute) {
-		r.PrevPools, r.PrevMinute = r.Snapshot.Pools, r.Snapshot.Minute
+		r.PrevPools, r.PrevMinute, r.PrevStaleFreed = r.Snapshot.Pools, r.Snapshot.Minute, r.Snapshot.StaleFreed
 		r.recordRecent(r.Snapshot)
 	}
 	eff, ev, phase := Effective(r.Settings, r.Events, now)
 	r.trackShuffle(ev, phase)
 	outage := r.outageMinute(minute)
 	previous := minute.Add(-length)
+	if !r.LegacyRecent {
+		r.settleRecent(previous)
+	}
 	r.Ledger.Close(previous, minute.Add(-time.Duration(ledgerMinutes)*length))
 	last := r.Ledger.Totals(previous)
 
@@ -333,7 +348,7 @@ func (r *Room) publish(now, minute time.Time) *Snapshot {
 	if s.Status == StatusSuspended || s.Status == StatusEventPrequeueing || eff.QueueAll {
 		method = "" // nobody new is admitted: only the remainders stale gates may spend
 	}
-	carry := r.carry(minute, outage)
+	carry := r.carry(minute, outage, slots)
 	if outage && (method == FIFO || method == Random) {
 		// The outage counter may already hold all the minute's slots.
 		carry = append(carry, Remainder{Scope: Anywhere, Slots: slots})
@@ -342,6 +357,10 @@ func (r *Room) publish(now, minute time.Time) *Snapshot {
 		Shares: shares, TotalActiveUsers: eff.TotalActiveUsers, Carry: carry})
 	setHeadroom(s.Pools, eff.TotalActiveUsers-active-slots, slots)
 	s.PacedRelease = method == Random && waiting > 0
+	if !r.LegacyStaleFreed {
+		expiring := active - r.Ledger.Sessions(minute.Add(-time.Duration(eff.SessionDuration-1)*length), minute)
+		s.StaleFreed = StaleFreedCap(eff, method, active, expiring, slots, s.PacedRelease)
+	}
 	s.LetInPerMinute = r.letIn(minute, slots)
 	if eff.QueueAll || phase == EventPrequeueing {
 		s.Estimate = Estimate{}
@@ -378,7 +397,7 @@ func (r *Room) waitingBuckets(queued []MinuteCount) []Bucket {
 // carry lists the floors of minute's allocation: what the gates already
 // took this minute, and what stale gates may still spend from the pools of
 // the previous allocation after what they took in the minutes since.
-func (r *Room) carry(minute time.Time, outage bool) []Remainder {
+func (r *Room) carry(minute time.Time, outage bool, slots int) []Remainder {
 	var out []Remainder
 	for _, t := range r.Ledger.Totals(minute).Taken {
 		if b, ok := parsePoolKey(t.Pool); ok && t.Count > 0 {
@@ -394,6 +413,7 @@ func (r *Room) carry(minute time.Time, outage bool) []Remainder {
 	for m := r.PrevMinute; m.Before(minute); m = m.Add(r.MinuteLength()) {
 		totals = append(totals, r.Ledger.Totals(m))
 	}
+	var stale []Remainder
 	for _, p := range r.PrevPools {
 		if !StaleSpendable(p) {
 			continue
@@ -404,11 +424,14 @@ func (r *Room) carry(minute time.Time, outage bool) []Remainder {
 				used += t.TakenFrom(p.Key(), sc.Name)
 			}
 			if left := StaleRemainder(sc, used); left > 0 {
-				out = append(out, Remainder{Bucket: p.Bucket, Scope: sc.Name, Slots: left})
+				stale = append(stale, Remainder{Bucket: p.Bucket, Scope: sc.Name, Slots: left})
 			}
 		}
 	}
-	return out
+	if r.PrevMinute.Add(r.MinuteLength()).Equal(minute) {
+		stale = HoldStaleFreed(stale, min(r.PrevStaleFreed, slots))
+	}
+	return append(out, stale...)
 }
 
 // outageMinute reports whether gates may have admitted in minute on the
@@ -469,6 +492,26 @@ func (r *Room) letIn(minute time.Time, slots int) float64 {
 		return float64(slots)
 	}
 	return float64(sum) / float64(n)
+}
+
+// settleRecent brings the recent minutes the ledger is about to close
+// (those before `before`) up to their last reports. A minute is recorded
+// when the next one's snapshot is published, but its reports count until
+// the minute after that: a data center's aggregate comes late when the
+// gate holding its lease dies and another takes the lease over after the
+// room stopped waiting for final reports (FinalWait), and the record of
+// that minute said 0 admissions where the gates had made 12.
+func (r *Room) settleRecent(before time.Time) {
+	for i := len(r.Recent) - 1; i >= 0; i-- {
+		m := &r.Recent[i]
+		if m.Minute.Before(r.Ledger.ClosedBefore) {
+			return
+		}
+		if m.Minute.Before(before) {
+			t := r.Ledger.Totals(m.Minute)
+			m.Admitted, m.Unreported, m.DataCenters = t.Admitted, t.Unreported, r.Ledger.DataCenterMinutes(m.Minute)
+		}
+	}
 }
 
 func (r *Room) recordRecent(s *Snapshot) {

@@ -176,6 +176,12 @@ type Snapshot struct {
 	// at random moments through the minute (PacedLimit), so no check-in
 	// moment is favoured.
 	PacedRelease bool `json:"pacedRelease,omitempty"`
+	// StaleFreed is how many visitors gates still deciding on this
+	// snapshot in the next minute may admit in the place of sessions
+	// counted at this minute's start that have ended since (TakeFreed on a
+	// stale snapshot); the room holds as much of the next minute's slots
+	// for them. 0: none.
+	StaleFreed int `json:"staleFreed,omitempty"`
 	// Shuffled buckets count as their From bucket: an event's pre-queue,
 	// shuffled at its start.
 	Shuffled []TimeRange `json:"shuffled,omitempty"`

@@ -73,6 +73,13 @@ func Room(ctx workflow.Context, in contract.RoomInput) error {
 	// and allot the minute it comes back in from an outage whole to the
 	// gates' outage counter (engine.Room.OutageMinute).
 	r.Room.LegacyOutages = workflow.GetVersion(ctx, "allot-outage-minute", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	// and say how many places of ended sessions gates may fill on a
+	// snapshot in the minute after it, holding them in that minute
+	// (engine.Room.LegacyStaleFreed).
+	r.Room.LegacyStaleFreed = workflow.GetVersion(ctx, "hold-stale-freed", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	// and bring a recent minute's counts up to the reports that reached
+	// the room after it was recorded (engine.Room.LegacyRecent).
+	r.Room.LegacyRecent = workflow.GetVersion(ctx, "settle-recent-minutes", workflow.DefaultVersion, 1) == workflow.DefaultVersion
 	return r.run(ctx)
 }
 

@@ -33,6 +33,11 @@ type Counters struct {
 	// visitor's session in a minute (the Anywhere Redis), nil when the
 	// gate counts only in its own memory (Reporter.Visits).
 	Visits VisitStore
+	// Sessions records the gate's sessions in the room's sub-minute
+	// ledger (the Anywhere Redis, which every gate of the room shares), nil
+	// without one: then no ended session frees a place before the minute
+	// ends (admit.SessionLedger reads nothing from this gate's memory).
+	Sessions *SessionRecorder
 	// DataCenterRedis is the data center's Redis, shared by its gates (nil
 	// without one): their reports go through it (Aggregator).
 	DataCenterRedis redis.UniversalClient
@@ -141,6 +146,7 @@ func NewCounters(dataCenter, anywhere *RedisCounter, strategy string, logger *sl
 		Revocations: revs, Failover: f, Shared: stores}
 	if anywhere != nil {
 		c.Visits = *anywhere // every gate of the room reaches it
+		c.Sessions = &SessionRecorder{Ledger: *anywhere, Logger: logger}
 	}
 	if dataCenter != nil {
 		c.DataCenterRedis = dataCenter.Client
@@ -201,20 +207,45 @@ func (f *Failover) TakeSlot(ctx context.Context, req admit.SlotRequest) (string,
 	switch f.mode(req.Now, req.Snapshot.MinuteLength()) {
 	case useShared:
 		scope, ok, err := f.Shared.TakeSlot(ctx, req)
-		if err == nil {
-			return scope, ok, nil
-		}
-		if f.answers(ctx) {
-			return "", false, errors.Join(ErrCountersBusy, err)
-		}
-		f.fail(req.Now, err)
-		return "", false, errors.Join(ErrCountersDown, err)
+		return f.settle(ctx, req.Now, scope, ok, err)
 	case useNone:
 		return "", false, ErrCountersDown
 	default:
 		return f.Even.TakeSlot(ctx, req)
 	}
 }
+
+// TakeFreed implements admit.FreedTaker: a place of a session that ended
+// mid-minute (admit.SessionLedger), on the shared counters only (the even
+// split keeps no ledger), failing over as TakeSlot does.
+func (f *Failover) TakeFreed(ctx context.Context, req admit.SlotRequest) (string, bool, error) {
+	ft, ok := f.Shared.(admit.FreedTaker)
+	if !ok || f.mode(req.Now, req.Snapshot.MinuteLength()) != useShared {
+		return "", false, nil
+	}
+	scope, ok, err := ft.TakeFreed(ctx, req)
+	return f.settle(ctx, req.Now, scope, ok, err)
+}
+
+// settle passes the shared counters' answer on; on an error it tells
+// counters that answer (busy: this request is queued) from counters gone
+// (down: the gate fails over).
+func (f *Failover) settle(ctx context.Context, now time.Time, scope string, ok bool, err error) (string, bool, error) {
+	if err == nil {
+		return scope, ok, nil
+	}
+	if f.answers(ctx) {
+		return "", false, errors.Join(ErrCountersBusy, err)
+	}
+	f.fail(now, err)
+	return "", false, errors.Join(ErrCountersDown, err)
+}
+
+// The gate's strategies take freed places as the engine's do.
+var (
+	_ admit.FreedTaker = (*Failover)(nil)
+	_ admit.FreedTaker = (*attemptGuard)(nil)
+)
 
 // CountsOnShared reports whether a decision at now counts on the shared
 // store (as TakeSlot would), without a call to it.
@@ -422,4 +453,21 @@ func (g *attemptGuard) TakeSlot(ctx context.Context, req admit.SlotRequest) (str
 		return "", false, nil
 	}
 	return g.Strategy.TakeSlot(ctx, req)
+}
+
+// TakeFreed implements admit.FreedTaker, for the visitor's claimed try as
+// TakeSlot.
+func (g *attemptGuard) TakeFreed(ctx context.Context, req admit.SlotRequest) (string, bool, error) {
+	ft, ok := g.Strategy.(admit.FreedTaker)
+	if !ok {
+		return "", false, nil
+	}
+	if !g.claimed {
+		g.claimed = true
+		g.allowed, g.count = g.marks.claimTry(ctx, req, g.room, g.visitor, g.tries, g.expire)
+	}
+	if !g.allowed {
+		return "", false, nil
+	}
+	return ft.TakeFreed(ctx, req)
 }

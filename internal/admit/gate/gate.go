@@ -192,6 +192,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	in.Entropy = tryEntropy(visitor, expected)
 	in.Lot = visitorLot(visitor)
 	d, err := admit.Decide(r.Context(), in)
+	moved := d.Effect // its session move, recorded once the cookie is known
 	if err != nil && !errors.Is(err, ErrCountersDown) && !errors.Is(err, ErrCountersBusy) {
 		g.log.Warn("decide", "room", room.name, "err", err)
 	}
@@ -238,6 +239,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if renewal {
 			if c, v, ok := g.renewals.get(sent, room.name, now, st.snap.MinuteLength()); ok {
 				next, sealed = c, v
+				moved = admit.Effect{} // moved when that renewal was sealed
 			}
 		}
 		if sealed == "" {
@@ -256,6 +258,10 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if sealed != "" {
 			w.Header().Add("Set-Cookie", a.header(sealed, now, time.UnixMilli(next.Expires)))
 		}
+	}
+
+	if g.counters.Sessions != nil && next != ck {
+		g.counters.Sessions.Record(room.name, moved)
 	}
 
 	switch d.Outcome {

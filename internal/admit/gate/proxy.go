@@ -138,6 +138,9 @@ func (g *Gate) fromOrigin(resp *http.Response) error {
 		return nil
 	}
 	rs.room.tally.Add(eff)
+	if g.counters.Sessions != nil {
+		g.counters.Sessions.Record(rs.room.name, eff)
+	}
 	s := rs.st.snap.Settings
 	until := rs.ck.SessionStart(s.DisableSessionRenewal).Add(time.Duration(s.SessionDuration+1) * rs.st.snap.MinuteLength())
 	// Held here at once; other gates learn it in the background.

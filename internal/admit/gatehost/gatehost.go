@@ -208,6 +208,12 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 	cancelPull()
 	revocationsDone := make(chan struct{})
 	go func() { counters.Revocations.Run(bg, revocationSyncEvery); close(revocationsDone) }()
+	sessionsDone := make(chan struct{})
+	if counters.Sessions != nil {
+		go func() { counters.Sessions.Run(bg); close(sessionsDone) }()
+	} else {
+		close(sessionsDone)
+	}
 
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
@@ -241,6 +247,7 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 	stopBackground() // the reporter sends its last counts, the revocations their last writes
 	<-reporterDone
 	<-revocationsDone
+	<-sessionsDone
 	return err
 }
 

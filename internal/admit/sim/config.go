@@ -47,6 +47,12 @@ type Config struct {
 	// BorrowReserved enables the proposed fix to reserved data center
 	// shares that their data centers leave unused (see BorrowingCounters).
 	BorrowReserved bool
+	// NoSessionLedger has the gates keep no sub-minute session ledger on
+	// the shared counters (admit.SessionLedger), as gates did before: the
+	// gate records every session in it (gate.Counters.Sessions), so that
+	// sessions ending mid-minute free their places within the second, also
+	// to gates still on the last minute's snapshot (admit.StaleFreedCap).
+	NoSessionLedger bool
 
 	Profile   Profile
 	Behaviour Behaviour

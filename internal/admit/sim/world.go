@@ -332,6 +332,14 @@ func (w *world) request(v *visitor, at time.Duration) {
 	}
 	w.decisions++
 	g.tally.Add(d.Effect)
+	if !w.cfg.NoSessionLedger {
+		// The room's sub-minute session ledger, on the shared store (its
+		// strategy counts freed places only from what is recorded there).
+		if err := admit.RecordSession(w.ctx, w.counter, w.cfg.Room.Name, d.Effect); err != nil {
+			w.err = fmt.Errorf("gate %s at %s: session ledger: %w", g.ID, at, err)
+			return
+		}
+	}
 	if d.SetTicket {
 		v.ticket = d.Ticket
 	}
