@@ -189,7 +189,7 @@ func outageJob(t *testing.T, f *figures, keys *keyring.Keyring, jobs migrate.Job
 	} else {
 		f.verified++
 	}
-	dead := deadLetters(t, jobs, job, st.Execution)
+	dead := migratetest.DeadLetters(t, jobs, job, st.Execution)
 	for _, d := range dead {
 		t.Errorf("dead letter %s: %s", d.Key, d.Error)
 	}

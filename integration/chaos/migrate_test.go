@@ -168,7 +168,7 @@ func TestMigrateUnderFaults(t *testing.T) {
 	}
 	f.verified += reported
 	f.lost += misreported
-	dead := deadLetters(t, jobs, job, st.Execution)
+	dead := migratetest.DeadLetters(t, jobs, job, st.Execution)
 	for _, d := range dead {
 		t.Errorf("dead letter for %s, which was copied: %s", d.Key, d.Error)
 	}
@@ -219,29 +219,6 @@ func compareAll(t *testing.T, bucket string, m migrate.KeyMap, objs []migratetes
 	return e2echeck.Compare(context.Background(), env.mirrorStore, bucket, m, objs, func(o migratetest.Object, got []byte, err error) {
 		t.Errorf("%s at the destination: %d bytes, %v (source %d bytes)", o.Key, len(got), err, len(o.Data))
 	})
-}
-
-func deadLetters(t *testing.T, jobs migrate.JobStore, job, execution string) []migrate.DeadLetter {
-	t.Helper()
-	var all []migrate.DeadLetter
-	after := -1
-	for {
-		seqs, last, err := jobs.DeadPages(context.Background(), job, execution, after, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, seq := range seqs {
-			dead, err := jobs.GetDead(context.Background(), job, execution, seq)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all = append(all, dead...)
-			after = seq
-		}
-		if last || len(seqs) == 0 {
-			return all
-		}
-	}
 }
 
 func migrateInput(t *testing.T, keys *keyring.Keyring, job, srcEndpoint, srcBucket, dstEndpoint, dstBucket string) contract.JobInput {

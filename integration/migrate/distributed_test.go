@@ -128,22 +128,12 @@ func seed(t *testing.T, s objectstore.Store, bucket string, objs []migratetest.O
 }
 
 // deadLetterLines are a run's dead letters, one line each: key, attempts,
-// error (up to 1,000 pages of them).
+// error.
 func deadLetterLines(t *testing.T, job, execution string) []string {
 	t.Helper()
-	var dead []string
-	seqs, _, err := jobs.DeadPages(context.Background(), job, execution, -1, 1000)
-	if err != nil {
-		t.Fatal(err)
+	var lines []string
+	for _, l := range migratetest.DeadLetters(t, jobs, job, execution) {
+		lines = append(lines, fmt.Sprintf("%s (%d attempts): %s", l.Key, l.Attempts, l.Error))
 	}
-	for _, seq := range seqs {
-		dl, err := jobs.GetDead(context.Background(), job, execution, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range dl {
-			dead = append(dead, fmt.Sprintf("%s (%d attempts): %s", l.Key, l.Attempts, l.Error))
-		}
-	}
-	return dead
+	return lines
 }

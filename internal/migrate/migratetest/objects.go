@@ -115,3 +115,27 @@ func CheckCopies(t testing.TB, dst objectstore.Store, dstBucket string, m migrat
 		}
 	}
 }
+
+// DeadLetters are every dead letter a job's run left, page by page.
+func DeadLetters(t testing.TB, jobs migrate.JobStore, job, execution string) []migrate.DeadLetter {
+	t.Helper()
+	var all []migrate.DeadLetter
+	after := -1
+	for {
+		seqs, last, err := jobs.DeadPages(context.Background(), job, execution, after, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seq := range seqs {
+			dead, err := jobs.GetDead(context.Background(), job, execution, seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, dead...)
+			after = seq
+		}
+		if last || len(seqs) == 0 {
+			return all
+		}
+	}
+}
