@@ -147,14 +147,6 @@ func (c *Controller) Rejoin(ctx context.Context, priority int) {
 	}
 }
 
-// Throttled records a SlowDown answer without releasing a slot (the caller
-// backs off and tries again while holding it).
-func (c *Controller) Throttled() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.throttledLocked()
-}
-
 func (c *Controller) throttledLocked() {
 	now := c.now()
 	if now.Sub(c.lastCut) < c.cooldown {
