@@ -32,15 +32,18 @@ type fileAudit struct {
 // not yet materialized has no own keys for its reused files yet.
 func newFileAudit(name, version string, f metadata.File, materialized bool) *fileAudit {
 	fa := &fileAudit{pkg: name, version: version, f: f}
-	own := metadata.FileKey(name, version, f.Path)
-	if f.StoredAt == "" || materialized {
+	own, storedAt := metadata.FileKey(name, version, f.Path), f.StoredAt
+	if storedAt == own {
+		storedAt = ""
+	}
+	if storedAt == "" || materialized {
 		fa.keys = append(fa.keys, own)
 	}
-	if f.StoredAt != "" && f.StoredAt != own {
-		if err := metadata.CheckStoredAt(name, f.StoredAt); err != nil {
+	if storedAt != "" {
+		if err := metadata.CheckStoredAt(name, storedAt); err != nil {
 			fa.refused = err.Error()
 		} else {
-			fa.keys = append(fa.keys, f.StoredAt)
+			fa.keys = append(fa.keys, storedAt)
 		}
 	}
 	return fa
