@@ -28,7 +28,9 @@ import (
 
 // ListPublished lists every package with a package document on either
 // metadata store: what the audit checks (a package the catalog dropped is
-// still served, so it is audited too).
+// still served, so it is audited too; one only the mirror lists is
+// reported, never imported, since only the primary's documents say what is
+// published).
 func (a *Publish) ListPublished(ctx context.Context) ([]string, error) {
 	seen := map[string]bool{}
 	for _, s := range []struct {
@@ -120,7 +122,7 @@ func newAuditMetrics() *auditMetrics {
 			checked: metrics.NewCounter(prometheus.CounterOpts{Name: "edgeflow_audit_files_checked_total",
 				Help: "Published files the audit checked, each on the primary and the mirror."}),
 			problems: metrics.NewCounterVec(prometheus.CounterOpts{Name: "edgeflow_audit_problems_total",
-				Help: "Problems the audit found, by kind (missing, size, sri, encoding, versionDocument, packageDocument, searchIndex)."},
+				Help: "Problems the audit found, by kind (missing, size, sri, encoding, versionDocument, packageDocument, searchIndex, storedAt)."},
 				[]string{"kind"}, kinds...),
 			repaired: metrics.NewCounter(prometheus.CounterOpts{Name: "edgeflow_audit_repaired_total",
 				Help: "Problems the audit repaired with bytes of the recorded SRI and size."}),

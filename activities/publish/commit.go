@@ -45,7 +45,11 @@ func (a *Publish) Commit(ctx context.Context, in contract.PackageVersion) (*cont
 	}
 	asm, err := plan.Assemble(&p, processed, transform.MinifiedPath)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrBadArchive, nil)
+		errType := contract.ErrBadArchive
+		if _, refused := errors.AsType[*metadata.StoredAtError](err); refused {
+			errType = contract.ErrStoredAt
+		}
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errType, nil)
 	}
 	doc, err := plan.VersionDocument(p.Name, p.Version, p.Fingerprint, asm)
 	if err != nil {
@@ -135,11 +139,24 @@ func (a *Publish) Materialize(ctx context.Context, in contract.PackageVersion) (
 	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.VersionKey(in.Name, in.Version), &doc); err != nil {
 		return 0, err
 	}
-	copies := plan.Materializations(&doc)
+	copies, err := materializations(&doc)
+	if err != nil {
+		return 0, err
+	}
 	if err := a.copyAll(ctx, copies); err != nil {
 		return 0, err
 	}
 	return len(copies), a.markComplete(ctx, in.Name, in.Version)
+}
+
+// materializations are the copies Materialize makes; a refused storedAt
+// fails the version for good (retrying cannot change its document).
+func materializations(doc *metadata.Version) ([]plan.CopyOp, error) {
+	copies, err := plan.Materializations(doc)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrStoredAt, nil)
+	}
+	return copies, nil
 }
 
 // markComplete records, in the package document and its mirror copy, that
@@ -199,7 +216,11 @@ func (a *Publish) committed(ctx context.Context, in contract.PackageVersion) (*c
 	if err := a.mirrorMeta(ctx, metadata.SearchShardKey(metadata.SearchShardOf(in.Name))); err != nil {
 		return nil, err
 	}
-	if len(plan.Materializations(&doc)) == 0 {
+	copies, err := materializations(&doc)
+	if err != nil {
+		return nil, err
+	}
+	if len(copies) == 0 {
 		if err := a.markComplete(ctx, in.Name, in.Version); err != nil {
 			return nil, err
 		}
@@ -210,7 +231,7 @@ func (a *Publish) committed(ctx context.Context, in contract.PackageVersion) (*c
 	}
 	a.metrics.commit()
 	return &contract.CommitResult{Files: doc.Stats.Files, Bytes: doc.Stats.Bytes, Latest: pkg.Latest, Reused: doc.Stats.ReusedFiles,
-		SourceFiles: doc.Stats.SourceFiles, ReuseRate: doc.Stats.ReuseRate(), Copies: len(plan.Materializations(&doc))}, nil
+		SourceFiles: doc.Stats.SourceFiles, ReuseRate: doc.Stats.ReuseRate(), Copies: len(copies)}, nil
 }
 
 func (a *Publish) readResults(ctx context.Context, p *plan.Plan) (map[string]plan.FileResult, error) {

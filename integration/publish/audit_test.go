@@ -115,11 +115,11 @@ func TestAuditFindsAndRepairsEveryBreakage(t *testing.T) {
 	if err := env.Store.Delete(ctx, buckets.Files, key("butter-lite.min.js")+".br"); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Store.Delete(ctx, buckets.Meta, metadata.VersionKey(pkg.Name, version)); err != nil {
+	if err := env.Store.Delete(ctx, buckets.MirrorMeta, metadata.VersionKey(pkg.Name, version)); err != nil {
 		t.Fatal(err)
 	}
 	want := []auditFound{
-		{version, "", "primary", "versionDocument"},
+		{version, "", "mirror", "versionDocument"},
 		{version, "butter-lite.js", "primary", "size"},
 		{version, "butter-lite.min.js.br", "primary", "encoding"},
 		{version, "butter.js", "mirror", "missing"},

@@ -128,7 +128,8 @@ func TestIntactPackageHasNoProblems(t *testing.T) {
 }
 
 // Every way the issue breaks a package, found and repaired from the other
-// store, and a second audit finds nothing.
+// store, and a second audit finds nothing. (A version document the primary
+// lost is never repaired from the mirror: trust_test.go.)
 func TestFindsAndRepairsEachBreakage(t *testing.T) {
 	a, primary, mirror := fixture(t)
 	ctx := context.Background()
@@ -136,17 +137,17 @@ func TestFindsAndRepairsEachBreakage(t *testing.T) {
 	css := metadata.FileKey("lib", "1.0.0", "lib.css")
 	minJS := metadata.FileKey("lib", "1.0.0", "lib.min.js")
 	right := map[string][]byte{js: mustGet(t, primary, "files", js), css: mustGet(t, primary, "files", css), minJS: mustGet(t, primary, "files", minJS)}
-	mirror.Delete(ctx, "mirror", js)                                 // a file deleted on the mirror
-	mustPut(t, primary, "files", css, right[css][:10])               // truncated on the primary
-	same := bytes.ToUpper(right[minJS])                              // other bytes, same size
-	mustPut(t, primary, "files", minJS, same)                        //
-	primary.Delete(ctx, "files", css+".br")                          // a .br deleted
-	mustPut(t, mirror, "mirror", js+".gz", []byte("not gzip"))       // a .gz that does not decode
-	primary.Delete(ctx, "meta", metadata.VersionKey("lib", "1.0.0")) // a version document deleted
+	mirror.Delete(ctx, "mirror", js)                                       // a file deleted on the mirror
+	mustPut(t, primary, "files", css, right[css][:10])                     // truncated on the primary
+	same := bytes.ToUpper(right[minJS])                                    // other bytes, same size
+	mustPut(t, primary, "files", minJS, same)                              //
+	primary.Delete(ctx, "files", css+".br")                                // a .br deleted
+	mustPut(t, mirror, "mirror", js+".gz", []byte("not gzip"))             // a .gz that does not decode
+	mirror.Delete(ctx, "mirror-meta", metadata.VersionKey("lib", "1.0.0")) // a version document deleted
 
 	rep := run(t, a, Options{Repair: true})
 	want := []found{
-		{"1.0.0", "", "primary", KindVersionDocument},
+		{"1.0.0", "", "mirror", KindVersionDocument},
 		{"1.0.0", "lib.css", "primary", KindSize},
 		{"1.0.0", "lib.css.br", "primary", KindEncoding},
 		{"1.0.0", "lib.js", "mirror", KindMissing},

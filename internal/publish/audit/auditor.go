@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -134,51 +135,50 @@ func (a *Auditor) Package(ctx context.Context, name string, o Options) (*Report,
 	return rep, a.searchIndex(ctx, &pkg, o, rep)
 }
 
-// document checks one metadata document the edge reads: each store holds
-// a valid copy, byte for byte the primary's (the mirror's is a copy of it).
-// It returns the good bytes, nil when neither store has them.
+// document checks one metadata document the edge reads against the
+// primary's copy, the only reference for what is published: the mirror's
+// must be byte for byte the primary's, and is repaired from it. A document
+// the primary lacks, or holds unreadable, is reported and never taken from
+// the mirror: whoever can write to the mirror's bucket could otherwise say
+// what the primary publishes. It returns the primary's bytes, nil when the
+// primary has no valid copy.
 func (a *Auditor) document(ctx context.Context, key string, valid func([]byte) bool, o Options, rep *Report, problem func(store, detail string) Problem) ([]byte, error) {
-	sd := a.sides()
-	var data [2][]byte
-	var found, ok [2]bool
-	for i, s := range sd {
-		d, f, err := read(ctx, s.store, s.meta, key)
-		if err != nil {
-			return nil, err
-		}
-		data[i], found[i], ok[i] = d, f, f && valid(d)
+	primary, found, err := read(ctx, a.Primary, a.Buckets.Meta, key)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case ok[0] && ok[1] && bytes.Equal(data[0], data[1]):
-		return data[0], nil
-	case !ok[0] && !ok[1]:
-		for _, s := range sd {
-			p := problem(s.name, "missing or unreadable on both stores")
-			p.Reason = "no good copy left"
-			rep.add(p)
+	mirror, mirrorFound, err := read(ctx, a.Mirror, a.Buckets.MirrorMeta, key)
+	if err != nil {
+		return nil, err
+	}
+	if !found || !valid(primary) {
+		detail := "missing"
+		if found {
+			detail = "unreadable"
 		}
+		if mirrorFound {
+			detail += "; the mirror holds a copy, never taken as the reference"
+		}
+		p := problem(StorePrimary, detail)
+		p.Reason = reasonNoPrimaryDocument
+		rep.add(p)
 		return nil, nil
 	}
-	good := 0
-	if !ok[0] {
-		good = 1
+	if mirrorFound && bytes.Equal(mirror, primary) {
+		return primary, nil
 	}
-	bad := 1 - good
 	detail := "missing"
-	switch {
-	case found[bad] && !ok[bad]:
-		detail = "unreadable"
-	case found[bad]:
+	if mirrorFound {
 		detail = "differs from the primary's"
 	}
-	p := problem(sd[bad].name, detail)
+	p := problem(StoreMirror, detail)
 	if err := a.repairWith(ctx, &p, o, func() error {
-		return write(ctx, sd[bad].store, sd[bad].meta, key, data[good], "application/json")
+		return write(ctx, a.Mirror, a.Buckets.MirrorMeta, key, primary, "application/json")
 	}); err != nil {
 		return nil, err
 	}
 	rep.add(p)
-	return data[good], nil
+	return primary, nil
 }
 
 // repairWith runs fix when repair is on and records the outcome.
@@ -228,6 +228,9 @@ func (a *Auditor) version(ctx context.Context, pkg *metadata.Package, version st
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return false, err
 	}
+	// Materialize has not yet copied a reused file to the version's own
+	// keys while the package document lists the version as incomplete.
+	materialized := !slices.Contains(pkg.Incomplete, version)
 	var mu sync.Mutex
 	var pending []*fileAudit
 	g, gctx := errgroup.WithContext(ctx)
@@ -237,7 +240,7 @@ func (a *Auditor) version(ctx context.Context, pkg *metadata.Package, version st
 			continue
 		}
 		g.Go(func() error {
-			fa := &fileAudit{pkg: name, version: version, f: f, key: f.Key(name, version)}
+			fa := newFileAudit(name, version, f, materialized)
 			if err := a.checkFile(gctx, fa); err != nil {
 				return err
 			}

@@ -13,8 +13,14 @@ import (
 type fileAudit struct {
 	pkg, version string
 	f            metadata.File
-	key          string // where its bytes are stored (metadata.File.Key)
-	findings     []finding
+	// keys are where its bytes must be on both stores, each with its twins:
+	// its own key (what S3 clients read), and the storedAt of a reused file
+	// (what the edge reads), when that is inside the package's own tree.
+	keys     []string
+	findings []finding
+	// refused is why the file's storedAt is refused ("" when it is not):
+	// that key is never read or written.
+	refused string
 	// good is the file's right bytes (SRI and size as recorded), from
 	// either store or the original; twinGood the twins that decode to them.
 	good         []byte
@@ -22,59 +28,102 @@ type fileAudit struct {
 	unrepairable string
 }
 
+// newFileAudit lists the keys of file f of name@version to audit; a version
+// not yet materialized has no own keys for its reused files yet.
+func newFileAudit(name, version string, f metadata.File, materialized bool) *fileAudit {
+	fa := &fileAudit{pkg: name, version: version, f: f}
+	own, storedAt := metadata.FileKey(name, version, f.Path), f.StoredAt
+	if storedAt == own {
+		storedAt = ""
+	}
+	if storedAt == "" || materialized {
+		fa.keys = append(fa.keys, own)
+	}
+	if storedAt != "" {
+		if err := metadata.CheckStoredAt(name, storedAt); err != nil {
+			fa.refused = err.Error()
+		} else {
+			fa.keys = append(fa.keys, storedAt)
+		}
+	}
+	return fa
+}
+
 // finding is one object found wrong on one store.
 type finding struct {
 	side         int
+	key          string // the file's key (without suffix)
 	suffix       string // "" for the file itself, else .br or .gz
 	kind, detail string
 	fixed        bool
 }
 
-// checkFile reads the file and its twins on both stores and checks them.
+// checkFile reads the file and its twins at each of its keys on both
+// stores and checks them.
 func (a *Auditor) checkFile(ctx context.Context, fa *fileAudit) error {
-	for i, s := range a.sides() {
-		data, found, err := read(ctx, s.store, s.files, fa.key)
+	for _, key := range fa.keys {
+		for i, s := range a.sides() {
+			if err := a.checkCopy(ctx, fa, i, s, key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkCopy checks one copy of the file and its twins: at key on one store.
+func (a *Auditor) checkCopy(ctx context.Context, fa *fileAudit, i int, s side, key string) error {
+	// Where the edge reads a reused file is said; its own key is not.
+	where := func(detail string) string {
+		if key == metadata.FileKey(fa.pkg, fa.version, fa.f.Path) {
+			return detail
+		}
+		if detail == "" {
+			return "at its storedAt " + key
+		}
+		return "at its storedAt " + key + ": " + detail
+	}
+	data, found, err := read(ctx, s.store, s.files, key)
+	if err != nil {
+		return err
+	}
+	var kind string
+	// A copy byte for byte equal to one already found right is right:
+	// a comparison, not a second hash (most files are right on both).
+	if !(found && fa.good != nil && bytes.Equal(data, fa.good)) {
+		if err := a.cpu(ctx, func() { kind = CheckFile(fa.f, data, found) }); err != nil {
+			return err
+		}
+	}
+	var right []byte
+	if kind != "" {
+		fa.findings = append(fa.findings, finding{side: i, key: key, kind: kind, detail: where(fileDetail(kind, fa.f, data))})
+	} else {
+		right = data
+		if fa.good == nil {
+			fa.good = data
+		}
+	}
+	for _, suffix := range Twins(fa.f) {
+		twin, found, err := read(ctx, s.store, s.files, key+suffix)
 		if err != nil {
 			return err
 		}
-		var kind string
-		// A copy byte for byte equal to one already found right is right:
-		// a comparison, not a second hash (most files are right on both).
-		if !(found && fa.good != nil && bytes.Equal(data, fa.good)) {
-			if err := a.cpu(ctx, func() { kind = CheckFile(fa.f, data, found) }); err != nil {
+		var kind, detail string
+		// Likewise a twin equal to one that decoded right.
+		if !(found && fa.twinGood[suffix] != nil && bytes.Equal(twin, fa.twinGood[suffix])) {
+			if err := a.cpu(ctx, func() { kind, detail = CheckTwin(fa.f, suffix, twin, found, right) }); err != nil {
 				return err
 			}
 		}
-		var right []byte
-		if kind != "" {
-			fa.findings = append(fa.findings, finding{side: i, kind: kind, detail: fileDetail(kind, fa.f, data)})
-		} else {
-			right = data
-			if fa.good == nil {
-				fa.good = data
+		switch {
+		case kind != "":
+			fa.findings = append(fa.findings, finding{side: i, key: key, suffix: suffix, kind: kind, detail: where(detail)})
+		case fa.twinGood[suffix] == nil:
+			if fa.twinGood == nil {
+				fa.twinGood = map[string][]byte{}
 			}
-		}
-		for _, suffix := range Twins(fa.f) {
-			twin, found, err := read(ctx, s.store, s.files, fa.key+suffix)
-			if err != nil {
-				return err
-			}
-			var kind, detail string
-			// Likewise a twin equal to one that decoded right.
-			if !(found && fa.twinGood[suffix] != nil && bytes.Equal(twin, fa.twinGood[suffix])) {
-				if err := a.cpu(ctx, func() { kind, detail = CheckTwin(fa.f, suffix, twin, found, right) }); err != nil {
-					return err
-				}
-			}
-			switch {
-			case kind != "":
-				fa.findings = append(fa.findings, finding{side: i, suffix: suffix, kind: kind, detail: detail})
-			case fa.twinGood[suffix] == nil:
-				if fa.twinGood == nil {
-					fa.twinGood = map[string][]byte{}
-				}
-				fa.twinGood[suffix] = twin
-			}
+			fa.twinGood[suffix] = twin
 		}
 	}
 	return nil
@@ -91,8 +140,10 @@ func fileDetail(kind string, f metadata.File, data []byte) string {
 }
 
 // repairFromStores writes the right bytes, where known, over every wrong
-// copy: the file from a store that holds it right, a twin from a store whose
-// twin decodes right, else compressed afresh from the right bytes.
+// copy: the file from any copy whose bytes have the SRI and size the
+// primary's version document records (whichever store or key holds it), a
+// twin from a twin that decodes to those bytes, else compressed afresh
+// from them. Nothing else is ever written.
 func (a *Auditor) repairFromStores(ctx context.Context, fa *fileAudit) error {
 	sd := a.sides()
 	for i := range fa.findings {
@@ -105,7 +156,7 @@ func (a *Auditor) repairFromStores(ctx context.Context, fa *fileAudit) error {
 			if fa.good == nil {
 				continue
 			}
-			if err := write(ctx, s.store, s.files, fa.key, fa.good, fa.f.ContentType); err != nil {
+			if err := write(ctx, s.store, s.files, fd.key, fa.good, fa.f.ContentType); err != nil {
 				return err
 			}
 			fd.fixed = true
@@ -124,7 +175,7 @@ func (a *Auditor) repairFromStores(ctx context.Context, fa *fileAudit) error {
 		if twin == nil {
 			continue
 		}
-		if err := write(ctx, s.store, s.files, fa.key+fd.suffix, twin, fa.f.ContentType); err != nil {
+		if err := write(ctx, s.store, s.files, fd.key+fd.suffix, twin, fa.f.ContentType); err != nil {
 			return err
 		}
 		fd.fixed = true
@@ -145,6 +196,11 @@ func (fa *fileAudit) needsOriginal() bool {
 // report adds the file's findings to rep as problems.
 func (fa *fileAudit) report(rep *Report, o Options) {
 	sd := [2]string{StorePrimary, StoreMirror}
+	if fa.refused != "" {
+		// The primary's version document names it: only a new publish mends it.
+		rep.add(Problem{Package: fa.pkg, Version: fa.version, File: fa.f.Path, Store: StorePrimary,
+			Kind: KindStoredAt, Detail: fa.refused, Reason: reasonStoredAtRefused})
+	}
 	for _, fd := range fa.findings {
 		p := Problem{Package: fa.pkg, Version: fa.version, File: fa.f.Path + fd.suffix, Store: sd[fd.side],
 			Kind: fd.kind, Detail: fd.detail, Repaired: fd.fixed}

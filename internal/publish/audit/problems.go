@@ -1,11 +1,16 @@
 // Package audit proves that what Publish serves is what it published, and
-// repairs what is not: every file a version document lists, on the primary
-// and on the mirror, has its recorded size and SRI, its .br/.gz twins decode
-// to those bytes, every listed version has its version document on both
-// metadata stores, and the search index lists the package. A repair writes
-// only bytes whose SRI and size equal the recorded ones — a published SRI
-// never changes — taken from the other store, or from the original release
-// re-processed; what has no such copy left is reported as unrepairable.
+// repairs what is not. The primary's documents are the only reference: for
+// every version its package document lists, every file its version
+// document records, at the file's own key and at its storedAt, on the
+// primary and on the mirror, has the recorded size and SRI and its .br/.gz
+// twins decode to those bytes; the mirror's documents are the primary's;
+// the search index lists the package. A repair writes only bytes whose SRI
+// and size equal the primary's recorded ones — a published SRI never
+// changes — taken from any copy that has them, or from the original
+// release re-processed; the mirror's documents are rewritten from the
+// primary's and never the other way. What has no such copy, a document the
+// primary lacks, and a storedAt outside the package's own tree are
+// reported as unrepairable.
 package audit
 
 import (
@@ -32,10 +37,13 @@ const (
 	KindPackageDocument = "packageDocument"
 	// KindSearchIndex: the search index does not list the package.
 	KindSearchIndex = "searchIndex"
+	// KindStoredAt: a file's storedAt names a key outside its package's
+	// own tree (metadata.CheckStoredAt); it is never read or written.
+	KindStoredAt = "storedAt"
 )
 
 // Kinds are every problem kind, for metrics that start at zero.
-var Kinds = []string{KindMissing, KindSize, KindSRI, KindEncoding, KindVersionDocument, KindPackageDocument, KindSearchIndex}
+var Kinds = []string{KindMissing, KindSize, KindSRI, KindEncoding, KindVersionDocument, KindPackageDocument, KindSearchIndex, KindStoredAt}
 
 // The stores a problem is on.
 const (

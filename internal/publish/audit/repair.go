@@ -19,6 +19,10 @@ import (
 const (
 	reasonNoCopy    = "no good copy: neither store holds the recorded bytes and no original release is kept"
 	reasonReprocess = "no good copy: neither store holds the recorded bytes and the original release, re-processed, gives other bytes"
+	// Only the primary's documents say what is published: a mirror
+	// writer must not.
+	reasonNoPrimaryDocument = "the primary has no valid copy, and the mirror's is never taken for it: publish the version again or restore the primary's document"
+	reasonStoredAtRefused   = "refused: never read or written, since a version may point only into its own package's tree; publish the version again"
 )
 
 // repairFromOriginal re-processes the version's original release and

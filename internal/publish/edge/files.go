@@ -76,6 +76,12 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 		s.fileNotFound(w, "file not found")
 		return
 	}
+	if _, err := file.CheckedKey(ver.Name, ver.Version); err != nil {
+		// A document in a bucket must not make the edge serve another
+		// package's objects under this one's URL.
+		s.storedAtRefused(w, r, err)
+		return
+	}
 	s.serveRepresentation(w, r, ver, file)
 }
 
@@ -234,6 +240,15 @@ func (s *Server) bodyUnavailable(w http.ResponseWriter, r *http.Request, key fil
 	h.Set("Cache-Control", "no-store")
 	h.Set("Retry-After", "5")
 	writeTextError(w, http.StatusBadGateway, "file temporarily unavailable")
+}
+
+// storedAtRefused answers for a file whose version document names a
+// storedAt outside its package (metadata.CheckStoredAt): nothing is read.
+func (s *Server) storedAtRefused(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.Error("version document names a storedAt outside its package; refused", "path", r.URL.Path, "error", err)
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	writeTextError(w, http.StatusBadGateway, "file unavailable")
 }
 
 // splitFilePath splits "<name>/<version>/<path>"; every part must be non-empty.

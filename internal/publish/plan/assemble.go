@@ -74,7 +74,11 @@ func moved(r FileResult, name, fromVersion, toVersion, toPath string, twinPath T
 	}
 	out := r
 	out.File.Path = toPath
-	out.File.StoredAt = r.File.Key(name, fromVersion)
+	storedAt, err := storedAtOf(r.File, name, fromVersion)
+	if err != nil {
+		return FileResult{}, nil, fmt.Errorf("%s: %w", toPath, err)
+	}
+	out.File.StoredAt = storedAt
 	add(r.File, toPath)
 	if r.Twin != nil {
 		tp, ok := twinPath(toPath)
@@ -84,11 +88,25 @@ func moved(r FileResult, name, fromVersion, toVersion, toPath string, twinPath T
 		twin := *r.Twin
 		twin.Path = tp
 		twin.MinifiedFrom = toPath
-		twin.StoredAt = r.Twin.Key(name, fromVersion)
+		if twin.StoredAt, err = storedAtOf(*r.Twin, name, fromVersion); err != nil {
+			return FileResult{}, nil, fmt.Errorf("%s: %w", tp, err)
+		}
 		out.Twin = &twin
 		add(*r.Twin, tp)
 	}
 	return out, copies, nil
+}
+
+// storedAtOf is where a result stored by version of package name keeps its
+// bytes, as a storedAt: refused (metadata.CheckStoredAt) unless inside the
+// package's own tree, since the reuse index and the plan are documents in
+// a bucket.
+func storedAtOf(f metadata.File, name, version string) (string, error) {
+	key := f.Key(name, version)
+	if err := metadata.CheckStoredAt(name, key); err != nil {
+		return "", err
+	}
+	return key, nil
 }
 
 // VersionDocument builds the version document from a complete assembly; two
@@ -125,12 +143,18 @@ func VersionDocument(name, version, fingerprint string, a *Assembly) (*metadata.
 }
 
 // Materializations lists the copies that give every file of a committed
-// version that points at stored bytes (StoredAt) its own key.
-func Materializations(v *metadata.Version) []CopyOp {
+// version that points at stored bytes (StoredAt) its own key. A storedAt
+// outside the package's own tree (metadata.CheckStoredAt) refuses them all:
+// a version document must not make Materialize copy another package's
+// objects.
+func Materializations(v *metadata.Version) ([]CopyOp, error) {
 	var copies []CopyOp
 	for _, f := range v.Files {
 		if f.StoredAt == "" {
 			continue
+		}
+		if err := metadata.CheckStoredAt(v.Name, f.StoredAt); err != nil {
+			return nil, fmt.Errorf("%s@%s %s: %w", v.Name, v.Version, f.Path, err)
 		}
 		dst := metadata.FileKey(v.Name, v.Version, f.Path)
 		copies = append(copies, CopyOp{f.StoredAt, dst})
@@ -141,5 +165,5 @@ func Materializations(v *metadata.Version) []CopyOp {
 			copies = append(copies, CopyOp{f.StoredAt + metadata.GzipSuffix, dst + metadata.GzipSuffix})
 		}
 	}
-	return copies
+	return copies, nil
 }

@@ -308,11 +308,11 @@ func TestMaterializations(t *testing.T) {
 		{"pkg/1.0.0/c.png", "pkg/2.0.0/img/c.png"},
 		{"pkg/2.0.0/x.css", "pkg/2.0.0/d.css"}, {"pkg/2.0.0/x.css.gz", "pkg/2.0.0/d.css.gz"},
 	}
-	if got := plan.Materializations(v); !reflect.DeepEqual(got, want) {
-		t.Errorf("copies\n got %v\nwant %v", got, want)
+	if got, err := plan.Materializations(v); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("copies\n got %v, %v\nwant %v", got, err, want)
 	}
-	if got := plan.Materializations(&metadata.Version{Name: "pkg", Version: "1"}); len(got) != 0 {
-		t.Errorf("copies of an empty version: %v", got)
+	if got, err := plan.Materializations(&metadata.Version{Name: "pkg", Version: "1"}); err != nil || len(got) != 0 {
+		t.Errorf("copies of an empty version: %v, %v", got, err)
 	}
 }
 
@@ -342,7 +342,10 @@ func TestMaterializationsMatchAssembly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := plan.Materializations(v)
+	got, err := plan.Materializations(v)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sortCopies := func(c []plan.CopyOp) []plan.CopyOp {
 		c = append([]plan.CopyOp(nil), c...)
 		sort.Slice(c, func(i, j int) bool { return c[i].Dst < c[j].Dst })

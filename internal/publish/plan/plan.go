@@ -139,12 +139,16 @@ func BuildPlan(name, version, fingerprint string, files []SourceFile, reuse *Reu
 		e := PlanEntry{SourceFile: f, TwinWanted: twin(f.Path), Batch: -1}
 		key := ReuseKey(f.SRI, class(f.Path))
 		sameKey := fmt.Sprintf("%s twin=%t", key, e.TwinWanted)
-		if r, ok := reuse.lookup(key, fingerprint, e.TwinWanted); ok {
+		if r, ok := reuse.lookup(name, key, fingerprint, e.TwinWanted); ok {
 			e.Reuse = &r
 		} else if first, ok := firstPathOf[sameKey]; ok {
 			e.SameAs = first
 		} else {
-			firstPathOf[sameKey] = f.Path
+			// Another path reads this one's bytes (storedAt) only when its
+			// key is one a storedAt may name.
+			if metadata.CheckStoredAt(name, metadata.FileKey(name, version, f.Path)) == nil {
+				firstPathOf[sameKey] = f.Path
+			}
 			toProcess = append(toProcess, len(p.Entries))
 		}
 		p.Entries = append(p.Entries, e)
@@ -191,13 +195,24 @@ func BuildPlan(name, version, fingerprint string, files []SourceFile, reuse *Reu
 	return p
 }
 
-func (ix *ReuseIndex) lookup(key, fingerprint string, twinWanted bool) (ReuseEntry, bool) {
+// lookup finds stored outputs to reuse for package name. An entry whose
+// bytes are kept outside the package's own tree is never reused (the file
+// is processed afresh): the index is a document in a bucket.
+func (ix *ReuseIndex) lookup(name, key, fingerprint string, twinWanted bool) (ReuseEntry, bool) {
 	if ix == nil {
 		return ReuseEntry{}, false
 	}
 	e, ok := ix.Entries[key]
 	if !ok || e.Fingerprint != fingerprint || e.Result.TwinWanted != twinWanted {
 		return ReuseEntry{}, false
+	}
+	if _, err := storedAtOf(e.Result.File, name, e.Version); err != nil {
+		return ReuseEntry{}, false
+	}
+	if e.Result.Twin != nil {
+		if _, err := storedAtOf(*e.Result.Twin, name, e.Version); err != nil {
+			return ReuseEntry{}, false
+		}
 	}
 	return e, true
 }

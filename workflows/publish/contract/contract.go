@@ -134,4 +134,7 @@ const (
 	// ErrProcessing: processing a file panicked again on retry (a minifier
 	// or compressor bug that this release triggers).
 	ErrProcessing = "ProcessingFailed"
+	// ErrStoredAt: a document names a file's storedAt outside its
+	// package's own tree (metadata.CheckStoredAt); nothing is copied.
+	ErrStoredAt = "StoredAtRefused"
 )
