@@ -70,24 +70,53 @@ type Compress struct {
 	metrics *compressMetrics                                                                                                        // set by RegisterCompress
 }
 
-// RegisterPublish registers the publish pool's activities under the names
-// recorded histories use. (A function, not a method: every exported method
-// of the struct is an activity.)
+// RegisterPublish registers the publish pool's activities under the
+// contract's names, the names the workflows schedule and histories hold:
+// renaming a Go method then cannot strand a run in flight.
 func RegisterPublish(r worker.ActivityRegistry, a *Publish) {
 	a.metrics = newPublishMetrics()
-	r.RegisterActivity(a)
-	// Renamed in Go (it does far more than download); histories know it as Download.
-	r.RegisterActivityWithOptions(a.StageVersion, activity.RegisterOptions{Name: contract.StageVersionActivity})
+	register(r, publishActivities(a))
 }
 
 // RegisterCompress registers the compress pool's activities: processing
 // batches and auditing packages.
 func RegisterCompress(r worker.ActivityRegistry, c *Compress) {
 	c.metrics = newCompressMetrics()
-	// Renamed in Go (the workflow is ProcessBatch); histories know it as ProcessBatch.
-	r.RegisterActivityWithOptions(c.CompressBatch, activity.RegisterOptions{Name: contract.CompressBatchActivity})
 	newAuditMetrics()
-	r.RegisterActivityWithOptions(c.AuditPackage, activity.RegisterOptions{Name: contract.AuditPackageActivity})
+	register(r, compressActivities(c))
+}
+
+// namedActivity is one row of a pool's registration table.
+type namedActivity struct {
+	name string
+	fn   any
+}
+
+func publishActivities(a *Publish) []namedActivity {
+	return []namedActivity{
+		{contract.ListCatalogActivity, a.ListCatalog},
+		{contract.CheckPackagesActivity, a.CheckPackages},
+		{contract.StageVersionActivity, a.StageVersion},
+		{contract.CommitActivity, a.Commit},
+		{contract.MaterializeActivity, a.Materialize},
+		{contract.FindBatchResultsActivity, a.FindBatchResults},
+		{contract.RebuildMetadataActivity, a.RebuildMetadata},
+		{contract.ListPublishedActivity, a.ListPublished},
+		{contract.FetchOriginalActivity, a.FetchOriginal},
+	}
+}
+
+func compressActivities(c *Compress) []namedActivity {
+	return []namedActivity{
+		{contract.CompressBatchActivity, c.CompressBatch},
+		{contract.AuditPackageActivity, c.AuditPackage},
+	}
+}
+
+func register(r worker.ActivityRegistry, table []namedActivity) {
+	for _, act := range table {
+		r.RegisterActivityWithOptions(act.fn, activity.RegisterOptions{Name: act.name})
+	}
 }
 
 func (a *Publish) now() time.Time {

@@ -2,16 +2,18 @@ package main
 
 import (
 	"encoding/json"
-	"image/png"
+	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-// A small run writes every file the issue names: the PNGs (real images of
+// A small run writes every file the issue names: the SVG pictures (well-formed, of
 // a sensible size), report.md with the tables, and report.json whose
 // allocation rows carry the issue's field names.
 func TestSimulateWritesTheReport(t *testing.T) {
@@ -25,15 +27,19 @@ func TestSimulateWritesTheReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"heatmap-fifo.png", "heatmap-random.png", "estimates-random.png"} {
-		file, err := os.Open(filepath.Join(out, f))
+	for _, f := range []string{"heatmap-fifo.svg", "heatmap-random.svg", "estimates-random.svg"} {
+		pic, err := readSVG(filepath.Join(out, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := png.DecodeConfig(file)
-		file.Close()
-		if err != nil || cfg.Width < 300 || cfg.Height < 200 {
-			t.Errorf("%s: %dx%d, %v", f, cfg.Width, cfg.Height, err)
+		if pic.Width < 300 || pic.Height < 200 {
+			t.Errorf("%s: %dx%d", f, pic.Width, pic.Height)
+		}
+		if strings.HasPrefix(f, "heatmap-") && pic.Rects < heatBuckets*heatBuckets {
+			t.Errorf("%s: %d rectangles, want a %d×%d grid of cells", f, pic.Rects, heatBuckets, heatBuckets)
+		}
+		if strings.HasPrefix(f, "estimates-") && pic.Lines != 6 {
+			t.Errorf("%s: %d lines, want predicted and observed for three percentiles", f, pic.Lines)
 		}
 		if !slices.Contains(rep.Files, f) {
 			t.Errorf("%s not listed in %v", f, rep.Files)
@@ -43,7 +49,7 @@ func TestSimulateWritesTheReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"![FIFO heatmap](heatmap-fifo.png)", "| `spike-after-quiet` | `even` |", "|  | `counters` |", "Kendall's τ", "`regional-shift`"} {
+	for _, want := range []string{"![FIFO heatmap](heatmap-fifo.svg)", "| `spike-after-quiet` | `even` |", "|  | `counters` |", "Kendall's τ", "`regional-shift`"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
@@ -89,6 +95,52 @@ func TestFlagsSayWhatIsWrong(t *testing.T) {
 		_, err := parseFlags(c.args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: want %q, got %v", c.args, c.want, err)
+		}
+	}
+}
+
+// picture is what the test reads back of an SVG the simulator wrote.
+type picture struct {
+	Width, Height, Rects, Lines int
+}
+
+// readSVG parses a picture as XML (so a malformed one fails) and counts
+// its rectangles and polylines.
+func readSVG(path string) (picture, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return picture{}, err
+	}
+	defer f.Close()
+	var p picture
+	dec := xml.NewDecoder(f)
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return p, nil
+		}
+		if err != nil {
+			return p, fmt.Errorf("%s: %w", path, err)
+		}
+		el, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		switch el.Name.Local {
+		case "svg":
+			for _, a := range el.Attr {
+				n, _ := strconv.Atoi(a.Value)
+				switch a.Name.Local {
+				case "width":
+					p.Width = n
+				case "height":
+					p.Height = n
+				}
+			}
+		case "rect":
+			p.Rects++
+		case "polyline":
+			p.Lines++
 		}
 	}
 }

@@ -102,7 +102,7 @@ func writeSource(b *strings.Builder, r *Report) {
 	w("**Random-queue estimates.** Each minute the room predicts the 25th, 50th and 75th percentile waits from `n = log(1 − p) / log(1 − P)`, `P = letInPerMinute / currentlyWaiting`. ")
 	w("Against them, the waits the visitors waiting when that snapshot reached the gates then had (from that moment to admission):\n\n")
 	if len(s.Estimates) > 0 {
-		w("![predicted and observed waits](estimates-random.png)\n\n")
+		w("![predicted and observed waits](estimates-random.svg)\n\n")
 	}
 	w("| minute | waiting | let in / min | predicted p25 / p50 / p75 (min) | observed p25 / p50 / p75 (min) |\n| ---: | ---: | ---: | ---: | ---: |\n")
 	errSum, n := 0.0, 0

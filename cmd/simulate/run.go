@@ -347,8 +347,8 @@ func sourceExperiment(ctx context.Context, o options, top sim.Topology, rep *Rep
 		file  string
 		title string
 	}{
-		{res.FIFO, res.FIFOFairness, &rep.Source.FIFO, "heatmap-fifo.png", "FIFO"},
-		{res.Random, res.RandomFairness, &rep.Source.Random, "heatmap-random.png", "random"},
+		{res.FIFO, res.FIFOFairness, &rep.Source.FIFO, "heatmap-fifo.svg", "FIFO"},
+		{res.Random, res.RandomFairness, &rep.Source.Random, "heatmap-random.svg", "random"},
 	} {
 		*q.into = queueInfo(q.r, q.f)
 		q.into.HeatmapFile = q.file
@@ -359,10 +359,10 @@ func sourceExperiment(ctx context.Context, o options, top sim.Topology, rep *Rep
 		rep.Files = append(rep.Files, q.file)
 	}
 	if len(res.Random.Cohorts) > 0 {
-		if err := SaveEstimates(res.Random.Cohorts, filepath.Join(o.out, "estimates-random.png")); err != nil {
+		if err := SaveEstimates(res.Random.Cohorts, filepath.Join(o.out, "estimates-random.svg")); err != nil {
 			return err
 		}
-		rep.Files = append(rep.Files, "estimates-random.png")
+		rep.Files = append(rep.Files, "estimates-random.svg")
 	}
 	return nil
 }

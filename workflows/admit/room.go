@@ -14,6 +14,7 @@ import (
 
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/proto"
 
@@ -21,13 +22,8 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/admit/contract"
 )
 
-// Registry is what workers and replayers have in common.
-type Registry interface {
-	RegisterWorkflowWithOptions(w interface{}, options workflow.RegisterOptions)
-}
-
 // Register registers the room workflow under its contract name.
-func Register(w Registry) {
+func Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflowWithOptions(Room, workflow.RegisterOptions{Name: contract.WorkflowTypeRoom})
 }
 

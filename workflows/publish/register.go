@@ -7,19 +7,15 @@
 package publish
 
 import (
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
-// Registry is what workers and replayers have in common.
-type Registry interface {
-	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
-}
-
 // Register registers the publish workflows under their contract names
 // (they run on the publish queue; their CPU work is scheduled on compress).
-func Register(r Registry) {
+func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(PackageUpdates, workflow.RegisterOptions{Name: contract.WorkflowTypePackageUpdates})
 	r.RegisterWorkflowWithOptions(PackageLane, workflow.RegisterOptions{Name: contract.WorkflowTypePackageLane})
 	r.RegisterWorkflowWithOptions(PublishVersion, workflow.RegisterOptions{Name: contract.WorkflowTypePublishVersion})

@@ -60,13 +60,13 @@ func TestReplayDetectsNondeterminism(t *testing.T) {
 }
 
 // notPublishVersion registers the other workflows only.
-type notPublishVersion struct{ r worker.WorkflowReplayer }
+type notPublishVersion struct{ worker.WorkflowReplayer }
 
 func (n notPublishVersion) RegisterWorkflowWithOptions(w any, o workflow.RegisterOptions) {
 	if o.Name == contract.WorkflowTypePublishVersion {
 		return
 	}
-	n.r.RegisterWorkflowWithOptions(w, o)
+	n.WorkflowReplayer.RegisterWorkflowWithOptions(w, o)
 }
 
 // The recorded first run continued as new with its state consistent: every
