@@ -52,7 +52,11 @@ type Hidden struct {
 // Message is the caller's text: what failed and the id to quote to the
 // operator, never the cause.
 func (h Hidden) Message() string {
-	return h.What + ": " + h.State + " (request " + h.RequestID + "; the console's log has the cause)"
+	what := h.State
+	if h.What != "" {
+		what = h.What + ": " + h.State
+	}
+	return what + " (request " + h.RequestID + "; the console's log has the cause)"
 }
 
 func (h Hidden) Error() string { return h.Message() }
@@ -60,7 +64,7 @@ func (h Hidden) Error() string { return h.Message() }
 // Hide logs err under the request's id (a new id if the context has none)
 // and returns what the caller may see of it. what names the failed thing
 // when the error itself does not say (an unreachable Temporal or job
-// store does).
+// store does); "" when the caller's message names it already.
 func Hide(ctx context.Context, log *slog.Logger, what string, err error) Hidden {
 	h := Hidden{What: what, State: "failed", RequestID: RequestID(ctx)}
 	if h.RequestID == "" {
