@@ -1,7 +1,8 @@
 // Command console serves the HTTP API over rooms at CONSOLE_ADDR
-// (http://127.0.0.1:8070): JSON under /api/v1 in Cloudflare's envelope,
-// bearer tokens from CONSOLE_TOKENS, CONSOLE_TOKENS_FILE or the development
-// file `make run` creates. Its wiring is internal/console; see
+// (http://127.0.0.1:8070; TLS with CONSOLE_TLS_CERT and CONSOLE_TLS_KEY):
+// JSON under /api/v1 in Cloudflare's envelope, bearer tokens from
+// CONSOLE_TOKENS, CONSOLE_TOKENS_FILE or the development file `make run`
+// creates. Its wiring is internal/console; see
 // docs/console.md.
 package main
 
@@ -33,7 +34,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	fs.StringVar(&s.MetaBucket, "bucket-meta", config.Env("BUCKET_META", metadata.DefaultBuckets.Meta), "Publish's metadata bucket, on the -s3-endpoint store (env BUCKET_META)")
 	fs.StringVar(&s.Addr, "addr", config.Env("CONSOLE_ADDR", "127.0.0.1:8070"), "listen address (env CONSOLE_ADDR)")
 	fs.StringVar(&s.DataDir, "data-dir", config.Env("DATA_DIR", filepath.Join(".", ".data")), "where the development token file keys/console.tokens is (env DATA_DIR)")
+	trust := fs.String("trust-forwarded", config.Env("CONSOLE_TRUST_FORWARDED", ""),
+		"comma-separated CIDRs of the proxies whose X-Forwarded-For (the client's address, for the throttle of failed sign-ins) and X-Forwarded-Proto (https: Secure cookies) are believed; empty: none (env CONSOLE_TRUST_FORWARDED)")
+	fs.StringVar(&s.MetricsAddr, "metrics-addr", config.Env("CONSOLE_METRICS_ADDR", ""), "address of /metrics (Prometheus), apart from the console's; empty: none (env CONSOLE_METRICS_ADDR)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if s.TrustForwarded, err = console.ParseTrustedProxies(*trust); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

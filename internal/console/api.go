@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/edgeflow/edgeflow/internal/console/failure"
 )
 
 // Error codes in the envelope's errors (Cloudflare's API numbers its own;
@@ -19,7 +22,7 @@ const (
 	CodeNotFound     = 1002
 	CodeConflict     = 1003 // exists already, or If-Match is stale
 	CodeTooLarge     = 1004
-	CodeUnavailable  = 1005 // Temporal unreachable
+	CodeUnavailable  = 1005 // Temporal or the job store unreachable (or too slow)
 	CodeUnauthorized = 10000
 	CodeForbidden    = 10001
 )
@@ -142,7 +145,8 @@ func (s *Server) api(h handlerFunc) http.Handler {
 		began := time.Now()
 		status, tokenName := 0, ""
 		defer func() {
-			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", status, "caller", tokenName, "ms", time.Since(began).Milliseconds())
+			s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", status, "caller", tokenName,
+				"request_id", failure.RequestID(r.Context()), "ms", time.Since(began).Milliseconds())
 		}()
 		tok, ok := s.tokens.Authenticate(r.Header.Get("Authorization"))
 		if !ok {
@@ -169,11 +173,8 @@ func (s *Server) api(h handlerFunc) http.Handler {
 			return
 		}
 		if err != nil {
-			e := s.toAPIError(err)
+			e := s.toAPIError(r, err)
 			status = e.status
-			if status >= 500 {
-				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-			}
 			writeError(w, e)
 			return
 		}
@@ -182,7 +183,11 @@ func (s *Server) api(h handlerFunc) http.Handler {
 	})
 }
 
-func (s *Server) toAPIError(err error) *apiError {
+// toAPIError maps a handler's error to its answer: the caller's own
+// mistakes (bad input, no such room, a job's refusal) with their specific
+// message; anything else through failure.Hide, which logs the cause and
+// answers only what failed and the request's id.
+func (s *Server) toAPIError(r *http.Request, err error) *apiError {
 	var e *apiError
 	if errors.As(err, &e) {
 		return e
@@ -193,7 +198,29 @@ func (s *Server) toAPIError(err error) *apiError {
 	if e := migrationError(err); e != nil {
 		return e
 	}
-	return fail(http.StatusInternalServerError, CodeInternal, "%v", err)
+	return s.hide(r, err)
+}
+
+// hide is an internal failure's answer: a 503 (CodeUnavailable) when a
+// service the console needs is unreachable, else a 500 (CodeInternal).
+func (s *Server) hide(r *http.Request, err error) *apiError {
+	h := failure.Hide(r.Context(), s.log, r.Method+" "+routeOf(r), err)
+	if h.Unavailable {
+		return fail(http.StatusServiceUnavailable, CodeUnavailable, "%s", h.Message())
+	}
+	return fail(http.StatusInternalServerError, CodeInternal, "%s", h.Message())
+}
+
+// routeOf is the request's route pattern without its method (a path
+// holds the caller's names; the pattern is the same for every caller).
+func routeOf(r *http.Request) string {
+	if _, path, ok := strings.Cut(r.Pattern, " "); ok {
+		return path
+	}
+	if r.Pattern != "" {
+		return r.Pattern
+	}
+	return r.URL.Path
 }
 
 // route is one API route: a ServeMux pattern and a short summary (the
@@ -211,10 +238,12 @@ type Server struct {
 	publish    publishAPI
 	log        *slog.Logger
 	mux        *http.ServeMux
+	front      *front
 }
 
-// Handler serves the API.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler serves the API and the pages, behind the front door (request
+// ids, trusted proxies, the throttle of failed attempts).
+func (s *Server) Handler() http.Handler { return s.front }
 
 func (s *Server) routes() []route {
 	rs := append(s.rooms.routes(), s.migrations.routes()...)

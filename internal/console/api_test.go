@@ -11,11 +11,13 @@ import (
 )
 
 // newTestServer serves the API without Temporal: every case here is
-// answered before a room is asked.
+// answered before a room is asked. Its throttle lets every route's 401s
+// through (throttle_test.go tests the throttle).
 func newTestServer(t *testing.T) (*httptest.Server, *bytes.Buffer) {
 	t.Helper()
 	var logs bytes.Buffer
-	srv := httptest.NewServer(New(Options{Tokens: testTokens(t), Log: slog.New(slog.NewTextHandler(&logs, nil))}).Handler())
+	srv := httptest.NewServer(New(Options{Tokens: testTokens(t), Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		Throttle: Throttle{Failures: 1 << 20}}).Handler())
 	t.Cleanup(srv.Close)
 	return srv, &logs
 }

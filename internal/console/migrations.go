@@ -137,8 +137,12 @@ func (a migrationAPI) startJob(ctx context.Context, o jobclient.Options, credent
 	in, problems := o.Input(o.Job, jobclient.JSONName)
 	if o.Keys != "" {
 		key, err := a.keyList(ctx, o.Keys)
-		if err != nil {
-			problems = append(problems, err.Error())
+		var bad *apiError
+		switch {
+		case errors.As(err, &bad):
+			problems = append(problems, bad.Error())
+		case err != nil:
+			return in, nil, nil, err // the job store's failure: hidden, not a problem of the request
 		}
 		in.KeyList = key
 	}
@@ -203,7 +207,7 @@ func keyListKey(id string) string { return "keylists/" + id + ".txt" }
 // keyList is the job store key of an uploaded key list that exists.
 func (a migrationAPI) keyList(ctx context.Context, id string) (string, error) {
 	if err := migrate.CheckJobID(id); err != nil {
-		return "", fmt.Errorf("keys: %v", err)
+		return "", fail(http.StatusBadRequest, CodeInvalid, "keys: %v", err)
 	}
 	store, err := a.jobStore.Open()
 	if err != nil {
@@ -212,7 +216,7 @@ func (a migrationAPI) keyList(ctx context.Context, id string) (string, error) {
 	key := keyListKey(id)
 	if _, err := store.Store.Stat(ctx, store.Bucket, key); err != nil {
 		if errors.Is(err, objectstore.ErrNotFound) {
-			return "", fmt.Errorf("keys: no key list %q (PUT /api/v1/migrations/keys/%s uploads it first)", id, id)
+			return "", fail(http.StatusBadRequest, CodeInvalid, "keys: no key list %q (PUT /api/v1/migrations/keys/%s uploads it first)", id, id)
 		}
 		return "", err
 	}
@@ -379,14 +383,12 @@ type streamError struct{ error }
 
 func (e *streamError) Unwrap() error { return e.error }
 
-// migrationError maps jobclient's errors to the API's; nil for any other.
+// migrationError maps jobclient's errors to the API's; nil for any other
+// (an unreachable job store too: failure.Hide answers it without its cause).
 func migrationError(err error) *apiError {
-	var ae *jobclient.ArchiveError
 	switch {
 	case jobclient.Refused(err):
 		return fail(http.StatusConflict, CodeConflict, "job: %v", refusal(err))
-	case errors.As(err, &ae):
-		return fail(http.StatusServiceUnavailable, CodeUnavailable, "job store: %v", err)
 	case jobclient.NotFound(err):
 		return fail(http.StatusNotFound, CodeNotFound, "job: no such job (or it has ended and cannot take this request)")
 	}

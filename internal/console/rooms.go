@@ -299,7 +299,8 @@ func (a roomAPI) cancelEvent(w http.ResponseWriter, r *http.Request) (int, any, 
 	return http.StatusOK, map[string]string{"name": event}, nil, nil
 }
 
-// roomError maps roomclient's errors to the API's; nil for any other.
+// roomError maps roomclient's errors to the API's; nil for any other (an
+// unreachable Temporal too: failure.Hide answers it without its cause).
 func roomError(err error) *apiError {
 	var inv *admit.InvalidError
 	switch {
@@ -319,8 +320,6 @@ func roomError(err error) *apiError {
 		return fail(http.StatusConflict, CodeConflict, "If-Match: the room's settings changed meanwhile; GET them and try again")
 	case errors.Is(err, roomclient.ErrNoSuchEvent):
 		return fail(http.StatusNotFound, CodeNotFound, "event: %v", err)
-	case roomclient.Unavailable(err):
-		return fail(http.StatusServiceUnavailable, CodeUnavailable, "Temporal unreachable: %v", err)
 	}
 	return nil
 }

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"time"
 
@@ -20,6 +20,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/console/web"
 	"github.com/edgeflow/edgeflow/internal/logging"
+	"github.com/edgeflow/edgeflow/internal/metrics"
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
@@ -40,6 +41,13 @@ type Options struct {
 	// Libraries reads Publish's catalog and metadata (its Temporal client,
 	// if nil, is Temporal).
 	Libraries pubclient.Libraries
+
+	// TrustForwarded are the proxies (--trust-forwarded) whose
+	// X-Forwarded-For names the client and whose X-Forwarded-Proto says
+	// the browser came over HTTPS; nil: none, the TCP peer is the client.
+	TrustForwarded []netip.Prefix
+	// Throttle bounds failed bearer tokens and sign-ins per client address.
+	Throttle Throttle
 }
 
 // New builds the API's routes.
@@ -66,6 +74,7 @@ func New(o Options) *Server {
 		return 0, nil, nil, fail(http.StatusNotFound, CodeNotFound, "path: no such route (GET /api/v1/openapi.json lists them)")
 	}))
 	s.mux.Handle("/", s.pages(o))
+	s.front = &front{trusted: o.TrustForwarded, limiter: newFailureLimiter(o.Throttle), metrics: newThrottleMetrics(), next: s.mux}
 	return s
 }
 
@@ -95,6 +104,9 @@ type Settings struct {
 	// bucket (BUCKET_META), read on the job store's S3 endpoint: both
 	// products' workers find their store by the same S3_* variables.
 	CatalogDir, MetaBucket string
+
+	TrustForwarded []netip.Prefix // --trust-forwarded: Options.TrustForwarded
+	MetricsAddr    string         // /metrics apart from the console's port; empty: none
 }
 
 // Run serves the API until ctx ends; ready, if set, gets the address.
@@ -114,18 +126,35 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 		return fmt.Errorf("S3_ENDPOINT: %w", err)
 	}
 	libs := pubclient.Libraries{Store: meta, Meta: st.MetaBucket, CatalogDir: st.CatalogDir}
+	tlsConf, err := TLSFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
 		Handler: New(Options{Temporal: tc, Tokens: tokens, JobStore: st.JobStore, Log: log, WebUI: cli.UIURL(), Namespace: st.Temporal.Namespace,
-			Libraries: libs}).Handler(),
+			Libraries: libs, TrustForwarded: st.TrustForwarded}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 	}
-	ln, err := net.Listen("tcp", st.Addr)
+	ln, err := Listen(st.Addr, tlsConf)
 	if err != nil {
 		return fmt.Errorf("CONSOLE_ADDR: %w", err)
 	}
-	addr := ln.Addr().String()
+	if st.MetricsAddr != "" {
+		ops, err := metrics.ServeOps(st.MetricsAddr, nil, log)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("CONSOLE_METRICS_ADDR: %w", err)
+		}
+		defer ops.Close()
+		log.Info("serving metrics", "url", ops.MetricsURL())
+	}
+	addr, scheme := ln.Addr().String(), "http"
+	if tlsConf != nil {
+		scheme = "https"
+	}
 	return cli.ServeHTTP(ctx, srv, func() error { return srv.Serve(ln) }, 30*time.Second, log, func() {
-		log.Info("serving the API and the console", "url", "http://"+addr+"/api/v1/", "console", "http://"+addr+"/", "callers", len(tokens), "callers_from", from)
+		log.Info("serving the API and the console", "url", scheme+"://"+addr+"/api/v1/", "console", scheme+"://"+addr+"/",
+			"callers", len(tokens), "callers_from", from, "trusted_proxies", len(st.TrustForwarded))
 		if ready != nil {
 			ready(addr)
 		}

@@ -73,7 +73,7 @@ func (p *Pages) migrations(w http.ResponseWriter, r *http.Request, s *session) {
 func (p *Pages) showMigrations(w http.ResponseWriter, r *http.Request, s *session, status int, form migrationForm, errs []string) {
 	v, err := p.jobs(r)
 	if err != nil {
-		errs = append(errs, "migrations: "+jobMessage(err))
+		errs = append(errs, "migrations: "+p.jobMessage(r, err))
 		if status == http.StatusOK {
 			status = jobStatus(err)
 		}
@@ -124,7 +124,7 @@ func (p *Pages) jobs(r *http.Request) (jobsView, error) {
 			v.Rows[i].Row = row
 			st, err := jobclient.Status(ctx, m.Temporal, m.JobStore, row.Job)
 			if err != nil {
-				v.Rows[i].Err = jobMessage(err)
+				v.Rows[i].Err = p.jobMessage(r, err)
 				return
 			}
 			v.Rows[i].Status = st
@@ -154,7 +154,7 @@ func (p *Pages) startMigration(w http.ResponseWriter, r *http.Request, s *sessio
 		form.Errors = fieldProblems(problems)
 		status := http.StatusBadRequest
 		if err != nil {
-			problems, status = append(problems, "start: "+jobMessage(err)), jobStatus(err)
+			problems, status = append(problems, "start: "+p.jobMessage(r, err)), jobStatus(err)
 		}
 		p.showMigrations(w, r, s, status, form, problems)
 		return
@@ -196,14 +196,14 @@ func (p *Pages) showJob(w http.ResponseWriter, r *http.Request, s *session, stat
 	st, err := jobclient.Status(ctx, m.Temporal, m.JobStore, job)
 	if err != nil {
 		p.render(w, jobStatus(err), "signin", view{Title: title, User: s.user, CSRF: s.csrf, Back: true,
-			WebUI: p.workflowURL(contract.MigrationWorkflowID(job)), Errors: append(errs, "job: "+jobMessage(err))})
+			WebUI: p.workflowURL(contract.MigrationWorkflowID(job)), Errors: append(errs, "job: "+p.jobMessage(r, err))})
 		return
 	}
 	v := jobView{Job: job, Status: st, ReadOnly: s.readOnly}
 	if st.Failed > 0 {
 		v.DeadLetters, v.More, err = deadLetters(ctx, m.JobStore, job, st.Execution)
 		if err != nil {
-			errs = append(errs, "dead letters: "+err.Error())
+			errs = append(errs, "dead letters: "+p.hide(r, err))
 		}
 	}
 	p.render(w, status, "migration", view{Title: title, User: s.user, CSRF: s.csrf, Notice: notice, Errors: errs,
@@ -283,7 +283,7 @@ func (p *Pages) jobReport(w http.ResponseWriter, r *http.Request, s *session) {
 		store, err = m.JobStore.Open()
 	}
 	if err != nil {
-		p.render(w, jobStatus(err), "signin", view{Title: "Report", User: s.user, CSRF: s.csrf, Back: true, Errors: []string{"job: " + jobMessage(err)}})
+		p.render(w, jobStatus(err), "signin", view{Title: "Report", User: s.user, CSRF: s.csrf, Back: true, Errors: []string{"job: " + p.jobMessage(r, err)}})
 		return
 	}
 	contentType, ext := "text/csv; charset=utf-8", "csv"
@@ -316,7 +316,7 @@ func (p *Pages) controlJob(action string) func(http.ResponseWriter, *http.Reques
 			_, err = jobclient.Update(ctx, p.o.Migrations.Temporal, job, action)
 		}
 		if err != nil {
-			p.showJob(w, r, s, jobStatus(err), "", action+": "+jobMessage(err))
+			p.showJob(w, r, s, jobStatus(err), "", action+": "+p.jobMessage(r, err))
 			return
 		}
 		http.Redirect(w, r, "/migrations/"+url.PathEscape(job)+"?done="+action, http.StatusSeeOther)
@@ -338,8 +338,9 @@ func jobStatus(err error) int {
 }
 
 // jobMessage words jobclient's errors as the API does: a refusal is the
-// job's reason.
-func jobMessage(err error) string {
+// job's reason; a failure of the console's (the job store's, Temporal's)
+// is logged and only named (failure.Hide).
+func (p *Pages) jobMessage(r *http.Request, err error) string {
 	var refused *jobclient.RefusedError
 	var app *temporal.ApplicationError
 	switch {
@@ -350,7 +351,7 @@ func jobMessage(err error) string {
 	case jobclient.NotFound(err):
 		return "no such job (or it has ended and cannot take this request)"
 	}
-	return err.Error()
+	return p.hide(r, err)
 }
 
 // fieldProblems files each problem under the field it begins with.

@@ -50,7 +50,7 @@ func (p *Pages) libraries(w http.ResponseWriter, r *http.Request, s *session) {
 		WebUI: p.workflowsURL(`WorkflowType="` + contract.WorkflowTypePublishVersion + `"`)}
 	libs, total, err := p.o.Libraries.List(ctx, (page-1)*librariesPerPage, librariesPerPage)
 	if err != nil {
-		v.Errors = []string{"libraries: " + err.Error()}
+		v.Errors = []string{"libraries: " + p.hide(r, err)}
 		p.render(w, http.StatusBadGateway, "libraries", v)
 		return
 	}
@@ -103,7 +103,7 @@ func (p *Pages) showLibrary(w http.ResponseWriter, r *http.Request, s *session, 
 		return
 	case err != nil:
 		p.render(w, http.StatusBadGateway, "signin", view{Title: title, User: s.user, CSRF: s.csrf, Back: true,
-			Errors: append(errs, "library: "+err.Error())})
+			Errors: append(errs, "library: "+p.hide(r, err))})
 		return
 	}
 	lv := libraryView{LibraryDetail: d, CheckURL: p.workflowURL(d.WorkflowID), Runs: map[string]string{}, Version: version, ReadOnly: s.readOnly}
@@ -134,7 +134,7 @@ func (p *Pages) publishNow(w http.ResponseWriter, r *http.Request, s *session) {
 	opts, workflowType, input := pubclient.Request(name, version, nil)
 	run, err := p.o.Libraries.Temporal.ExecuteWorkflow(ctx, opts, workflowType, input)
 	if err != nil {
-		p.showLibrary(w, r, s, http.StatusBadGateway, "", version, "publish: "+err.Error())
+		p.showLibrary(w, r, s, http.StatusBadGateway, "", version, "publish: "+p.hide(r, err))
 		return
 	}
 	http.Redirect(w, r, "/publish/"+url.PathEscape(name)+"?started="+url.QueryEscape(run.GetID()), http.StatusSeeOther)

@@ -30,7 +30,7 @@ func (p *Pages) deleteRoom(w http.ResponseWriter, r *http.Request, s *session) {
 		_, err = p.o.Rooms.Delete(ctx, name)
 	}
 	if err != nil {
-		p.roomFailed(w, s, name, err)
+		p.roomFailed(w, r, s, name, err)
 		return
 	}
 	http.Redirect(w, r, "/?deleted="+url.QueryEscape(name), http.StatusSeeOther)

@@ -28,7 +28,7 @@ func (p *Pages) rooms(w http.ResponseWriter, r *http.Request, s *session, status
 	defer cancel()
 	rows, err := p.o.Rooms.List(ctx, false)
 	if err != nil {
-		errs = append(errs, "rooms: "+roomMessage(err))
+		errs = append(errs, "rooms: "+p.roomMessage(r, err))
 		if status == http.StatusOK {
 			status = http.StatusBadGateway
 		}
@@ -60,7 +60,7 @@ func (p *Pages) createRoom(w http.ResponseWriter, r *http.Request, s *session) {
 		if errors.Is(err, roomclient.ErrExists) {
 			byField["name"], all = "name: a room of that name exists", nil
 		}
-		p.rooms(w, r, s, statusOf(err), roomForm{Values: r.PostForm, Errors: byField, Creating: true}, messagesOf(err, all))
+		p.rooms(w, r, s, statusOf(err), roomForm{Values: r.PostForm, Errors: byField, Creating: true}, p.messagesOf(r, err, all))
 		return
 	}
 	http.Redirect(w, r, "/rooms/"+settings.Name, http.StatusSeeOther)
@@ -100,7 +100,7 @@ func (p *Pages) showRoom(w http.ResponseWriter, r *http.Request, s *session, sta
 	defer cancel()
 	d, err := p.liveRoom(ctx, name)
 	if err != nil {
-		p.roomFailed(w, s, name, err)
+		p.roomFailed(w, r, s, name, err)
 		return
 	}
 	v := roomView{Name: name, Version: d.SettingsVersion, Status: d.Snapshot.StatusAPI(), Settings: d.Settings,
@@ -158,7 +158,7 @@ func (p *Pages) updateRoom(w http.ResponseWriter, r *http.Request, s *session) {
 		if errors.Is(err, roomclient.ErrConflict) {
 			form = nil // show what is stored now
 		}
-		p.showRoom(w, r, s, statusOf(err), form, nil, "", messagesOf(err, all)...)
+		p.showRoom(w, r, s, statusOf(err), form, nil, "", p.messagesOf(r, err, all)...)
 		return
 	}
 	http.Redirect(w, r, "/rooms/"+name+"?saved=1", http.StatusSeeOther)
@@ -176,7 +176,7 @@ func (p *Pages) suspend(on bool) func(http.ResponseWriter, *http.Request, *sessi
 		})
 		if err != nil {
 			_, all := problems(err)
-			p.showRoom(w, r, s, statusOf(err), nil, nil, "", messagesOf(err, all)...)
+			p.showRoom(w, r, s, statusOf(err), nil, nil, "", p.messagesOf(r, err, all)...)
 			return
 		}
 		http.Redirect(w, r, "/rooms/"+name, http.StatusSeeOther)
@@ -193,7 +193,7 @@ func (p *Pages) addEvent(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	if err != nil {
 		byField, all := problems(err)
-		p.showRoom(w, r, s, statusOf(err), nil, &roomForm{Values: r.PostForm, Errors: byField}, "", messagesOf(err, all)...)
+		p.showRoom(w, r, s, statusOf(err), nil, &roomForm{Values: r.PostForm, Errors: byField}, "", p.messagesOf(r, err, all)...)
 		return
 	}
 	http.Redirect(w, r, "/rooms/"+name, http.StatusSeeOther)
@@ -205,7 +205,7 @@ func (p *Pages) cancelEvent(w http.ResponseWriter, r *http.Request, s *session) 
 	defer cancel()
 	if _, err := p.o.Rooms.CancelEvent(ctx, name, r.PathValue("event")); err != nil {
 		_, all := problems(err)
-		p.showRoom(w, r, s, statusOf(err), nil, nil, "", messagesOf(err, all)...)
+		p.showRoom(w, r, s, statusOf(err), nil, nil, "", p.messagesOf(r, err, all)...)
 		return
 	}
 	http.Redirect(w, r, "/rooms/"+name, http.StatusSeeOther)
@@ -229,8 +229,10 @@ func statusOf(err error) int {
 	return http.StatusBadGateway
 }
 
-// roomMessage words roomclient's errors as the API does.
-func roomMessage(err error) string {
+// roomMessage words roomclient's errors as the API does; a failure of
+// the console's (an unreachable Temporal …) is logged and only named
+// (failure.Hide).
+func (p *Pages) roomMessage(r *http.Request, err error) string {
 	switch {
 	case errors.Is(err, roomclient.ErrNotFound):
 		return "no such room"
@@ -238,20 +240,18 @@ func roomMessage(err error) string {
 		return "the room is deleted"
 	case errors.Is(err, roomclient.ErrConflict):
 		return "the room's settings changed meanwhile; the form now shows them, change them again"
-	case roomclient.Unavailable(err):
-		return "Temporal unreachable: " + err.Error()
 	}
-	return err.Error()
+	return p.hide(r, err)
 }
 
 // messagesOf are the page's error lines: the field problems, else the
 // room error in words.
-func messagesOf(err error, fieldProblems []string) []string {
+func (p *Pages) messagesOf(r *http.Request, err error, fieldProblems []string) []string {
 	var inv *admit.InvalidError
 	if errors.As(err, &inv) {
 		return fieldProblems
 	}
-	return []string{roomMessage(err)}
+	return []string{p.roomMessage(r, err)}
 }
 
 // liveRoom describes a room, a deleted one being an error (ErrDeleted).
@@ -264,7 +264,7 @@ func (p *Pages) liveRoom(ctx context.Context, name string) (contract.Description
 }
 
 // roomFailed shows why a room's page or action failed.
-func (p *Pages) roomFailed(w http.ResponseWriter, s *session, name string, err error) {
+func (p *Pages) roomFailed(w http.ResponseWriter, r *http.Request, s *session, name string, err error) {
 	p.render(w, statusOf(err), "signin", view{Title: "Room " + name, User: s.user, CSRF: s.csrf, Back: true,
-		WebUI: p.workflowURL(contract.RoomWorkflowID(name)), Errors: []string{"room: " + roomMessage(err)}})
+		WebUI: p.workflowURL(contract.RoomWorkflowID(name)), Errors: []string{"room: " + p.roomMessage(r, err)}})
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -88,13 +89,30 @@ func (ss *sessions) end(id string) {
 }
 
 // setCookie writes a cookie the way every console cookie is written:
-// HttpOnly, SameSite=Strict, Secure over TLS, for the whole console.
+// HttpOnly, SameSite=Strict, Secure over HTTPS (overHTTPS), for the whole
+// console.
 func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overHTTPS(r)})
 }
 
 // sameSecret compares a form's CSRF token in constant time.
 func sameSecret(a, b string) bool {
 	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+type httpsKey struct{}
+
+// WithHTTPS marks a request that reached the console over HTTPS through a
+// proxy the console trusts (its X-Forwarded-Proto): its cookies are Secure
+// as if the console served TLS itself.
+func WithHTTPS(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), httpsKey{}, true))
+}
+
+// overHTTPS reports whether the browser's request came over HTTPS: TLS to
+// the console, or a trusted proxy's word (WithHTTPS).
+func overHTTPS(r *http.Request) bool {
+	marked, _ := r.Context().Value(httpsKey{}).(bool)
+	return r.TLS != nil || marked
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	"github.com/edgeflow/edgeflow/internal/console/failure"
 	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
 	publishcontract "github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
@@ -255,6 +256,13 @@ func (p *Pages) signout(w http.ResponseWriter, r *http.Request, s *session) {
 	p.sessions.end(s.id)
 	setCookie(w, r, SessionCookie, "", -1)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// hide logs a failure of the console's own (Temporal's, the job store's)
+// under the request's id and is what the page may say of it: what failed
+// and that id, never the cause (failure.Hide; the API says the same).
+func (p *Pages) hide(r *http.Request, err error) string {
+	return failure.Hide(r.Context(), p.o.Log, "", err).Message()
 }
 
 // workflowURL links to a workflow in the Web UI (as the starters print it).
