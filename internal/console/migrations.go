@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +30,26 @@ type migrationAPI struct {
 	tc       client.Client
 	jobStore migrate.JobStoreConfig
 	timeout  time.Duration
+	// endpoints is what jobs started here may reach; nil: read from the
+	// environment (MIGRATE_ALLOWED_ENDPOINTS, MIGRATE_GCS_ADC_BUCKETS) on
+	// each start, with the job store's endpoint allowed.
+	endpoints *jobclient.EndpointPolicy
+	log       *slog.Logger // nil: slog.Default()
+}
+
+// policy is the endpoint policy of the jobs started here.
+func (a migrationAPI) policy() (*jobclient.EndpointPolicy, error) {
+	if a.endpoints != nil {
+		return a.endpoints, nil
+	}
+	return jobclient.PolicyFromEnv(os.Getenv, a.jobStore.S3.Endpoint)
+}
+
+func (a migrationAPI) logger() *slog.Logger {
+	if a.log != nil {
+		return a.log
+	}
+	return slog.Default()
 }
 
 func (a migrationAPI) routes() []route {
@@ -83,10 +105,10 @@ type startRequest struct {
 }
 
 // credentialNames are the names a body's credentials may have: the S3
-// keys of both sides. A GCS source's key file is a path on the starter's
-// machine, never read here; such a source uses the workers' credentials.
+// keys of both sides, and a GCS source's service-account key itself (a
+// key file's path on the starter's machine is never read here).
 var credentialNames = []string{migrate.EnvSourceAccessKey, migrate.EnvSourceSecretKey, migrate.EnvSourceSessionToken,
-	migrate.EnvDestAccessKey, migrate.EnvDestSecretKey, migrate.EnvDestSessionToken}
+	migrate.EnvDestAccessKey, migrate.EnvDestSecretKey, migrate.EnvDestSessionToken, migrate.EnvSourceGCSKey}
 
 // startedJob is the answer to a start: the job's status and its run.
 type startedJob struct {
@@ -125,8 +147,10 @@ func (a migrationAPI) start(w http.ResponseWriter, r *http.Request) (int, any, *
 // startJob checks a job's options and credentials (by the names in
 // credentialNames; where says where they came from), seals the
 // credentials and starts the job: POST /api/v1/migrations and the
-// console's form alike. problems name their fields (a 400); err is any
-// other failure. No error holds a credential.
+// console's form alike. Its endpoints must be allowed (MIGRATE_ALLOWED_ENDPOINTS)
+// and are pinned to the addresses they resolve to now; a gs:// source needs
+// its key or an allowed bucket. problems name their fields (a 400); err is
+// any other failure. No error holds a credential.
 func (a migrationAPI) startJob(ctx context.Context, o jobclient.Options, credentials map[string]string, where string) (contract.JobInput, client.WorkflowRun, []string, error) {
 	if o.Job == "" {
 		o.Job = jobclient.NewJobID()
@@ -153,6 +177,24 @@ func (a migrationAPI) startJob(ctx context.Context, o jobclient.Options, credent
 	src, dst, err := migrate.CredentialsFrom(func(name string) string { return credentials[name] }, where, in.Source.Provider)
 	if err != nil {
 		return in, nil, []string{err.Error()}, nil
+	}
+	policy, err := a.policy()
+	if err != nil {
+		return in, nil, nil, err // the operator's setting is malformed: no job starts
+	}
+	for _, err := range policy.PinInput(ctx, &in, src.GCSKey != "", jobclient.JSONName) {
+		var na *jobclient.NotAllowedError
+		if errors.As(err, &na) {
+			// The reason (what it resolves to) is the operator's only.
+			a.logger().Warn("migration endpoint refused", "job", in.Job, "option", na.Option, "endpoint", na.Endpoint, "reason", na.Detail)
+		}
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return in, nil, problems, nil
+	}
+	if err := jobclient.CheckArchived(ctx, a.jobStore, in); err != nil {
+		return in, nil, nil, err
 	}
 	if err := jobclient.Seal(&in, src, dst); err != nil {
 		return in, nil, nil, err

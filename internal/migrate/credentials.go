@@ -192,7 +192,7 @@ const (
 )
 
 var credentialNames = []string{EnvSourceAccessKey, EnvSourceSecretKey, EnvSourceSessionToken,
-	EnvDestAccessKey, EnvDestSecretKey, EnvDestSessionToken, EnvSourceGCSCredentialsFile}
+	EnvDestAccessKey, EnvDestSecretKey, EnvDestSessionToken, EnvSourceGCSCredentialsFile, EnvSourceGCSKey}
 
 // LoadCredentials reads both sides' credentials: each variable from the
 // environment (getenv), else from the credentials file at path (when path
@@ -237,7 +237,12 @@ func CredentialsFrom(get func(string) string, where, sourceProvider string) (sou
 		EnvDestAccessKey: dest.AccessKey, EnvDestSecretKey: dest.SecretKey}
 	if sourceProvider == ProviderGCS {
 		source = Credentials{}
-		if keyFile := get(EnvSourceGCSCredentialsFile); keyFile != "" {
+		if key := get(EnvSourceGCSKey); key != "" {
+			if len(key) > maxGCSKeyFile {
+				return source, dest, fmt.Errorf("credentials: %s is larger than %d bytes; a key file is about 2 KiB", EnvSourceGCSKey, maxGCSKeyFile)
+			}
+			source.GCSKey = key
+		} else if keyFile := get(EnvSourceGCSCredentialsFile); keyFile != "" {
 			if source.GCSKey, err = readGCSKey(keyFile); err != nil {
 				return source, dest, fmt.Errorf("credentials: %w", err)
 			}
