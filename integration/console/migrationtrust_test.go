@@ -3,6 +3,8 @@ package console
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -58,5 +60,42 @@ func TestMigrationJobIDKeepsItsStores(t *testing.T) {
 	}
 	if _, err := env.Client.DescribeWorkflow(context.Background(), contract.MigrationWorkflowID(job+"-ssrf"), ""); !jobclient.NotFound(err) {
 		t.Fatalf("the refused job has a workflow: %v", err)
+	}
+}
+
+// A key list is written once: uploading its id again (another list, or a
+// malformed one) is refused and leaves the list a job reads untouched;
+// an upload of unknown length is refused; ids are bounded.
+func TestKeyListIsWrittenOnce(t *testing.T) {
+	a, _ := startMigrate(t)
+	id := fmt.Sprintf("it-console-once-%d", time.Now().UnixNano())
+	path := "/api/v1/migrations/keys/" + id
+	a.ok(a.do("PUT", path, rwSecret, "p/00000.bin\np/00001.bin\n"), 201, nil)
+	a.fails(a.do("PUT", path, rwSecret, "other/key\n"), 409, "written once")
+	a.fails(a.do("PUT", path, rwSecret, "p/000\n"+strings.Repeat("k", 2000)+"\n"), 409, "written once")
+	rc, _, err := env.Store.Get(context.Background(), "it-console-jobs", "keylists/"+id+".txt")
+	if err != nil {
+		t.Fatalf("the first list is gone: %v", err)
+	}
+	kept, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(kept) != "p/00000.bin\np/00001.bin\n" {
+		t.Fatalf("the list now reads %q", kept)
+	}
+	a.fails(a.do("PUT", "/api/v1/migrations/keys/"+strings.Repeat("k", 65), rwSecret, "p/0\n"), 400, "id")
+
+	// Chunked, without a length: refused before anything is read.
+	req, err := http.NewRequest("PUT", a.srv.URL+path+"-chunked", io.MultiReader(strings.NewReader("p/0\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+rwSecret)
+	resp, err := a.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusLengthRequired {
+		t.Fatalf("a chunked upload: %d, want 411", resp.StatusCode)
 	}
 }

@@ -244,7 +244,7 @@ func keyListKey(id string) string { return "keylists/" + id + ".txt" }
 
 // keyList is the job store key of an uploaded key list that exists.
 func (a migrationAPI) keyList(ctx context.Context, id string) (string, error) {
-	if err := migrate.CheckJobID(id); err != nil {
+	if err := checkKeyListID(id); err != nil {
 		return "", fmt.Errorf("keys: %v", err)
 	}
 	store, err := a.jobStore.Open()
@@ -264,16 +264,31 @@ func (a migrationAPI) keyList(ctx context.Context, id string) (string, error) {
 // MaxKeyList is the largest key list PUT takes.
 const MaxKeyList = 1 << 30
 
+// checkKeyListID applies a key list id's rule: 1 to 64 letters, digits,
+// '.', '_' and '-' (a job id's), starting with a letter or digit.
+func checkKeyListID(id string) error {
+	if err := migrate.CheckJobID(id); err != nil {
+		return fmt.Errorf("key list id %q: use 1 to 64 letters, digits, '.', '_' and '-', starting with a letter or digit", id)
+	}
+	return nil
+}
+
 // putKeys streams a key list into the job store, checking it (one key a
 // line, each a valid key) as it passes: a list that fails the check is not
-// stored. It is the one body larger than MaxBody.
+// stored. It is the one body larger than MaxBody, and its length must be
+// known (Content-Length) and at most MaxKeyList. A key list is written
+// once: a job that names it reads the list it was started with, so an id
+// that exists is refused (409), never overwritten or removed.
 func (a migrationAPI) putKeys(w http.ResponseWriter, r *http.Request) (int, any, *ResultInfo, error) {
 	id := r.PathValue("id")
-	if err := migrate.CheckJobID(id); err != nil {
+	if err := checkKeyListID(id); err != nil {
 		return 0, nil, nil, fail(http.StatusBadRequest, CodeInvalid, "id: %v", err)
 	}
-	if r.ContentLength > MaxKeyList {
+	switch {
+	case r.ContentLength > MaxKeyList:
 		return 0, nil, nil, fail(http.StatusRequestEntityTooLarge, CodeTooLarge, "body: a key list is at most %d bytes", MaxKeyList)
+	case r.ContentLength < 0:
+		return 0, nil, nil, fail(http.StatusLengthRequired, CodeInvalid, "Content-Length: a key list's length must be given (up to %d bytes)", MaxKeyList)
 	}
 	// A gibibyte takes longer than the server's read timeout for a body.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(time.Hour))
@@ -283,6 +298,18 @@ func (a migrationAPI) putKeys(w http.ResponseWriter, r *http.Request) (int, any,
 	}
 	if err := store.Ensure(r.Context()); err != nil {
 		return 0, nil, nil, fmt.Errorf("job store %s: %w", a.jobStore.S3.Endpoint, err)
+	}
+	key := keyListKey(id)
+	exists := fail(http.StatusConflict, CodeConflict, "id: key list %q exists; a key list is written once (upload under a new id)", id)
+	switch _, err := store.Store.Stat(r.Context(), store.Bucket, key); {
+	case err == nil:
+		return 0, nil, nil, exists
+	case !errors.Is(err, objectstore.ErrNotFound):
+		return 0, nil, nil, err
+	}
+	cw, ok := store.Store.(objectstore.ConditionalWriter)
+	if !ok {
+		return 0, nil, nil, fmt.Errorf("job store %s: no conditional writes, so a key list could be overwritten", a.jobStore.S3.Endpoint)
 	}
 	body := http.MaxBytesReader(w, r.Body, MaxKeyList)
 	pr, pw := io.Pipe()
@@ -296,17 +323,24 @@ func (a migrationAPI) putKeys(w http.ResponseWriter, r *http.Request) (int, any,
 		pr.CloseWithError(fmt.Errorf("key list: %w", errOr(err, io.EOF)))
 		done <- checked{n, err}
 	}()
-	key := keyListKey(id)
-	_, perr := store.Store.Put(r.Context(), store.Bucket, key, io.TeeReader(body, pw), r.ContentLength,
-		objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: "text/plain; charset=utf-8"}})
+	// Only if no list of that id exists, even one another upload of the
+	// same id just wrote.
+	_, perr := cw.PutIf(r.Context(), store.Bucket, key, io.TeeReader(body, pw), r.ContentLength,
+		objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: "text/plain; charset=utf-8"}}, objectstore.Precondition{IfNoneMatch: "*"})
 	pw.Close()
 	c := <-done
 	var tooBig *http.MaxBytesError
 	switch {
+	case errors.Is(perr, objectstore.ErrPreconditionFailed):
+		return 0, nil, nil, exists
 	case errors.As(perr, &tooBig):
 		return 0, nil, nil, fail(http.StatusRequestEntityTooLarge, CodeTooLarge, "body: a key list is at most %d bytes", MaxKeyList)
 	case c.err != nil:
-		_ = store.Store.Delete(context.WithoutCancel(r.Context()), store.Bucket, key)
+		if perr == nil {
+			// This upload wrote it (the check failed on its last lines):
+			// remove what only it wrote.
+			_ = store.Store.Delete(context.WithoutCancel(r.Context()), store.Bucket, key)
+		}
 		return 0, nil, nil, fail(http.StatusBadRequest, CodeInvalid, "body: %v", c.err)
 	case perr != nil:
 		return 0, nil, nil, perr
