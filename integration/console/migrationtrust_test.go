@@ -2,15 +2,23 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/edgeflow/edgeflow/internal/console"
+	"github.com/edgeflow/edgeflow/internal/faultproxy"
+	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/migrate/jobclient"
 	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
+	"github.com/edgeflow/edgeflow/internal/testenv"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -98,4 +106,78 @@ func TestKeyListIsWrittenOnce(t *testing.T) {
 	if resp.StatusCode != http.StatusLengthRequired {
 		t.Fatalf("a chunked upload: %d, want 411", resp.StatusCode)
 	}
+}
+
+// GET /api/v1/migrations reads one page from the stores, not every job:
+// with 30 jobs known only by their archived summary, each page of 3 costs
+// the job store a few requests (today's list read all 30 summaries on
+// every call, and the page refreshes every 5 s), and following
+// result_info.cursor lists every job once, in job id order, after the
+// jobs that have a workflow.
+func TestMigrationListIsPagedAtTheStores(t *testing.T) {
+	testenv.Require(t, env)
+	proxy := faultproxy.New(env.MinIO.Endpoint, faultproxy.Faults{}, 0)
+	t.Cleanup(proxy.Close)
+	bucket := migratetest.Bucket(t, env.Store, "it-console-paged")
+	account := fmt.Sprintf("it-paged-%d", time.Now().UnixNano())
+	t0 := time.Now().Add(-time.Hour).UTC()
+	var want []string
+	for i := range 30 {
+		job := fmt.Sprintf("%s-%02d", account, i)
+		want = append(want, job)
+		st := contract.Status{Job: job, State: contract.StateCompleted, Account: account, Source: "s3://a on h:1", Dest: "s3://b on h:2", Started: t0.Add(time.Duration(i) * time.Second)}
+		if err := objectstore.PutJSON(context.Background(), env.Store, bucket, migrate.SummaryKey(job), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobStore := migrate.JobStoreConfig{Bucket: bucket, S3: s3.Config{Endpoint: proxy.Endpoint, AccessKey: env.MinIO.AccessKey, SecretKey: env.MinIO.SecretKey}}
+	tokens, err := console.ParseTokens([]string{"viewer:" + roSecret + ":ro"}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(console.New(console.Options{Temporal: env.Client, Tokens: tokens, JobStore: jobStore}).Handler())
+	t.Cleanup(srv.Close)
+	paged := &api{t: t, srv: srv}
+
+	var got []string
+	cursor := ""
+	for calls := 0; ; calls++ {
+		if calls > 500 {
+			t.Fatalf("no end after %d pages: %v", calls, got)
+		}
+		before := proxy.Counts().Requests
+		var page struct {
+			Result     []jobclient.Row `json:"result"`
+			ResultInfo struct {
+				PerPage int    `json:"per_page"`
+				Count   int    `json:"count"`
+				Cursor  string `json:"cursor"`
+			} `json:"result_info"`
+		}
+		raw := paged.raw("GET", "/api/v1/migrations?per_page=3&account="+account+"&cursor="+cursor, roSecret)
+		if err := json.Unmarshal([]byte(raw), &page); err != nil {
+			t.Fatal(err)
+		}
+		// A listing and the page's summaries, and a little slack.
+		if asked := proxy.Counts().Requests - before; asked > 12 {
+			t.Fatalf("one page of 3 made %d requests to the job store", asked)
+		}
+		rows, info := page.Result, page.ResultInfo
+		if len(rows) > 3 || info.Count != len(rows) || info.PerPage != 3 {
+			t.Fatalf("page %d: %d rows, result_info %+v", calls, len(rows), info)
+		}
+		for _, row := range rows {
+			if !row.Archived || row.Account != account {
+				t.Fatalf("row %+v", row)
+			}
+			got = append(got, row.Job)
+		}
+		if cursor = info.Cursor; cursor == "" {
+			break
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("listed %v, want %v", got, want)
+	}
+	paged.fails(paged.do("GET", "/api/v1/migrations?cursor=not-a-cursor", roSecret, ""), 400, "cursor")
 }

@@ -79,23 +79,6 @@ func jobName(r *http.Request) (string, error) {
 	return job, nil
 }
 
-func (a migrationAPI) list(w http.ResponseWriter, r *http.Request) (int, any, *ResultInfo, error) {
-	page, perPage, perr := paging(r)
-	if perr != nil {
-		return 0, nil, nil, perr
-	}
-	q := r.URL.Query()
-	ctx, cancel := a.ctx(r)
-	defer cancel()
-	// Archived jobs too, like `migrate list --all`.
-	rows, err := jobclient.List(ctx, a.tc, a.jobStore, jobclient.ListOptions{Account: q.Get("account"), State: q.Get("state"), All: true})
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	out, info := pageOf(rows, page, perPage)
-	return http.StatusOK, out, info, nil
-}
-
 // startRequest is POST /api/v1/migrations: the starter's options and the
 // credentials by the names the starter reads them from
 // (MIGRATE_SOURCE_ACCESS_KEY, …).
@@ -459,6 +442,8 @@ func (e *streamError) Unwrap() error { return e.error }
 func migrationError(err error) *apiError {
 	var ae *jobclient.ArchiveError
 	switch {
+	case jobclient.IsCursorError(err):
+		return fail(http.StatusBadRequest, CodeInvalid, "%v", err)
 	case jobclient.Refused(err):
 		return fail(http.StatusConflict, CodeConflict, "job: %v", refusal(err))
 	case errors.As(err, &ae):
