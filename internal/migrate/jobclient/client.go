@@ -17,6 +17,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/payloadcodec"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -239,7 +240,17 @@ func LastInput(ctx context.Context, c client.Client, id, runID string) (contract
 	if attrs == nil {
 		return in, fmt.Errorf("the history does not start with the job's start")
 	}
-	return in, converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in)
+	// A history is read raw: with the payload codec on (PAYLOAD_CODEC, as
+	// the client was dialled), its payloads are opened here the same way.
+	dc := converter.GetDefaultDataConverter()
+	codec, err := payloadcodec.FromEnv()
+	if err != nil {
+		return in, err
+	}
+	if codec != nil {
+		dc = codec.DataConverter()
+	}
+	return in, dc.FromPayloads(attrs.GetInput(), &in)
 }
 
 // Status is a job's status from its workflow, or from its archived summary
