@@ -1,9 +1,12 @@
 package console
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/edgeflow/edgeflow/internal/migrate/jobclient"
 )
 
 // A start body's errors name the field, and never quote the body (whose
@@ -66,4 +69,18 @@ func TestStartRefusesAGCSSourceWithoutAKey(t *testing.T) {
 		"credentials":{"MIGRATE_DEST_ACCESS_KEY":"a","MIGRATE_DEST_SECRET_KEY":"s"}}`
 	resp, env := call(t, srv, "POST", "/api/v1/migrations", rwSecret, body)
 	wantError(t, resp, env, http.StatusBadRequest, CodeInvalid, "MIGRATE_GCS_ADC_BUCKETS")
+}
+
+// A malformed MIGRATE_ALLOWED_ENDPOINTS stops the console at its start,
+// naming the variable, before it dials anything: not a console that then
+// refuses every migration with a 500.
+func TestMalformedAllowlistStopsTheConsole(t *testing.T) {
+	t.Setenv("CONSOLE_TOKENS", "ops:"+strings.Repeat("s", 32))
+	t.Setenv(jobclient.EnvAllowedEndpoints, "minio.internal:x9000")
+	var st Settings
+	st.JobStore.S3.Endpoint = "127.0.0.1:9000"
+	err := Run(t.Context(), st, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), jobclient.EnvAllowedEndpoints) {
+		t.Fatalf("Run with a malformed allowlist: %v, want an error naming %s", err, jobclient.EnvAllowedEndpoints)
+	}
 }
