@@ -96,6 +96,10 @@ func New(cfg Config) (*Gate, error) {
 	if g.counters.Revocations == nil {
 		g.counters.Revocations = &Revocations{}
 	}
+	if g.counters.Revocations.Signer == nil {
+		// Revocations shared through Redis are signed with the cookie keys.
+		g.counters.Revocations.Signer = NewRedisSigner(cfg.Keys)
+	}
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}

@@ -147,6 +147,10 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 	if counters.Failover != nil {
 		go counters.Failover.Run(ctx, 500*time.Millisecond)
 	}
+	// What the gates write to Redis for each other is signed with a key
+	// derived from their cookie keys, and what they read checked (the
+	// revocations' by gate.New).
+	signer := gate.NewRedisSigner(keys)
 
 	id := admit.Gate{DataCenter: s.DataCenter, ID: s.GateID}
 	registry := gate.NewRegistry(id)
@@ -191,7 +195,8 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 		// The data center's gates report through its Redis: one of them
 		// sends the room their sum (docs/admit.md, "Reports").
 		reporter.Aggregate = &gate.Aggregator{Client: counters.DataCenterRedis, DataCenter: s.DataCenter,
-			Holder: s.GateID + "/" + strconv.FormatInt(time.Now().UnixMicro(), 10), Logger: log}
+			Holder: s.GateID + "/" + strconv.FormatInt(time.Now().UnixMicro(), 10), Logger: log,
+			Signer: signer, Drops: counters.Drops}
 	}
 	reporterDone := make(chan struct{})
 	go func() { reporter.Run(bg); close(reporterDone) }()
