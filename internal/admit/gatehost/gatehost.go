@@ -80,6 +80,8 @@ func (s *Settings) Check() error {
 	case s.SnapshotEvery <= 0 || s.DiscoverEvery <= 0 || s.ReportEvery <= 0:
 		return errors.New("--snapshot-every, --discover-every and --report-every must be positive")
 	}
+	// A room that names a host is bypassed by any other Host if the gate
+	// takes them all: the operator says which hosts, or that all are meant.
 	var err error
 	if s.hosts, err = gate.ParseHosts(s.Hosts); err != nil {
 		return fmt.Errorf("--hosts (env GATE_HOSTS): %w", err)
@@ -161,6 +163,7 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 		MaxBodyBytes:   s.MaxBodyBytes,
 		TrustForwarded: s.TrustForwarded,
 		Hosts:          s.hosts,
+		AnyHost:        s.hosts == nil,
 	})
 	if err != nil {
 		return err
