@@ -4,7 +4,7 @@
 // waiting room. Its logic is internal/admit/gate, its wiring
 // internal/admit/gatehost; this is the flags.
 //
-//	gate --origin http://127.0.0.1:3000 --data-center ams [--redis-url redis://…] [--strategy counters+borrow]
+//	gate --origin http://127.0.0.1:3000 --hosts shop.example.com --data-center ams [--redis-url redis://…] [--strategy counters+borrow]
 //	gate keygen [--file PATH]     a new cookie key (GATE_COOKIE_KEYS's "id:base64")
 //
 // Settings come from flags, defaulting from the environment (GATE_*, and
