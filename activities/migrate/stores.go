@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 
 	"go.temporal.io/sdk/temporal"
@@ -47,12 +48,14 @@ func (a *Activities) sides(job string, src, dst contract.Endpoint) (*storeHandle
 // store opens one side's sealed credentials and returns its client.
 // Credentials that do not open fail for good: retrying cannot help.
 func (a *Activities) store(job, side string, e contract.Endpoint) (*storeHandle, error) {
-	creds, err := e.Credentials.Open(a.Keys, job, side)
+	// Sealed to the side's store: an input that names another store is
+	// refused here, before any request is made.
+	creds, err := e.Credentials.Open(a.Keys, job, side, e.Store())
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrPermanent, nil)
 	}
 	sum := sha256.Sum256([]byte(creds.AccessKey + "\x00" + creds.SecretKey + "\x00" + creds.SessionToken + "\x00" + creds.GCSKey))
-	id := fmt.Sprintf("%s|%v|%s|%s", e.Endpoint, e.Secure, e.Region, hex.EncodeToString(sum[:8]))
+	id := fmt.Sprintf("%s|%v|%s|%s|%s", e.Endpoint, e.Secure, e.Region, strings.Join(e.Pinned, ","), hex.EncodeToString(sum[:8]))
 	if e.Provider == migrate.ProviderGCS {
 		id = "gs|" + hex.EncodeToString(sum[:8])
 	}
@@ -67,7 +70,7 @@ func (a *Activities) store(job, side string, e contract.Endpoint) (*storeHandle,
 		c, err = gcs.New(context.Background(), []byte(creds.GCSKey))
 	} else {
 		c, err = s3.New(s3.Config{Endpoint: e.Endpoint, AccessKey: creds.AccessKey, SecretKey: creds.SecretKey,
-			SessionToken: creds.SessionToken, Secure: e.Secure, Region: e.Region,
+			SessionToken: creds.SessionToken, Secure: e.Secure, Region: e.Region, Pinned: e.Pinned,
 			// Transfers retry themselves, with backoff, and see throttling.
 			MaxRetries: 1})
 	}

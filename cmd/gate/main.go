@@ -4,7 +4,7 @@
 // waiting room. Its logic is internal/admit/gate, its wiring
 // internal/admit/gatehost; this is the flags.
 //
-//	gate --origin http://127.0.0.1:3000 --data-center ams [--redis-url redis://…] [--strategy counters+borrow]
+//	gate --origin http://127.0.0.1:3000 --hosts shop.example.com --data-center ams [--redis-url redis://…] [--strategy counters+borrow]
 //	gate keygen [--file PATH]     a new cookie key (GATE_COOKIE_KEYS's "id:base64")
 //
 // Settings come from flags, defaulting from the environment (GATE_*, and
@@ -39,6 +39,13 @@ func main() {
 		}
 		return
 	}
+	// Bad flags exit 2 before anything starts, naming the flag.
+	if _, err := parseFlags(os.Args[1:], os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "gate:", err)
+		}
+		os.Exit(cli.ExitUsage)
+	}
 	cli.Serve("gate", run)
 }
 
@@ -67,7 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (*gatehost.Settings, error) {
 	fs.DurationVar(&s.OriginTimeout, "origin-timeout", config.EnvDuration("GATE_ORIGIN_TIMEOUT", gate.DefaultOriginTimeouts.ResponseHeader), "how long the origin may take to start answering (env GATE_ORIGIN_TIMEOUT)")
 	fs.Int64Var(&s.MaxBodyBytes, "max-body-bytes", int64(config.EnvInt("GATE_MAX_BODY_BYTES", gate.DefaultMaxBodyBytes)), "largest request body (env GATE_MAX_BODY_BYTES)")
 	fs.IntVar(&s.MaxHeaderKiB, "max-header-kib", config.EnvInt("GATE_MAX_HEADER_KIB", 32), "largest request header block, KiB (env GATE_MAX_HEADER_KIB)")
-	fs.StringVar(&s.Hosts, "hosts", config.Env("GATE_HOSTS", ""), "comma-separated host names this gate serves: another Host gets 421, none 400; empty: every Host (env GATE_HOSTS)")
+	fs.StringVar(&s.Hosts, "hosts", config.Env("GATE_HOSTS", ""), "comma-separated host names this gate serves: another Host gets 421, none 400; '*' for every Host; required (env GATE_HOSTS)")
 	fs.BoolVar(&s.RewriteHost, "rewrite-host", config.EnvBool("GATE_REWRITE_HOST", false), "send the origin its own host name instead of the visitor's (env GATE_REWRITE_HOST)")
 	fs.BoolVar(&s.TrustForwarded, "trust-forwarded", config.EnvBool("GATE_TRUST_FORWARDED", false), "believe X-Forwarded-For and X-Forwarded-Proto from the load balancer or TLS terminator in front (env GATE_TRUST_FORWARDED)")
 	fs.StringVar(&s.TLSCert, "https-cert", config.Env("GATE_TLS_CERT", ""), "serve HTTPS with this certificate file (PEM; with --https-key) (env GATE_TLS_CERT)")

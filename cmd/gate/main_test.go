@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 )
 
 func TestFlagsAreCheckedWithClearMessages(t *testing.T) {
+	t.Setenv("GATE_HOSTS", "*")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -32,6 +35,40 @@ func TestFlagsAreCheckedWithClearMessages(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.want)
 		}
+	}
+}
+
+// A gate is told which hosts it serves, or that every host is meant: one
+// that took every Host while a room names one let any other Host past the
+// room. Without --hosts it exits 2 naming the flag, before it starts.
+func TestHostsAreRequired(t *testing.T) {
+	if os.Getenv("GATE_MAIN") != "" {
+		os.Args = append([]string{"gate"}, strings.Fields(os.Getenv("GATE_MAIN"))...)
+		main()
+		return
+	}
+	t.Setenv("GATE_HOSTS", "")
+	for _, hosts := range []string{"", " , "} {
+		_, err := parseFlags([]string{"--origin", "http://o", "--hosts", hosts}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--hosts (env GATE_HOSTS)") || !strings.Contains(err.Error(), `"*" for every host`) {
+			t.Errorf("--hosts %q: %v, want an error naming --hosts and '*'", hosts, err)
+		}
+	}
+	if s, err := parseFlags([]string{"--origin", "http://o", "--hosts", "*"}, io.Discard); err != nil || s.Hosts != "*" {
+		t.Errorf("--hosts '*': %v", err)
+	}
+	if _, err := parseFlags([]string{"--origin", "http://o", "--hosts", "*,shop.example.com"}, io.Discard); err == nil {
+		t.Error("--hosts '*,shop.example.com' accepted: '*' goes alone")
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHostsAreRequired$")
+	cmd.Env = append(os.Environ(), "GATE_MAIN=--origin http://127.0.0.1:1", "GATE_HOSTS=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), "gate: --hosts (env GATE_HOSTS)") {
+		t.Errorf("gate without --hosts: %v, stderr %q; want exit 2 naming --hosts", err, stderr.String())
 	}
 }
 

@@ -102,7 +102,7 @@ func TestAdmitUnderFaults(t *testing.T) {
 	for i := range 2 {
 		gates = append(gates, supervise(t, fmt.Sprintf("gate-%d", i), env.bins["gate"], []string{
 			"TEMPORAL_ADDRESS=" + env.temporal.HostPort, "GATE_COOKIE_KEYS=" + key.Encode(), "LOG_FORMAT=",
-			"GATE_ADDR=127.0.0.1:0", "GATE_HEALTH_ADDR=127.0.0.1:0", "GATE_ORIGIN=" + origin.URL,
+			"GATE_ADDR=127.0.0.1:0", "GATE_HEALTH_ADDR=127.0.0.1:0", "GATE_ORIGIN=" + origin.URL, "GATE_HOSTS=127.0.0.1,localhost",
 			"GATE_DATA_CENTER=chaos", fmt.Sprintf("GATE_ID=chaos-gate-%d", i), "GATE_REDIS_URL=" + redis.URL,
 			"GATE_SNAPSHOT_EVERY=200ms", "GATE_REPORT_EVERY=200ms", "GATE_DISCOVER_EVERY=300ms"}))
 	}

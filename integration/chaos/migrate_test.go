@@ -223,8 +223,8 @@ func compareAll(t *testing.T, bucket string, m migrate.KeyMap, objs []migratetes
 
 func migrateInput(t *testing.T, keys *keyring.Keyring, job, srcEndpoint, srcBucket, dstEndpoint, dstBucket string) contract.JobInput {
 	t.Helper()
-	seal := func(access, secret, side string) migrate.SealedCredentials {
-		sc, err := migrate.SealCredentials(keys, migrate.Credentials{AccessKey: access, SecretKey: secret}, job, side)
+	seal := func(access, secret, side string, store migrate.StoreBinding) migrate.SealedCredentials {
+		sc, err := migrate.SealCredentials(keys, migrate.Credentials{AccessKey: access, SecretKey: secret}, job, side, store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,9 +233,9 @@ func migrateInput(t *testing.T, keys *keyring.Keyring, job, srcEndpoint, srcBuck
 	return contract.JobInput{
 		Job: job, Account: "chaos", Overwrite: migrate.OverwriteIfDifferent, Verify: true,
 		Source: contract.Endpoint{Endpoint: srcEndpoint, Location: migrate.Location{Bucket: srcBucket},
-			Credentials: seal(env.primary.AccessKey, env.primary.SecretKey, migrate.SideSource)},
+			Credentials: seal(env.primary.AccessKey, env.primary.SecretKey, migrate.SideSource, migrate.StoreBinding{Endpoint: srcEndpoint, Bucket: srcBucket})},
 		Dest: contract.Endpoint{Endpoint: dstEndpoint, Location: migrate.Location{Bucket: dstBucket, Prefix: "copy/"},
-			Credentials: seal(env.mirror.AccessKey, env.mirror.SecretKey, migrate.SideDest)},
+			Credentials: seal(env.mirror.AccessKey, env.mirror.SecretKey, migrate.SideDest, migrate.StoreBinding{Endpoint: dstEndpoint, Bucket: dstBucket, Prefix: "copy/"})},
 		Settings: contract.Settings{PageSize: 1000, PagesInFlight: 4, Concurrency: 16,
 			MultipartCutoff: 6 << 20, PartSize: 5 << 20, PartConcurrency: 3, CopyCutoff: 6 << 20,
 			// A transfer on a killed worker is retried within seconds.

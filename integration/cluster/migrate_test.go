@@ -49,8 +49,8 @@ func testMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := fmt.Sprintf("cluster-%d", time.Now().UnixNano())
-	seal := func(side string) migrate.SealedCredentials {
-		sc, err := migrate.SealCredentials(keys, migrate.Credentials{AccessKey: "clusteraccess", SecretKey: "cluster-secret-1"}, job, side)
+	seal := func(side string, store migrate.StoreBinding) migrate.SealedCredentials {
+		sc, err := migrate.SealCredentials(keys, migrate.Credentials{AccessKey: "clusteraccess", SecretKey: "cluster-secret-1"}, job, side, store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,8 +58,8 @@ func testMigrate(t *testing.T) {
 	}
 	in := contract.JobInput{
 		Job: job, Account: "cluster", Overwrite: migrate.OverwriteIfDifferent, Verify: true,
-		Source: contract.Endpoint{Endpoint: cl.MinIO.Endpoint, Location: migrate.Location{Bucket: src}, Credentials: seal(migrate.SideSource)},
-		Dest:   contract.Endpoint{Endpoint: cl.MinIO.Endpoint, Location: migrate.Location{Bucket: dst, Prefix: "copy/"}, Credentials: seal(migrate.SideDest)},
+		Source: contract.Endpoint{Endpoint: cl.MinIO.Endpoint, Location: migrate.Location{Bucket: src}, Credentials: seal(migrate.SideSource, migrate.StoreBinding{Endpoint: cl.MinIO.Endpoint, Bucket: src})},
+		Dest:   contract.Endpoint{Endpoint: cl.MinIO.Endpoint, Location: migrate.Location{Bucket: dst, Prefix: "copy/"}, Credentials: seal(migrate.SideDest, migrate.StoreBinding{Endpoint: cl.MinIO.Endpoint, Bucket: dst, Prefix: "copy/"})},
 		Settings: contract.Settings{PageSize: 500, PagesInFlight: 4, Concurrency: 16,
 			MultipartCutoff: 6 << 20, PartSize: 5 << 20, PartConcurrency: 3, CopyCutoff: 6 << 20,
 			HeartbeatTimeout: 10 * time.Second, ClockSkew: time.Second, WatchEvery: time.Minute},

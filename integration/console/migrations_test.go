@@ -212,8 +212,10 @@ func TestMigrationsAPI(t *testing.T) {
 			var one []map[string]any
 			r := a.do("GET", "/api/v1/migrations?per_page=1&page=2&account=it-console", roSecret, "")
 			a.ok(r, 200, &one)
-			if info := r.env.ResultInfo; len(one) != 1 || info.Page != 2 || info.Count != 1 || info.TotalCount != len(rows) {
-				t.Fatalf("page 2 of 1: %v %+v (of %d)", one, info, len(rows))
+			// Paged at the stores: result_info has the page's count and a
+			// cursor for the next, no total.
+			if info := r.env.ResultInfo; len(one) != 1 || info.Page != 2 || info.Count != 1 || one[0]["job"] != rows[1]["job"] {
+				t.Fatalf("page 2 of 1: %v %+v (the list: %v)", one, info, rows)
 			}
 			break
 		}

@@ -71,7 +71,7 @@ func TestGCSSourceJob(t *testing.T) {
 	key, _ := json.Marshal(map[string]string{"type": "service_account", "private_key": keyMarker})
 	in := jobInput(t, job, side{bucket: bucket}, dest2(env.MinIO2.Endpoint, dstBucket, "copy/"))
 	in.Source = contract.Endpoint{Secure: true, Location: migrate.Location{Bucket: bucket, Prefix: "data/", Provider: migrate.ProviderGCS}}
-	if in.Source.Credentials, err = migrate.SealCredentials(keys, migrate.Credentials{GCSKey: string(key)}, job, migrate.SideSource); err != nil {
+	if in.Source.Credentials, err = migrate.SealCredentials(keys, migrate.Credentials{GCSKey: string(key)}, job, migrate.SideSource, in.Source.Store()); err != nil {
 		t.Fatal(err)
 	}
 	in.Verify = true

@@ -117,7 +117,8 @@ func dest2(endpoint, bucket, prefix string) side {
 func jobInput(t testing.TB, job string, src, dst side) contract.JobInput {
 	t.Helper()
 	seal := func(s side, name string) migrate.SealedCredentials {
-		sc, err := migrate.SealCredentials(keys, migrate.Credentials{AccessKey: s.access, SecretKey: s.secret}, job, name)
+		sc, err := migrate.SealCredentials(keys, migrate.Credentials{AccessKey: s.access, SecretKey: s.secret}, job, name,
+			migrate.StoreBinding{Endpoint: s.endpoint, Bucket: s.bucket, Prefix: s.prefix})
 		if err != nil {
 			t.Fatal(err)
 		}

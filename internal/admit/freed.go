@@ -36,6 +36,15 @@ type SessionLedger interface {
 	SessionsEnded(ctx context.Context, room string, from, to time.Time) (int64, error)
 }
 
+// endedSince reads how many of the sessions the snapshot counted ended
+// since its minute began: never more than it counted (the ledger is plain
+// counters in a shared store, which no one but the gates should write, but
+// a count past the snapshot's active users is none the gates made).
+func endedSince(ctx context.Context, ledger SessionLedger, snap *Snapshot, now time.Time) (int64, error) {
+	ended, err := ledger.SessionsEnded(ctx, snap.Room, snap.Minute, now)
+	return min(ended, int64(max(0, snap.ActiveUsers))), err
+}
+
 // SessionExpirySecond is the ledger's second of a session expiring at t:
 // the end of the second holding it (Unix seconds), so that a session is
 // never counted as ended before it has.
@@ -149,7 +158,7 @@ func takeFreed(ctx context.Context, store Counter, req SlotRequest) (string, boo
 	if !ok || !FreedSessionsUsable(snap, req.Now) {
 		return "", false, nil
 	}
-	ended, err := ledger.SessionsEnded(ctx, snap.Room, snap.Minute, req.Now)
+	ended, err := endedSince(ctx, ledger, snap, req.Now)
 	if err != nil {
 		return "", false, &TakeError{Minute: snap.Minute, Pool: PoolNew, Scope: Anywhere, Err: err}
 	}

@@ -85,7 +85,7 @@ func takeStaleFreed(ctx context.Context, store Counter, ledger SessionLedger, re
 	fail := func(err error) (string, bool, error) {
 		return "", false, &TakeError{Minute: current, Pool: PoolNew, Scope: Anywhere, Err: err}
 	}
-	ended, err := ledger.SessionsEnded(ctx, snap.Room, snap.Minute, req.Now)
+	ended, err := endedSince(ctx, ledger, snap, req.Now)
 	if err != nil {
 		return fail(err)
 	}

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,6 +30,26 @@ type migrationAPI struct {
 	tc       client.Client
 	jobStore migrate.JobStoreConfig
 	timeout  time.Duration
+	// endpoints is what jobs started here may reach; nil: read from the
+	// environment (MIGRATE_ALLOWED_ENDPOINTS, MIGRATE_GCS_ADC_BUCKETS) on
+	// each start, with the job store's endpoint allowed.
+	endpoints *jobclient.EndpointPolicy
+	log       *slog.Logger // nil: slog.Default()
+}
+
+// policy is the endpoint policy of the jobs started here.
+func (a migrationAPI) policy() (*jobclient.EndpointPolicy, error) {
+	if a.endpoints != nil {
+		return a.endpoints, nil
+	}
+	return jobclient.PolicyFromEnv(os.Getenv, a.jobStore.S3.Endpoint)
+}
+
+func (a migrationAPI) logger() *slog.Logger {
+	if a.log != nil {
+		return a.log
+	}
+	return slog.Default()
 }
 
 func (a migrationAPI) routes() []route {
@@ -57,23 +79,6 @@ func jobName(r *http.Request) (string, error) {
 	return job, nil
 }
 
-func (a migrationAPI) list(w http.ResponseWriter, r *http.Request) (int, any, *ResultInfo, error) {
-	page, perPage, perr := paging(r)
-	if perr != nil {
-		return 0, nil, nil, perr
-	}
-	q := r.URL.Query()
-	ctx, cancel := a.ctx(r)
-	defer cancel()
-	// Archived jobs too, like `migrate list --all`.
-	rows, err := jobclient.List(ctx, a.tc, a.jobStore, jobclient.ListOptions{Account: q.Get("account"), State: q.Get("state"), All: true})
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	out, info := pageOf(rows, page, perPage)
-	return http.StatusOK, out, info, nil
-}
-
 // startRequest is POST /api/v1/migrations: the starter's options and the
 // credentials by the names the starter reads them from
 // (MIGRATE_SOURCE_ACCESS_KEY, …).
@@ -83,10 +88,10 @@ type startRequest struct {
 }
 
 // credentialNames are the names a body's credentials may have: the S3
-// keys of both sides. A GCS source's key file is a path on the starter's
-// machine, never read here; such a source uses the workers' credentials.
+// keys of both sides, and a GCS source's service-account key itself (a
+// key file's path on the starter's machine is never read here).
 var credentialNames = []string{migrate.EnvSourceAccessKey, migrate.EnvSourceSecretKey, migrate.EnvSourceSessionToken,
-	migrate.EnvDestAccessKey, migrate.EnvDestSecretKey, migrate.EnvDestSessionToken}
+	migrate.EnvDestAccessKey, migrate.EnvDestSecretKey, migrate.EnvDestSessionToken, migrate.EnvSourceGCSKey}
 
 // startedJob is the answer to a start: the job's status and its run.
 type startedJob struct {
@@ -125,8 +130,10 @@ func (a migrationAPI) start(w http.ResponseWriter, r *http.Request) (int, any, *
 // startJob checks a job's options and credentials (by the names in
 // credentialNames; where says where they came from), seals the
 // credentials and starts the job: POST /api/v1/migrations and the
-// console's form alike. problems name their fields (a 400); err is any
-// other failure. No error holds a credential.
+// console's form alike. Its endpoints must be allowed (MIGRATE_ALLOWED_ENDPOINTS)
+// and are pinned to the addresses they resolve to now; a gs:// source needs
+// its key or an allowed bucket. problems name their fields (a 400); err is
+// any other failure. No error holds a credential.
 func (a migrationAPI) startJob(ctx context.Context, o jobclient.Options, credentials map[string]string, where string) (contract.JobInput, client.WorkflowRun, []string, error) {
 	if o.Job == "" {
 		o.Job = jobclient.NewJobID()
@@ -157,6 +164,24 @@ func (a migrationAPI) startJob(ctx context.Context, o jobclient.Options, credent
 	src, dst, err := migrate.CredentialsFrom(func(name string) string { return credentials[name] }, where, in.Source.Provider)
 	if err != nil {
 		return in, nil, []string{err.Error()}, nil
+	}
+	policy, err := a.policy()
+	if err != nil {
+		return in, nil, nil, err // the operator's setting is malformed: no job starts
+	}
+	for _, err := range policy.PinInput(ctx, &in, src.GCSKey != "", jobclient.JSONName) {
+		var na *jobclient.NotAllowedError
+		if errors.As(err, &na) {
+			// The reason (what it resolves to) is the operator's only.
+			a.logger().Warn("migration endpoint refused", "job", in.Job, "option", na.Option, "endpoint", na.Endpoint, "reason", na.Detail)
+		}
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return in, nil, problems, nil
+	}
+	if err := jobclient.CheckArchived(ctx, a.jobStore, in); err != nil {
+		return in, nil, nil, err
 	}
 	if err := jobclient.Seal(&in, src, dst); err != nil {
 		return in, nil, nil, err
@@ -206,7 +231,7 @@ func keyListKey(id string) string { return "keylists/" + id + ".txt" }
 
 // keyList is the job store key of an uploaded key list that exists.
 func (a migrationAPI) keyList(ctx context.Context, id string) (string, error) {
-	if err := migrate.CheckJobID(id); err != nil {
+	if err := checkKeyListID(id); err != nil {
 		return "", fail(http.StatusBadRequest, CodeInvalid, "keys: %v", err)
 	}
 	store, err := a.jobStore.Open()
@@ -226,16 +251,31 @@ func (a migrationAPI) keyList(ctx context.Context, id string) (string, error) {
 // MaxKeyList is the largest key list PUT takes.
 const MaxKeyList = 1 << 30
 
+// checkKeyListID applies a key list id's rule: 1 to 64 letters, digits,
+// '.', '_' and '-' (a job id's), starting with a letter or digit.
+func checkKeyListID(id string) error {
+	if err := migrate.CheckJobID(id); err != nil {
+		return fmt.Errorf("key list id %q: use 1 to 64 letters, digits, '.', '_' and '-', starting with a letter or digit", id)
+	}
+	return nil
+}
+
 // putKeys streams a key list into the job store, checking it (one key a
 // line, each a valid key) as it passes: a list that fails the check is not
-// stored. It is the one body larger than MaxBody.
+// stored. It is the one body larger than MaxBody, and its length must be
+// known (Content-Length) and at most MaxKeyList. A key list is written
+// once: a job that names it reads the list it was started with, so an id
+// that exists is refused (409), never overwritten or removed.
 func (a migrationAPI) putKeys(w http.ResponseWriter, r *http.Request) (int, any, *ResultInfo, error) {
 	id := r.PathValue("id")
-	if err := migrate.CheckJobID(id); err != nil {
+	if err := checkKeyListID(id); err != nil {
 		return 0, nil, nil, fail(http.StatusBadRequest, CodeInvalid, "id: %v", err)
 	}
-	if r.ContentLength > MaxKeyList {
+	switch {
+	case r.ContentLength > MaxKeyList:
 		return 0, nil, nil, fail(http.StatusRequestEntityTooLarge, CodeTooLarge, "body: a key list is at most %d bytes", MaxKeyList)
+	case r.ContentLength < 0:
+		return 0, nil, nil, fail(http.StatusLengthRequired, CodeInvalid, "Content-Length: a key list's length must be given (up to %d bytes)", MaxKeyList)
 	}
 	// A gibibyte takes longer than the server's read timeout for a body.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(time.Hour))
@@ -245,6 +285,18 @@ func (a migrationAPI) putKeys(w http.ResponseWriter, r *http.Request) (int, any,
 	}
 	if err := store.Ensure(r.Context()); err != nil {
 		return 0, nil, nil, fmt.Errorf("job store %s: %w", a.jobStore.S3.Endpoint, err)
+	}
+	key := keyListKey(id)
+	exists := fail(http.StatusConflict, CodeConflict, "id: key list %q exists; a key list is written once (upload under a new id)", id)
+	switch _, err := store.Store.Stat(r.Context(), store.Bucket, key); {
+	case err == nil:
+		return 0, nil, nil, exists
+	case !errors.Is(err, objectstore.ErrNotFound):
+		return 0, nil, nil, err
+	}
+	cw, ok := store.Store.(objectstore.ConditionalWriter)
+	if !ok {
+		return 0, nil, nil, fmt.Errorf("job store %s: no conditional writes, so a key list could be overwritten", a.jobStore.S3.Endpoint)
 	}
 	body := http.MaxBytesReader(w, r.Body, MaxKeyList)
 	pr, pw := io.Pipe()
@@ -258,17 +310,24 @@ func (a migrationAPI) putKeys(w http.ResponseWriter, r *http.Request) (int, any,
 		pr.CloseWithError(fmt.Errorf("key list: %w", errOr(err, io.EOF)))
 		done <- checked{n, err}
 	}()
-	key := keyListKey(id)
-	_, perr := store.Store.Put(r.Context(), store.Bucket, key, io.TeeReader(body, pw), r.ContentLength,
-		objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: "text/plain; charset=utf-8"}})
+	// Only if no list of that id exists, even one another upload of the
+	// same id just wrote.
+	_, perr := cw.PutIf(r.Context(), store.Bucket, key, io.TeeReader(body, pw), r.ContentLength,
+		objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: "text/plain; charset=utf-8"}}, objectstore.Precondition{IfNoneMatch: "*"})
 	pw.Close()
 	c := <-done
 	var tooBig *http.MaxBytesError
 	switch {
+	case errors.Is(perr, objectstore.ErrPreconditionFailed):
+		return 0, nil, nil, exists
 	case errors.As(perr, &tooBig):
 		return 0, nil, nil, fail(http.StatusRequestEntityTooLarge, CodeTooLarge, "body: a key list is at most %d bytes", MaxKeyList)
 	case c.err != nil:
-		_ = store.Store.Delete(context.WithoutCancel(r.Context()), store.Bucket, key)
+		if perr == nil {
+			// This upload wrote it (the check failed on its last lines):
+			// remove what only it wrote.
+			_ = store.Store.Delete(context.WithoutCancel(r.Context()), store.Bucket, key)
+		}
 		return 0, nil, nil, fail(http.StatusBadRequest, CodeInvalid, "body: %v", c.err)
 	case perr != nil:
 		return 0, nil, nil, perr
@@ -387,6 +446,8 @@ func (e *streamError) Unwrap() error { return e.error }
 // (an unreachable job store too: failure.Hide answers it without its cause).
 func migrationError(err error) *apiError {
 	switch {
+	case jobclient.IsCursorError(err):
+		return fail(http.StatusBadRequest, CodeInvalid, "%v", err)
 	case jobclient.Refused(err):
 		return fail(http.StatusConflict, CodeConflict, "job: %v", refusal(err))
 	case jobclient.NotFound(err):

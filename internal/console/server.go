@@ -22,6 +22,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/logging"
 	"github.com/edgeflow/edgeflow/internal/metrics"
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/migrate/jobclient"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
 )
@@ -48,6 +49,9 @@ type Options struct {
 	TrustForwarded []netip.Prefix
 	// Throttle bounds failed bearer tokens and sign-ins per client address.
 	Throttle Throttle
+	// Endpoints is what migrations started here may reach; nil: read from
+	// the environment on each start (tests), as Run reads it once.
+	Endpoints *jobclient.EndpointPolicy
 }
 
 // New builds the API's routes.
@@ -63,7 +67,7 @@ func New(o Options) *Server {
 	}
 	s := &Server{tokens: o.Tokens, log: o.Log, mux: http.NewServeMux(),
 		rooms:      roomAPI{rc: roomclient.Client{C: o.Temporal}, timeout: o.Timeout},
-		migrations: migrationAPI{tc: o.Temporal, jobStore: o.JobStore, timeout: o.Timeout},
+		migrations: migrationAPI{tc: o.Temporal, jobStore: o.JobStore, timeout: o.Timeout, endpoints: o.Endpoints, log: o.Log},
 		publish:    publishAPI{tc: o.Temporal, libs: o.Libraries, timeout: o.Timeout}}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, s.api(rt.handler))
@@ -116,6 +120,12 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 	if err != nil {
 		return err
 	}
+	// A malformed allowlist stops the console here, naming the variable,
+	// rather than refusing every migration started later.
+	endpoints, err := jobclient.PolicyFromEnv(os.Getenv, st.JobStore.S3.Endpoint)
+	if err != nil {
+		return err
+	}
 	tc, err := st.Temporal.Dial(log)
 	if err != nil {
 		return err
@@ -131,7 +141,7 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 		return err
 	}
 	srv := &http.Server{
-		Handler: New(Options{Temporal: tc, Tokens: tokens, JobStore: st.JobStore, Log: log, WebUI: cli.UIURL(), Namespace: st.Temporal.Namespace,
+		Handler: New(Options{Temporal: tc, Tokens: tokens, JobStore: st.JobStore, Endpoints: endpoints, Log: log, WebUI: cli.UIURL(), Namespace: st.Temporal.Namespace,
 			Libraries: libs, TrustForwarded: st.TrustForwarded}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 	}

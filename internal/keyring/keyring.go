@@ -66,6 +66,8 @@ func Generate(id string) (Key, error) {
 type Keyring struct {
 	ids   []string
 	aeads map[string]cipher.AEAD
+	// secrets keep each key's bytes for Signer's derived keys; never shown.
+	secrets map[string][]byte
 }
 
 // New builds a keyring; keys[0] becomes the primary.
@@ -73,7 +75,7 @@ func New(keys ...Key) (*Keyring, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("no keys")
 	}
-	r := &Keyring{aeads: make(map[string]cipher.AEAD, len(keys))}
+	r := &Keyring{aeads: make(map[string]cipher.AEAD, len(keys)), secrets: make(map[string][]byte, len(keys))}
 	for i, k := range keys {
 		if err := checkID(k.ID); err != nil {
 			return nil, fmt.Errorf("key %d: %w", i+1, err)
@@ -95,6 +97,7 @@ func New(keys ...Key) (*Keyring, error) {
 			return nil, fmt.Errorf("key %d (id %s): %w", i+1, k.ID, err)
 		}
 		r.aeads[k.ID] = aead
+		r.secrets[k.ID] = append([]byte(nil), k.Secret...)
 		r.ids = append(r.ids, k.ID)
 	}
 	return r, nil

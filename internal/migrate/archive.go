@@ -47,6 +47,25 @@ func (s JobStore) GetSummary(ctx context.Context, job string, v any) (found bool
 	return err == nil, err
 }
 
+// SummaryJobsAfter lists at most max jobs with a stored summary, in key
+// order, after the summary key after ("" from the first); last is the key
+// to continue after, more whether the listing went on.
+func (s JobStore) SummaryJobsAfter(ctx context.Context, after string, max int) (jobs []string, last string, more bool, err error) {
+	page, err := s.Store.List(ctx, s.Bucket, objectstore.ListOptions{Prefix: summaryPrefix, StartAfter: after, MaxKeys: max})
+	if err != nil {
+		return nil, "", false, err
+	}
+	last = after
+	for _, o := range page.Objects {
+		last = o.Key
+		job, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, summaryPrefix), ".json")
+		if ok && CheckJobID(job) == nil {
+			jobs = append(jobs, job)
+		}
+	}
+	return jobs, last, page.NextToken != "", nil
+}
+
 // SummaryJobs yields the job of every stored summary, in key order.
 func (s JobStore) SummaryJobs(ctx context.Context) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {

@@ -65,40 +65,81 @@ const (
 	SideDest   = "destination"
 )
 
-// binding is the associated data: credentials sealed for one job's source
-// do not open as another job's, or as the same job's destination.
-func binding(job, side string) []byte {
-	return []byte("edgeflow migrate credentials\x00" + job + "\x00" + side)
+// StoreBinding is the store one side's credentials are sealed to: they
+// open only for a job side that names the same store, so an input copied
+// from a history with another endpoint (or bucket, or prefix) cannot send
+// them elsewhere.
+type StoreBinding struct {
+	Provider string   `json:"provider,omitempty"`
+	Endpoint string   `json:"endpoint,omitempty"` // host:port; empty on GCS
+	Secure   bool     `json:"secure,omitempty"`
+	Bucket   string   `json:"bucket"`
+	Prefix   string   `json:"prefix,omitempty"`
+	Pinned   []string `json:"pinned,omitempty"`
 }
 
-// SealCredentials seals c for the given side of job.
-func SealCredentials(r *keyring.Keyring, c Credentials, job, side string) (SealedCredentials, error) {
+// The versions of the associated data. v1 (before stores were bound) named
+// the job and side only; v2 adds the store.
+const (
+	bindingV1 = "edgeflow migrate credentials\x00"
+	bindingV2 = "edgeflow migrate credentials v2\x00"
+)
+
+// binding is the associated data: credentials sealed for one job's source
+// on one store do not open as another job's, as the same job's
+// destination, or for another store.
+func binding(job, side string, store StoreBinding) []byte {
+	b, _ := json.Marshal(store) // plain strings and bools: never fails
+	return []byte(bindingV2 + job + "\x00" + side + "\x00" + string(b))
+}
+
+// SealCredentials seals c for the given side of job, bound to its store.
+func SealCredentials(r *keyring.Keyring, c Credentials, job, side string, store StoreBinding) (SealedCredentials, error) {
 	plain, err := json.Marshal(sealedPayload(c))
 	if err != nil {
 		return SealedCredentials{}, err
 	}
-	b, err := r.Seal(plain, binding(job, side))
+	b, err := r.Seal(plain, binding(job, side, store))
 	if err != nil {
 		return SealedCredentials{}, err
 	}
 	return SealedCredentials{sealed: b}, nil
 }
 
+// ErrUnboundCredentials is a value sealed before credentials were bound to
+// their store (v1): nothing says which store it was meant for, so it is
+// refused; starting the job again seals it anew.
+var ErrUnboundCredentials = errors.New("sealed by an older version without binding them to their store: start the job again to seal them anew")
+
 // Open returns the credentials; the keyring must hold the key they were
-// sealed with, and job and side must be the ones they were sealed for.
-func (s SealedCredentials) Open(r *keyring.Keyring, job, side string) (Credentials, error) {
+// sealed with, and job, side and store must be the ones they were sealed
+// for. Errors name the side and store, never a secret.
+func (s SealedCredentials) Open(r *keyring.Keyring, job, side string, store StoreBinding) (Credentials, error) {
 	if s.IsZero() {
 		return Credentials{}, fmt.Errorf("%s credentials of job %s: none were sealed", side, job)
 	}
-	plain, err := r.Open(s.sealed, binding(job, side))
+	plain, err := r.Open(s.sealed, binding(job, side, store))
 	if err != nil {
-		return Credentials{}, fmt.Errorf("%s credentials of job %s: %w (is CODEC_KEYS the same for the starter and the migrate workers?)", side, job, err)
+		if _, v1 := r.Open(s.sealed, []byte(bindingV1+job+"\x00"+side)); v1 == nil {
+			return Credentials{}, fmt.Errorf("%s credentials of job %s: %w", side, job, ErrUnboundCredentials)
+		}
+		return Credentials{}, fmt.Errorf("%s credentials of job %s do not open for %s: %w (sealed for another job, side or store, or CODEC_KEYS differ between the starter and the migrate workers)",
+			side, job, store, err)
 	}
 	var p sealedPayload
 	if err := json.Unmarshal(plain, &p); err != nil {
 		return Credentials{}, fmt.Errorf("%s credentials of job %s: malformed inside", side, job)
 	}
 	return Credentials(p), nil
+}
+
+// String names the store for errors: its location and endpoint.
+func (b StoreBinding) String() string {
+	loc := Location{Bucket: b.Bucket, Prefix: b.Prefix, Provider: b.Provider}.String()
+	if b.Endpoint == "" {
+		return loc
+	}
+	return loc + " on " + b.Endpoint
 }
 
 // IsZero reports whether nothing is sealed.
@@ -151,7 +192,7 @@ const (
 )
 
 var credentialNames = []string{EnvSourceAccessKey, EnvSourceSecretKey, EnvSourceSessionToken,
-	EnvDestAccessKey, EnvDestSecretKey, EnvDestSessionToken, EnvSourceGCSCredentialsFile}
+	EnvDestAccessKey, EnvDestSecretKey, EnvDestSessionToken, EnvSourceGCSCredentialsFile, EnvSourceGCSKey}
 
 // LoadCredentials reads both sides' credentials: each variable from the
 // environment (getenv), else from the credentials file at path (when path
@@ -196,7 +237,12 @@ func CredentialsFrom(get func(string) string, where, sourceProvider string) (sou
 		EnvDestAccessKey: dest.AccessKey, EnvDestSecretKey: dest.SecretKey}
 	if sourceProvider == ProviderGCS {
 		source = Credentials{}
-		if keyFile := get(EnvSourceGCSCredentialsFile); keyFile != "" {
+		if key := get(EnvSourceGCSKey); key != "" {
+			if len(key) > maxGCSKeyFile {
+				return source, dest, fmt.Errorf("credentials: %s is larger than %d bytes; a key file is about 2 KiB", EnvSourceGCSKey, maxGCSKeyFile)
+			}
+			source.GCSKey = key
+		} else if keyFile := get(EnvSourceGCSCredentialsFile); keyFile != "" {
 			if source.GCSKey, err = readGCSKey(keyFile); err != nil {
 				return source, dest, fmt.Errorf("credentials: %w", err)
 			}

@@ -3,9 +3,11 @@ package migrate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,10 +27,12 @@ func testKeyring(t *testing.T, id string) *keyring.Keyring {
 	return r
 }
 
+var testStore = StoreBinding{Endpoint: "s3.example.com:443", Secure: true, Bucket: "src", Prefix: "p/"}
+
 func TestSealedCredentialsShowOnlyCiphertext(t *testing.T) {
 	r := testKeyring(t, "k1")
 	creds := Credentials{AccessKey: "AKIAEXAMPLEACCESS", SecretKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", SessionToken: "tok-123"}
-	sealed, err := SealCredentials(r, creds, "job-1", SideSource)
+	sealed, err := SealCredentials(r, creds, "job-1", SideSource, testStore)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +54,7 @@ func TestSealedCredentialsShowOnlyCiphertext(t *testing.T) {
 	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}
-	got, err := back.Source.Open(r, "job-1", SideSource)
+	got, err := back.Source.Open(r, "job-1", SideSource, testStore)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,19 +65,71 @@ func TestSealedCredentialsShowOnlyCiphertext(t *testing.T) {
 		t.Fatalf("key id %q", back.Source.KeyID())
 	}
 	// Bound to the job and side: no replay into another job or side.
-	if _, err := back.Source.Open(r, "job-2", SideSource); err == nil {
+	if _, err := back.Source.Open(r, "job-2", SideSource, testStore); err == nil {
 		t.Fatal("opened for another job")
 	}
-	if _, err := back.Source.Open(r, "job-1", SideDest); err == nil {
+	if _, err := back.Source.Open(r, "job-1", SideDest, testStore); err == nil {
 		t.Fatal("source credentials opened as the destination's")
 	}
 	// Another keyring cannot open them, and says what to check.
-	_, err = back.Source.Open(testKeyring(t, "other"), "job-1", SideSource)
+	_, err = back.Source.Open(testKeyring(t, "other"), "job-1", SideSource, testStore)
 	if err == nil || !strings.Contains(err.Error(), "CODEC_KEYS") {
 		t.Fatalf("open with another keyring: %v", err)
 	}
-	if _, err := (SealedCredentials{}).Open(r, "job-1", SideSource); err == nil {
+	if _, err := (SealedCredentials{}).Open(r, "job-1", SideSource, testStore); err == nil {
 		t.Fatal("empty sealed credentials opened")
+	}
+}
+
+// Credentials are sealed to their store: copied into an input that names
+// another provider, endpoint, scheme, bucket, prefix or pinned address,
+// they do not open, and the error names the side and store but no secret.
+func TestSealedCredentialsOpenOnlyForTheirStore(t *testing.T) {
+	r := testKeyring(t, "k1")
+	creds := Credentials{AccessKey: "AKIABOUNDACCESS", SecretKey: "bound-secret-value-0123"}
+	store := StoreBinding{Endpoint: "s3.example.com:443", Secure: true, Bucket: "victim", Prefix: "data/", Pinned: []string{"203.0.113.7"}}
+	sealed, err := SealCredentials(r, creds, "job-1", SideDest, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sealed.Open(r, "job-1", SideDest, store); err != nil || got != creds {
+		t.Fatalf("open for the sealed store: %v", err)
+	}
+	for name, other := range map[string]func(*StoreBinding){
+		"endpoint": func(b *StoreBinding) { b.Endpoint = "attacker.example.net:443" },
+		"scheme":   func(b *StoreBinding) { b.Secure = false },
+		"bucket":   func(b *StoreBinding) { b.Bucket = "attacker" },
+		"prefix":   func(b *StoreBinding) { b.Prefix = "" },
+		"pinned":   func(b *StoreBinding) { b.Pinned = []string{"198.51.100.9"} },
+		"provider": func(b *StoreBinding) { b.Provider = ProviderGCS },
+	} {
+		b := store
+		b.Pinned = slices.Clone(store.Pinned)
+		other(&b)
+		_, err := sealed.Open(r, "job-1", SideDest, b)
+		if err == nil {
+			t.Errorf("opened for another %s: %+v", name, b)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, SideDest) || !strings.Contains(msg, b.Bucket) ||
+			strings.Contains(msg, creds.SecretKey) || strings.Contains(msg, creds.AccessKey) {
+			t.Errorf("another %s: %q, want the side and store named and no key", name, msg)
+		}
+	}
+}
+
+// A value sealed before stores were bound (job and side only) is refused
+// with a reason, never opened for whatever store an input names.
+func TestUnboundSealedCredentialsAreRefused(t *testing.T) {
+	r := testKeyring(t, "k1")
+	plain, _ := json.Marshal(sealedPayload{AccessKey: "old-access", SecretKey: "old-secret"})
+	old, err := r.Seal(plain, []byte(bindingV1+"job-1\x00"+SideSource))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = SealedCredentials{sealed: old}.Open(r, "job-1", SideSource, testStore)
+	if !errors.Is(err, ErrUnboundCredentials) || !strings.Contains(err.Error(), "source credentials of job job-1") {
+		t.Fatalf("an unbound value: %v, want ErrUnboundCredentials naming the side", err)
 	}
 }
 

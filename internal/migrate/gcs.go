@@ -17,6 +17,11 @@ const ProviderGCS = "gcs"
 // credentials (GOOGLE_APPLICATION_CREDENTIALS, the metadata server, ...).
 const EnvSourceGCSCredentialsFile = "MIGRATE_SOURCE_GCS_CREDENTIALS_FILE"
 
+// EnvSourceGCSKey is a gs:// source's service-account key itself (its
+// JSON), for callers that cannot name a file on the starter's machine: the
+// console's API takes it in a start's credentials. It wins over the file.
+const EnvSourceGCSKey = "MIGRATE_SOURCE_GCS_KEY"
+
 // maxGCSKeyFile bounds what is read as a key file (one is about 2 KiB).
 const maxGCSKeyFile = 64 << 10
 

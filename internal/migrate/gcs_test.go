@@ -67,7 +67,8 @@ func TestGCSKeyIsSealed(t *testing.T) {
 		t.Fatalf("loaded %d bytes of key for the source, dest %q; want the file's %d bytes", len(src.GCSKey), dst.AccessKey, len(key))
 	}
 	r := testKeyring(t, "k1")
-	sealed, err := SealCredentials(r, src, "job-g", SideSource)
+	gsOld := StoreBinding{Provider: ProviderGCS, Bucket: "old-assets"}
+	sealed, err := SealCredentials(r, src, "job-g", SideSource, gsOld)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +85,11 @@ func TestGCSKeyIsSealed(t *testing.T) {
 	if _, err := json.Marshal(src); err == nil {
 		t.Error("plain credentials with a GCS key marshalled")
 	}
-	opened, err := sealed.Open(r, "job-g", SideSource)
+	opened, err := sealed.Open(r, "job-g", SideSource, gsOld)
 	if err != nil || opened.GCSKey != string(key) {
 		t.Fatalf("opened %d bytes, %v; want the key back", len(opened.GCSKey), err)
 	}
-	if _, err := sealed.Open(r, "job-g", SideDest); err == nil {
+	if _, err := sealed.Open(r, "job-g", SideDest, gsOld); err == nil {
 		t.Error("the source's key opened as the destination's")
 	}
 

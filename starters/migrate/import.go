@@ -98,10 +98,10 @@ func runImportCatalog(args []string) int {
 			// Never overwrite: a file Publish already holds keeps its bytes, and its SRI.
 			Overwrite: migrate.OverwriteNever}
 		var err error
-		if in.Source.Credentials, err = migrate.SealCredentials(keys, srcCreds, id, migrate.SideSource); err != nil {
+		if in.Source.Credentials, err = migrate.SealCredentials(keys, srcCreds, id, migrate.SideSource, in.Source.Store()); err != nil {
 			return in, err
 		}
-		in.Dest.Credentials, err = migrate.SealCredentials(keys, destCreds, id, migrate.SideDest)
+		in.Dest.Credentials, err = migrate.SealCredentials(keys, destCreds, id, migrate.SideDest, in.Dest.Store())
 		return in, err
 	}
 	p := storage.Primary

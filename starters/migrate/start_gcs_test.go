@@ -60,7 +60,7 @@ func TestStartWithGCSSource(t *testing.T) {
 		t.Fatalf("the job's input shows the key: %s", js)
 	}
 	ring, _ := keyring.Codec.Load()
-	creds, err := in.Source.Credentials.Open(ring, "job-g1", migrate.SideSource)
+	creds, err := in.Source.Credentials.Open(ring, "job-g1", migrate.SideSource, in.Source.Store())
 	if err != nil || creds.GCSKey != string(key) {
 		t.Fatalf("the sealed key opens as %d bytes, %v", len(creds.GCSKey), err)
 	}

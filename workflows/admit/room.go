@@ -217,6 +217,14 @@ func (r *room) continueAsNew(ctx workflow.Context, reports workflow.ReceiveChann
 		return err
 	}
 	if size > contract.MaxContinueBytes {
+		// Temporal refuses such an input and terminates the run: the room
+		// would end with no word of why. It fails instead, saying so (gates
+		// hold a room that ended so from its last snapshot).
+		if workflow.GetVersion(ctx, "fail-oversized-continue", workflow.DefaultVersion, 1) >= 1 {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"room %s cannot continue as new: its state takes %d bytes trimmed, over the %d a run may carry to the next; the room stops here (gates decide on its last snapshot); create it again to start it afresh",
+				r.Room.Settings.Name, size, contract.MaxContinueBytes), contract.ErrRoomStateTooLarge, nil)
+		}
 		workflow.GetLogger(ctx).Error("room state too large to continue as new", "bytes", size, "limit", contract.MaxContinueBytes)
 	}
 	return workflow.NewContinueAsNewError(ctx, Room, in)

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/keyring"
 )
 
 // Aggregator makes the gates of one data center report to a room as one:
@@ -31,13 +32,24 @@ import (
 // Nothing is lost when the holder dies: the counts are in Redis, and the
 // next holder sends them. A gate that dies is covered as before: the other
 // gates' final counts read the shared counters (Report.StoreTaken).
+//
+// Every value it writes is signed (Signer, see redisfields.go) and every
+// value it reads is checked: a report or mark no gate wrote, or one naming
+// another gate than its field, or counts no gate can make, is dropped and
+// counted in Drops; a lease no gate signed, or one its signer stopped
+// renewing long ago, is taken over.
 type Aggregator struct {
 	Client     redis.UniversalClient
 	DataCenter string
 	// Holder names this gate process in the lease (gate ID and start).
 	Holder string
-	Lease  time.Duration // how long a lease lasts unrenewed, default 3s
-	Poll   time.Duration // how often the holder looks for new counts, default 250ms
+	// Signer signs what this gate writes and checks what it reads
+	// (NewRedisSigner); without one nothing is written or sent.
+	Signer *keyring.Signer
+	// Drops counts the values read and dropped (nil: not counted).
+	Drops *RedisDrops
+	Lease time.Duration // how long a lease lasts unrenewed, default 3s
+	Poll  time.Duration // how often the holder looks for new counts, default 250ms
 	// Every is how often the holder sends a minute's counts while it runs
 	// (0: only once it is over; each report is a history event of the room).
 	Every time.Duration
@@ -54,7 +66,17 @@ type Aggregator struct {
 	nextPoll   time.Time
 	minutes    map[aggKey]*aggMinute
 	nextMid    map[string]time.Time
+	bounds     map[string]roomBound
 	failing    bool
+	leaseWarn  bool // a lease no gate holds was logged
+}
+
+// roomBound is the largest admissionBound of a room's recent snapshots, so
+// that lowered limits do not make a minute counted on the old ones look
+// impossible.
+type roomBound struct {
+	bound int
+	until time.Time
 }
 
 type aggKey struct {
@@ -65,15 +87,26 @@ type aggKey struct {
 // aggMinute is what the holder last read and sent of a room's minute.
 type aggMinute struct {
 	version int64
+	readAt  time.Time // the last whole read
 	reports []admit.Report
-	sent    uint64 // Seq of the last report sent
+	newest  map[string]admit.Report // by field: an older copy written back is not believed
+	sent    uint64                  // Seq of the last report sent
+	dropped map[string]string       // by field, the value last dropped (each is counted once)
 }
 
 // AggregateRoom is what the aggregator needs to know of a room.
 type AggregateRoom struct {
 	Name   string
 	Length time.Duration // the room's minute
+	// Bound is the most admissions a data center can make in a minute
+	// (admissionBound of the room's snapshot).
+	Bound int
 }
+
+// fullReadEvery (in polls) is how often the holder reads a minute's whole
+// hash even if its version did not change: the version is a plain
+// counter anyone with access to Redis could set back.
+const fullReadEvery = 4
 
 // aggKeep is how many minutes a minute's counts stay in Redis after its
 // last write.
@@ -93,17 +126,27 @@ func countsKey(room, dc string, minute time.Time) string {
 
 func leaseKey(dc string) string { return "admit/dc/" + dc + "/aggregator" }
 
+func reportField(gate string, incarnation uint64) string {
+	return gate + "/" + strconv.FormatUint(incarnation, 10)
+}
+
+// errNoSigner is what an aggregator without a signer fails with.
+var errNoSigner = errors.New("no key to sign the data center's counts with (the gate's cookie keys)")
+
 // Write stores a gate's cumulative report of a minute for the holder
-// (replacing the gate process's older one), in one round trip.
+// (replacing the gate process's older one), signed, in one round trip.
 func (a *Aggregator) Write(ctx context.Context, rep admit.Report, length time.Duration) error {
+	if a.Signer == nil {
+		return errNoSigner
+	}
 	b, err := json.Marshal(rep)
 	if err != nil {
 		return err
 	}
 	key := countsKey(rep.Room, a.DataCenter, rep.Minute)
-	field := rep.Gate + "/" + strconv.FormatUint(rep.Incarnation, 10)
+	field := reportField(rep.Gate, rep.Incarnation)
 	_, err = a.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, field, b)
+		p.HSet(ctx, key, field, signValue(a.Signer, key, field, string(b)))
 		p.HIncrBy(ctx, key, versionField, 1)
 		p.PExpire(ctx, key, aggKeep*length) // from now: gates' clocks may differ from Redis's
 		return nil
@@ -124,6 +167,9 @@ const directPrefix = "direct/"
 // more of it). rep is the gate's direct report, whose Seq makes the
 // aggregate's grow.
 func (a *Aggregator) MarkDirect(ctx context.Context, rep admit.Report, length time.Duration) error {
+	if a.Signer == nil {
+		return errNoSigner
+	}
 	mark := admit.Report{Room: rep.Room, DataCenter: rep.DataCenter, Gate: rep.Gate, Minute: rep.Minute, Incarnation: rep.Incarnation,
 		Seq: rep.Seq, Final: true, Leaving: rep.Leaving}
 	b, err := json.Marshal(mark)
@@ -131,8 +177,9 @@ func (a *Aggregator) MarkDirect(ctx context.Context, rep admit.Report, length ti
 		return err
 	}
 	key := countsKey(rep.Room, a.DataCenter, rep.Minute)
+	field := directPrefix + reportField(rep.Gate, rep.Incarnation)
 	_, err = a.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, directPrefix+rep.Gate+"/"+strconv.FormatUint(rep.Incarnation, 10), b)
+		p.HSet(ctx, key, field, signValue(a.Signer, key, field, string(b)))
 		p.HIncrBy(ctx, key, versionField, 1)
 		p.PExpire(ctx, key, aggKeep*length)
 		return nil
@@ -142,26 +189,6 @@ func (a *Aggregator) MarkDirect(ctx context.Context, rep admit.Report, length ti
 	}
 	return nil
 }
-
-// lease takes the data center's lease if it is free, or renews it if it
-// is ours; 1 if we hold it.
-var lease = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if v == false then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-if v == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0
-`)
-
-var release = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
 
 func (a *Aggregator) defaults() {
 	if a.Lease <= 0 {
@@ -176,6 +203,7 @@ func (a *Aggregator) defaults() {
 	if a.minutes == nil {
 		a.minutes = map[aggKey]*aggMinute{}
 		a.nextMid = map[string]time.Time{}
+		a.bounds = map[string]roomBound{}
 	}
 }
 
@@ -192,6 +220,9 @@ func (a *Aggregator) Tick(ctx context.Context, now time.Time, rooms []AggregateR
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.defaults()
+	for _, r := range rooms {
+		a.noteBound(r, now)
+	}
 	if !now.Before(a.nextLease) {
 		a.renew(ctx, now)
 	}
@@ -204,12 +235,22 @@ func (a *Aggregator) Tick(ctx context.Context, now time.Time, rooms []AggregateR
 	}
 }
 
+// noteBound keeps the largest bound of a room's recent snapshots.
+func (a *Aggregator) noteBound(r AggregateRoom, now time.Time) {
+	if b, ok := a.bounds[r.Name]; !ok || r.Bound >= b.bound || now.After(b.until) {
+		a.bounds[r.Name] = roomBound{bound: r.Bound, until: now.Add(aggKeep * r.Length)}
+	}
+}
+
 // Leave sends what the data center's gates wrote, if this gate holds the
 // lease or can take it, and lets the lease go for another gate to take.
 func (a *Aggregator) Leave(ctx context.Context, now time.Time, rooms []AggregateRoom, sink ReportSink) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.defaults()
+	for _, r := range rooms {
+		a.noteBound(r, now)
+	}
 	a.renew(ctx, now)
 	if !now.Before(a.holdsUntil) {
 		return
@@ -217,33 +258,10 @@ func (a *Aggregator) Leave(ctx context.Context, now time.Time, rooms []Aggregate
 	for _, r := range rooms {
 		a.poll(ctx, now, r, sink, true)
 	}
-	if err := release.Run(ctx, a.Client, []string{leaseKey(a.DataCenter)}, a.Holder).Err(); err != nil {
+	if err := release.Run(ctx, a.Client, []string{leaseKey(a.DataCenter)}, a.Holder+"|").Err(); err != nil {
 		a.Logger.Debug("cannot release the data center's report lease; it lapses", "err", err)
 	}
 	a.holdsUntil = time.Time{}
-}
-
-func (a *Aggregator) renew(ctx context.Context, now time.Time) {
-	held, err := lease.Run(ctx, a.Client, []string{leaseKey(a.DataCenter)}, a.Holder, a.Lease.Milliseconds()).Int()
-	// The holder renews three times a lease; the others look once a lease
-	// (a data center of many gates would otherwise keep Redis busy).
-	a.nextLease = now.Add(a.Lease)
-	if err == nil && held == 1 {
-		a.nextLease = now.Add(a.Lease / 3)
-	}
-	switch {
-	case err != nil || held != 1:
-		if now.Before(a.holdsUntil) {
-			a.Logger.Info("no longer aggregating the data center's reports", "dataCenter", a.DataCenter, "err", err)
-		}
-		a.holdsUntil = time.Time{}
-	case !now.Before(a.holdsUntil):
-		a.Logger.Info("aggregating the data center's reports", "dataCenter", a.DataCenter)
-		clear(a.minutes) // a new holder reads every minute again (sentField says what was sent)
-		a.holdsUntil = now.Add(a.Lease)
-	default:
-		a.holdsUntil = now.Add(a.Lease)
-	}
 }
 
 // poll sends the room's minute that ended (until the room closes it) and,
@@ -255,10 +273,10 @@ func (a *Aggregator) poll(ctx context.Context, now time.Time, r AggregateRoom, s
 	if grace <= 0 {
 		grace = r.Length / 8
 	}
-	a.send(ctx, r, last, !all, !now.Before(current.Add(grace)), sink)
+	a.send(ctx, now, r, last, !all, !now.Before(current.Add(grace)), sink)
 	if all || (a.Every > 0 && !now.Before(a.nextMid[r.Name])) {
 		a.nextMid[r.Name] = now.Add(a.Every)
-		a.send(ctx, r, current, false, false, sink)
+		a.send(ctx, now, r, current, false, false, sink)
 	}
 	for k := range a.minutes {
 		if k.room == r.Name && k.minute < last.Add(-r.Length).UnixMilli() {
@@ -269,11 +287,11 @@ func (a *Aggregator) poll(ctx context.Context, now time.Time, r AggregateRoom, s
 
 // send reads minute m (and the minute before, whose gates it waits for)
 // where changed, and sends its aggregate if it is newer than the last sent.
-func (a *Aggregator) send(ctx context.Context, r AggregateRoom, m time.Time, ended, graceOver bool, sink ReportSink) {
-	prev, err := a.read(ctx, r.Name, m.Add(-r.Length))
+func (a *Aggregator) send(ctx context.Context, now time.Time, r AggregateRoom, m time.Time, ended, graceOver bool, sink ReportSink) {
+	prev, err := a.read(ctx, now, r, m.Add(-r.Length))
 	if err == nil {
 		var cur *aggMinute
-		if cur, err = a.read(ctx, r.Name, m); err == nil {
+		if cur, err = a.read(ctx, now, r, m); err == nil {
 			rep, ok := admit.Aggregate(r.Name, a.DataCenter, m, prev.reports, cur.reports, graceOver)
 			if !ok || rep.Seq == cur.sent || (ended && !rep.Final && !rep.Leaving) {
 				return // an ended minute goes once final: the room waits for nothing else
@@ -285,7 +303,7 @@ func (a *Aggregator) send(ctx context.Context, r AggregateRoom, m time.Time, end
 				// it sends the minute once more, which the room drops.)
 				key := countsKey(r.Name, a.DataCenter, m)
 				_, _ = a.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-					p.HSet(ctx, key, sentField, rep.Seq)
+					p.HSet(ctx, key, sentField, signValue(a.Signer, key, sentField, strconv.FormatUint(rep.Seq, 10)))
 					p.PExpire(ctx, key, aggKeep*r.Length)
 					return nil
 				})
@@ -301,12 +319,14 @@ func (a *Aggregator) send(ctx context.Context, r AggregateRoom, m time.Time, end
 }
 
 // read returns what the data center's gates wrote for a minute, reading
-// the hash only when its version changed since the last read.
-func (a *Aggregator) read(ctx context.Context, room string, m time.Time) (*aggMinute, error) {
+// the hash when its version changed since the last read (and every few
+// polls anyway), and keeping only what a gate signed and could count.
+func (a *Aggregator) read(ctx context.Context, now time.Time, r AggregateRoom, m time.Time) (*aggMinute, error) {
+	room := r.Name
 	key := aggKey{room, m.UnixMilli()}
 	st := a.minutes[key]
 	if st == nil {
-		st = &aggMinute{version: -1}
+		st = &aggMinute{version: -1, newest: map[string]admit.Report{}, dropped: map[string]string{}}
 		a.minutes[key] = st
 	}
 	hkey := countsKey(room, a.DataCenter, m)
@@ -317,46 +337,85 @@ func (a *Aggregator) read(ctx context.Context, room string, m time.Time) (*aggMi
 	if err != nil {
 		return nil, fmt.Errorf("redis read of the data center's counts: %w", err)
 	}
-	if v == st.version {
+	if v == st.version && now.Before(st.readAt.Add(fullReadEvery*a.Poll)) {
 		return st, nil
 	}
 	all, err := a.Client.HGetAll(ctx, hkey).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redis read of the data center's counts: %w", err)
 	}
+	bound := a.bounds[room].bound
 	reports := make([]admit.Report, 0, len(all))
 	direct := map[string]bool{} // fields of gates reporting directly; looked up only
-	for field := range all {
-		if rest, ok := strings.CutPrefix(field, directPrefix); ok {
-			direct[rest] = true
+	drop := func(field, raw, what, reason string) {
+		if st.dropped[field] != raw {
+			st.dropped[field] = raw
+			a.Drops.add(what, reason)
 		}
 	}
 	for field, raw := range all {
-		if field == sentField {
-			if n, err := strconv.ParseUint(raw, 10, 64); err == nil && n > st.sent {
-				st.sent = n
-			}
+		rest, ok := strings.CutPrefix(field, directPrefix)
+		if !ok {
 			continue
 		}
-		if field == versionField {
+		payload, signed := openValue(a.Signer, hkey, field, raw)
+		if !signed {
+			drop(field, raw, dropMark, reasonUnsigned)
+			continue
+		}
+		var mark admit.Report
+		if json.Unmarshal([]byte(payload), &mark) != nil || reportField(mark.Gate, mark.Incarnation) != rest ||
+			mark.Room != room || mark.DataCenter != a.DataCenter || !mark.Minute.Equal(m) {
+			drop(field, raw, dropMark, reasonName)
+			continue
+		}
+		direct[rest] = true
+	}
+	for field, raw := range all {
+		switch {
+		case field == versionField:
 			if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
 				v = n
 			}
 			continue
+		case field == sentField:
+			payload, signed := openValue(a.Signer, hkey, field, raw)
+			n, err := strconv.ParseUint(payload, 10, 64)
+			if !signed || err != nil {
+				drop(field, raw, dropSent, reasonUnsigned)
+			} else if n > st.sent {
+				st.sent = n
+			}
+			continue
+		case strings.HasPrefix(field, directPrefix) || direct[field]:
+			continue // a mark, or counted by the gate's own report: its mark stands for it
 		}
-		if direct[field] {
-			continue // counted by the gate's own report: its mark stands for it
+		payload, signed := openValue(a.Signer, hkey, field, raw)
+		if !signed {
+			drop(field, raw, dropReport, reasonUnsigned)
+			continue
 		}
 		var rep admit.Report
-		if err := json.Unmarshal([]byte(raw), &rep); err != nil || rep.Room != room || !rep.Minute.Equal(m) {
-			continue // not a gate's report of this minute: counted by no one
+		if json.Unmarshal([]byte(payload), &rep) != nil || !rep.Minute.Equal(m) {
+			drop(field, raw, dropReport, reasonName)
+			continue
 		}
+		if reason, ok := reportFieldOK(field, rep, room, a.DataCenter, r.Length, bound); !ok {
+			drop(field, raw, dropReport, reason)
+			continue
+		}
+		// A gate's reports of a minute only grow: an older one written
+		// back over a newer one is not believed.
+		if older, ok := st.newest[field]; ok && older.Seq > rep.Seq {
+			rep = older
+		}
+		st.newest[field] = rep
 		reports = append(reports, rep)
 	}
 	// Reports are summed in field order, so that a repeated read sums alike.
 	slices.SortFunc(reports, func(a, b admit.Report) int {
 		return cmp.Or(strings.Compare(a.Gate, b.Gate), cmp.Compare(a.Incarnation, b.Incarnation))
 	})
-	st.version, st.reports = v, reports
+	st.version, st.reports, st.readAt = v, reports, now
 	return st, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
@@ -23,6 +24,8 @@ type dcGates struct {
 	mu        sync.Mutex
 	room      *admit.Room
 	got       []admit.Report
+	signer    *keyring.Signer // the gates' (from their cookie keys)
+	drops     *RedisDrops
 }
 
 func newDCGates(t *testing.T, n int) *dcGates { return newDCGatesMinute(t, n, 60) }
@@ -30,7 +33,8 @@ func newDCGates(t *testing.T, n int) *dcGates { return newDCGatesMinute(t, n, 60
 // newDCGatesMinute is newDCGates for a room of minutes of that many seconds.
 func newDCGatesMinute(t *testing.T, n, minuteSeconds int) *dcGates {
 	testenv.Require(t, env)
-	d := &dcGates{t: t, dc: "dc" + strconv.FormatInt(time.Now().UnixNano()%1e12, 36), now: t0.Add(time.Duration(minuteSeconds) * time.Second / 6)}
+	d := &dcGates{t: t, dc: "dc" + strconv.FormatInt(time.Now().UnixNano()%1e12, 36), now: t0.Add(time.Duration(minuteSeconds) * time.Second / 6),
+		signer: NewRedisSigner(testRing(t, testKey(t, "k1"))), drops: &RedisDrops{}}
 	room, err := admit.NewRoom(admit.Settings{Name: "shop", TotalActiveUsers: 1000, NewUsersPerMinute: 100}, minuteSeconds, t0)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +51,7 @@ func newDCGatesMinute(t *testing.T, n, minuteSeconds int) *dcGates {
 		p := &Reporter{Registry: reg, Every: 2 * time.Second, Logger: quietLogger(), Now: func() time.Time { return d.now },
 			Sink: d.sink,
 			Aggregate: &Aggregator{Client: client, DataCenter: d.dc, Holder: id + "/1", Lease: 300 * time.Millisecond,
-				Poll: 100 * time.Millisecond, Logger: quietLogger()}}
+				Poll: 100 * time.Millisecond, Logger: quietLogger(), Signer: d.signer, Drops: d.drops}}
 		d.reporters = append(d.reporters, p)
 		d.rooms = append(d.rooms, reg.Room("shop"))
 		d.alive = append(d.alive, true)

@@ -41,6 +41,10 @@ type Counters struct {
 	// DataCenterRedis is the data center's Redis, shared by its gates (nil
 	// without one): their reports go through it (Aggregator).
 	DataCenterRedis redis.UniversalClient
+	// Drops counts the values read from Redis and dropped as no gate's
+	// (edgeflow_gate_redis_dropped_total); the aggregator and the
+	// revocations count into it.
+	Drops *RedisDrops
 }
 
 // VisitStore settles, for sightings of visitors (admit.Sighting), which
@@ -138,12 +142,13 @@ func NewCounters(dataCenter, anywhere *RedisCounter, strategy string, logger *sl
 		},
 		Logger: logger,
 	}
-	revs := &Revocations{Logger: logger}
+	drops := &RedisDrops{}
+	revs := &Revocations{Logger: logger, Drops: drops}
 	if anywhere != nil {
 		revs.Client = anywhere.Client
 	}
 	c := Counters{Strategy: f, Marks: &Marks{Store: anyStore, Local: mem, Logger: logger, Failover: f},
-		Revocations: revs, Failover: f, Shared: stores}
+		Revocations: revs, Failover: f, Shared: stores, Drops: drops}
 	if anywhere != nil {
 		c.Visits = *anywhere // every gate of the room reaches it
 		c.Sessions = &SessionRecorder{Ledger: *anywhere, Logger: logger}

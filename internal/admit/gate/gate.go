@@ -43,6 +43,8 @@ type Config struct {
 	// host-scoped room cannot be bypassed with a Host no room names.
 	// Empty: every Host is accepted.
 	Hosts []string
+	// AnyHost says an empty Hosts is meant (--hosts '*'): no warning.
+	AnyHost bool
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 }
@@ -96,6 +98,10 @@ func New(cfg Config) (*Gate, error) {
 	if g.counters.Revocations == nil {
 		g.counters.Revocations = &Revocations{}
 	}
+	if g.counters.Revocations.Signer == nil {
+		// Revocations shared through Redis are signed with the cookie keys.
+		g.counters.Revocations.Signer = NewRedisSigner(cfg.Keys)
+	}
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxBodyBytes
 	}
@@ -107,7 +113,7 @@ func New(cfg Config) (*Gate, error) {
 			g.hosts[n] = true
 		}
 	}
-	if g.hosts == nil {
+	if g.hosts == nil && !cfg.AnyHost {
 		g.log.Warn("no hosts given (--hosts): every Host is accepted, so a room that names a host is bypassed by a request with another Host or none")
 	}
 	transport := cfg.Transport

@@ -102,6 +102,17 @@ func TestParseHosts(t *testing.T) {
 	if err != nil || !slices.Equal(got, []string{"shop.example.com", "127.0.0.1", "::1"}) {
 		t.Errorf("ParseHosts: %q, %v", got, err)
 	}
+	if got, err := ParseHosts(" * "); err != nil || got != nil {
+		t.Errorf("ParseHosts(*): %q, %v; want every host", got, err)
+	}
+	if _, err := ParseHosts("*,shop.example.com"); err == nil {
+		t.Error("ParseHosts(*,shop.example.com): no error; '*' goes alone")
+	}
+	for _, none := range []string{"", " , "} {
+		if _, err := ParseHosts(none); err == nil {
+			t.Errorf("ParseHosts(%q): no error; a gate must be told its hosts or '*'", none)
+		}
+	}
 	for _, bad := range []string{"https://shop.example.com", "shop.example.com:8080", "*.example.com", "shop.example.com/x", "[]"} {
 		if _, err := ParseHosts(bad); err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("ParseHosts(%q): %v, want an error naming it", bad, err)

@@ -112,7 +112,7 @@ type gateCollector struct{ g *Gate }
 
 func (c gateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{requestsDesc, waitingDesc, activeDesc, slotsDesc, ageDesc, vanishedDesc,
-		revokedDesc, revokedDroppedDesc, revokedUnsentDesc, visitsOverflowDesc, visitsAloneDesc, fallbacksDesc} {
+		revokedDesc, revokedDroppedDesc, revokedUnsentDesc, visitsOverflowDesc, visitsAloneDesc, fallbacksDesc, redisDroppedDesc} {
 		ch <- d
 	}
 }
@@ -122,6 +122,9 @@ func (c gateCollector) Collect(ch chan<- prometheus.Metric) {
 	revs := c.g.counters.Revocations
 	if revs != nil {
 		ch <- prometheus.MustNewConstMetric(revokedUnsentDesc, prometheus.GaugeValue, float64(revs.Unsent()))
+	}
+	if c.g.counters.Drops != nil {
+		c.g.counters.Drops.collect(ch)
 	}
 	for _, r := range c.g.rooms.Rooms() {
 		counts := c.g.tally.counts(r.name)

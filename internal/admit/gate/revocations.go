@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/edgeflow/edgeflow/internal/keyring"
 )
 
 // Revocations are the sessions the origin revoked, per room, held in this
@@ -37,6 +39,11 @@ type Revocations struct {
 	Cap    int
 	Now    func() time.Time // nil: time.Now
 	Logger *slog.Logger
+	// Signer signs the revocations written to Redis and checks those read
+	// (NewRedisSigner): an entry no gate signed is dropped and counted in
+	// Drops. Without one nothing read is believed.
+	Signer *keyring.Signer
+	Drops  *RedisDrops
 
 	total atomic.Int64 // revocations held, every room: at 0 a check costs one atomic load
 	rooms sync.Map     // room name → *roomRevocations
@@ -225,10 +232,11 @@ func (r *Revocations) Unsent() int {
 // appendRevocations writes a room's revocations to its stream in one call:
 // the stream keeps about ARGV[1] entries and lives as long as its
 // longest-lasting one (ARGV[2], ms from now on Redis's clock, so that a
-// gate's skewed clock cannot expire it early); then visitor, until pairs.
+// gate's skewed clock cannot expire it early); then visitor, until, tag
+// triples.
 var appendRevocations = redis.NewScript(`
-for i = 3, #ARGV, 2 do
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'v', ARGV[i], 'u', ARGV[i+1])
+for i = 3, #ARGV, 3 do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'v', ARGV[i], 'u', ARGV[i+1], 's', ARGV[i+2])
 end
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -266,7 +274,8 @@ func (r *Revocations) Flush(ctx context.Context) error {
 		args := []any{r.limit(), int64(0)}
 		var longest int64
 		for _, rv := range byRoom[room] {
-			args = append(args, rv.visitor, rv.until)
+			until := strconv.FormatInt(rv.until, 10)
+			args = append(args, rv.visitor, until, r.sign(room, rv.visitor, until))
 			longest = max(longest, rv.until-now)
 		}
 		args[1] = longest + 60_000 // a minute's margin for the gates' clocks
@@ -329,11 +338,13 @@ func (r *Revocations) Pull(ctx context.Context) error {
 			}
 			msgs := streams[0].Messages
 			for _, m := range msgs {
-				visitor, _ := m.Values["v"].(string)
-				until, _ := strconv.ParseInt(stringValue(m.Values["u"]), 10, 64)
-				if visitor != "" {
-					r.add(room, visitor, until, now)
+				visitor, untilText := stringValue(m.Values["v"]), stringValue(m.Values["u"])
+				until, err := strconv.ParseInt(untilText, 10, 64)
+				if err != nil || visitor == "" || !r.Signer.Verify(stringValue(m.Values["s"]), revokedStreamKey(room), visitor, untilText) {
+					r.Drops.add(dropRevocation, reasonUnsigned)
+					continue
 				}
+				r.add(room, visitor, until, now)
 			}
 			if len(msgs) > 0 {
 				cursors[i] = msgs[len(msgs)-1].ID
@@ -348,6 +359,15 @@ func (r *Revocations) Pull(ctx context.Context) error {
 		rooms, cursors = more, moreCursors
 	}
 	return nil
+}
+
+// sign is the tag of a revocation entry (empty without a signer: such an
+// entry is believed by no gate).
+func (r *Revocations) sign(room, visitor, until string) string {
+	if r.Signer == nil {
+		return ""
+	}
+	return r.Signer.Sign(revokedStreamKey(room), visitor, until)
 }
 
 func stringValue(v any) string {

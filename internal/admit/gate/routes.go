@@ -147,9 +147,16 @@ func normalizeHost(h string) string {
 	return h
 }
 
+// AnyHost is the --hosts value saying every Host is meant.
+const AnyHost = "*"
+
 // ParseHosts reads a comma-separated list of the host names a gate serves
-// (Config.Hosts): names or IP addresses, without scheme, port or path.
+// (Config.Hosts): names or IP addresses, without scheme, port or path;
+// AnyHost alone (nil, every host) or none (an error: a gate must be told).
 func ParseHosts(list string) ([]string, error) {
+	if strings.TrimSpace(list) == AnyHost {
+		return nil, nil
+	}
 	var out []string
 	for h := range strings.SplitSeq(list, ",") {
 		h = strings.TrimSpace(h)
@@ -157,7 +164,7 @@ func ParseHosts(list string) ([]string, error) {
 			continue
 		}
 		if strings.ContainsAny(h, "/ \t*") {
-			return nil, fmt.Errorf("%q is not a host name (no scheme, path or wildcard)", h)
+			return nil, fmt.Errorf("%q is not a host name (no scheme, path or wildcard; %q alone for every host)", h, AnyHost)
 		}
 		if _, _, err := net.SplitHostPort(h); err == nil {
 			return nil, fmt.Errorf("%q: no port (every port of a host is the same host)", h)
@@ -169,6 +176,9 @@ func ParseHosts(list string) ([]string, error) {
 		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no host names: give the host names this gate serves (comma-separated), or %q for every host", AnyHost)
 	}
 	return out, nil
 }

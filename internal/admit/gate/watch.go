@@ -103,6 +103,9 @@ type Watcher struct {
 	mu      sync.Mutex
 	watched map[string]*watchedRoom
 	marked  map[string]time.Time // by room: the newest snapshot minute marked read
+	// unreadEnded are the ended rooms whose last state could not be read
+	// (logged once).
+	unreadEnded map[string]bool
 }
 
 type watchedRoom struct {
@@ -149,6 +152,23 @@ func (w *Watcher) Discover(ctx context.Context) error {
 	for _, n := range names {
 		listed[n] = true
 	}
+	w.discoverListed(ctx, listed)
+	// Then the rooms whose workflow ended while this gate did not watch
+	// them (it started later).
+	ended, err := w.ended(ctx, listed)
+	if err != nil {
+		return err
+	}
+	for _, e := range ended {
+		w.holdEnded(ctx, e)
+	}
+	return nil
+}
+
+// discoverListed starts watching the listed rooms that are new, marks
+// vanished the watched ones missing twice, and forgets the rooms vanished
+// for longer than VanishedFor.
+func (w *Watcher) discoverListed(ctx context.Context, listed map[string]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.watched == nil {
@@ -178,7 +198,6 @@ func (w *Watcher) Discover(ctx context.Context) error {
 	for _, n := range w.Registry.ForgetVanished(w.Now().Add(-w.VanishedFor)) {
 		w.Logger.Info("forgetting a room that vanished", "room", n, "after", w.VanishedFor)
 	}
-	return nil
 }
 
 // vanish marks a room gone without a delete (a terminated or failed
@@ -203,9 +222,20 @@ func (w *Watcher) Sync(ctx context.Context) error {
 		return err
 	}
 	var unread []string
+	listed := map[string]bool{}
 	for _, n := range names {
+		listed[n] = true
 		if w.Refresh(ctx, n) < 0 {
 			unread = append(unread, n)
+		}
+	}
+	ended, err := w.ended(ctx, listed)
+	if err != nil {
+		return err
+	}
+	for _, e := range ended {
+		if !w.holdEnded(ctx, e) {
+			unread = append(unread, e.Name)
 		}
 	}
 	if len(unread) > 0 {

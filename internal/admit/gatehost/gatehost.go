@@ -80,6 +80,8 @@ func (s *Settings) Check() error {
 	case s.SnapshotEvery <= 0 || s.DiscoverEvery <= 0 || s.ReportEvery <= 0:
 		return errors.New("--snapshot-every, --discover-every and --report-every must be positive")
 	}
+	// A room that names a host is bypassed by any other Host if the gate
+	// takes them all: the operator says which hosts, or that all are meant.
 	var err error
 	if s.hosts, err = gate.ParseHosts(s.Hosts); err != nil {
 		return fmt.Errorf("--hosts (env GATE_HOSTS): %w", err)
@@ -147,6 +149,10 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 	if counters.Failover != nil {
 		go counters.Failover.Run(ctx, 500*time.Millisecond)
 	}
+	// What the gates write to Redis for each other is signed with a key
+	// derived from their cookie keys, and what they read checked (the
+	// revocations' by gate.New).
+	signer := gate.NewRedisSigner(keys)
 
 	id := admit.Gate{DataCenter: s.DataCenter, ID: s.GateID}
 	registry := gate.NewRegistry(id)
@@ -157,6 +163,7 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 		MaxBodyBytes:   s.MaxBodyBytes,
 		TrustForwarded: s.TrustForwarded,
 		Hosts:          s.hosts,
+		AnyHost:        s.hosts == nil,
 	})
 	if err != nil {
 		return err
@@ -191,7 +198,8 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 		// The data center's gates report through its Redis: one of them
 		// sends the room their sum (docs/admit.md, "Reports").
 		reporter.Aggregate = &gate.Aggregator{Client: counters.DataCenterRedis, DataCenter: s.DataCenter,
-			Holder: s.GateID + "/" + strconv.FormatInt(time.Now().UnixMicro(), 10), Logger: log}
+			Holder: s.GateID + "/" + strconv.FormatInt(time.Now().UnixMicro(), 10), Logger: log,
+			Signer: signer, Drops: counters.Drops}
 	}
 	reporterDone := make(chan struct{})
 	go func() { reporter.Run(bg); close(reporterDone) }()

@@ -11,7 +11,7 @@ import (
 
 func valid() *Settings {
 	return &Settings{Origin: "http://o", DataCenter: "ams", Strategy: "counters", MaxBodyBytes: 1, MaxHeaderKiB: 1,
-		SnapshotEvery: time.Second, DiscoverEvery: time.Second, ReportEvery: time.Second}
+		SnapshotEvery: time.Second, DiscoverEvery: time.Second, ReportEvery: time.Second, Hosts: "*"}
 }
 
 func TestCheckFillsTheDefaultsThatDependOnOthers(t *testing.T) {
@@ -44,6 +44,7 @@ func TestCheckNamesTheFlag(t *testing.T) {
 		{func(s *Settings) { s.Origin = "" }, "--origin (env GATE_ORIGIN) is required"},
 		{func(s *Settings) { s.ReportEvery = 0 }, "--report-every must be positive"},
 		{func(s *Settings) { s.Hosts = "a.example:80" }, "--hosts (env GATE_HOSTS)"},
+		{func(s *Settings) { s.Hosts = "" }, "--hosts (env GATE_HOSTS): no host names"},
 		{func(s *Settings) { s.Strategy = "even" }, `--strategy "even"`},
 	} {
 		s := valid()

@@ -59,11 +59,12 @@ type jobRow struct {
 }
 
 type jobsView struct {
-	Rows       []jobRow
-	Page       int
-	Prev, Next int // 0: none
-	Form       migrationForm
-	ReadOnly   bool
+	Rows []jobRow
+	// Cursor is this page's (empty on the first), Next the next page's
+	// (empty on the last).
+	Cursor, Next string
+	Form         migrationForm
+	ReadOnly     bool
 }
 
 func (p *Pages) migrations(w http.ResponseWriter, r *http.Request, s *session) {
@@ -94,30 +95,22 @@ func (p *Pages) jobsTable(w http.ResponseWriter, r *http.Request, s *session) {
 	p.render(w, http.StatusOK, "jobs", view{Content: v})
 }
 
-// jobs are a page of `migrate list --all`'s rows (the API's list), each
-// with its status (the API's GET /api/v1/migrations/{job}).
+// jobs are a page of the API's list (read from the stores a page at a
+// time: the table refreshes every few seconds), each with its status (the
+// API's GET /api/v1/migrations/{job}).
 func (p *Pages) jobs(r *http.Request) (jobsView, error) {
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	page = max(page, 1)
-	v := jobsView{Page: page}
+	v := jobsView{Cursor: r.URL.Query().Get("cursor")}
 	ctx, cancel := p.ctx(r)
 	defer cancel()
 	m := p.o.Migrations
-	rows, err := jobclient.List(ctx, m.Temporal, m.JobStore, jobclient.ListOptions{All: true})
+	page, err := jobclient.ListPage(ctx, m.Temporal, m.JobStore, jobclient.PageOptions{PerPage: jobsPerPage, Cursor: v.Cursor})
 	if err != nil {
 		return v, err
 	}
-	from := min((page-1)*jobsPerPage, len(rows))
-	to := min(from+jobsPerPage, len(rows))
-	if page > 1 {
-		v.Prev = page - 1
-	}
-	if to < len(rows) {
-		v.Next = page + 1
-	}
-	v.Rows = make([]jobRow, to-from)
+	v.Next = page.Next
+	v.Rows = make([]jobRow, len(page.Rows))
 	var wg sync.WaitGroup
-	for i, row := range rows[from:to] {
+	for i, row := range page.Rows {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

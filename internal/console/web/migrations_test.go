@@ -43,14 +43,14 @@ func TestStartFormShowsTheFieldsProblem(t *testing.T) {
 	var b strings.Builder
 	form := migrationForm{Values: url.Values{"source": {"ftp://x"}}, Errors: map[string]string{"source": "source: use s3:// or gs://"}}
 	err := p.pages["migrations"].ExecuteTemplate(&b, "layout", view{Title: "Migrations", User: "admin", CSRF: "c",
-		Content: jobsView{Page: 1, Form: form, Rows: []jobRow{{Row: jobclient.Row{Job: "j1", State: "running"},
+		Content: jobsView{Next: "abc", Form: form, Rows: []jobRow{{Row: jobclient.Row{Job: "j1", State: "running"},
 			Status: contract.Status{Job: "j1", State: "running", Counters: migrate.Counters{Copied: 7, Failed: 1, Listed: 9}, WaitingFor: "destination"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
 	for _, want := range []string{`value="ftp://x" aria-invalid="true" aria-describedby="me-source"`, `<p class="field-error" id="me-source">source: use s3:// or gs://</p>`,
-		`<td class="num copied">7</td>`, `the destination store`, `name="MIGRATE_SOURCE_SECRET_KEY" type="password"`} {
+		`<td class="num copied">7</td>`, `the destination store`, `name="MIGRATE_SOURCE_SECRET_KEY" type="password"`, `href="/migrations?cursor=abc"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %s:\n%s", want, page)
 		}

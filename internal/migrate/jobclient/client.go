@@ -17,6 +17,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/migrate"
+	"github.com/edgeflow/edgeflow/internal/payloadcodec"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -28,8 +29,55 @@ func NewJobID() string {
 }
 
 // Start starts a job's workflow; a running job with the same id is
-// followed instead, an ended one runs again.
+// followed instead, an ended one runs again. A job id names one pair of
+// stores for good: a job whose id exists (running or ended) with other
+// stores is refused (a RefusedError), so an input sealed for one job never
+// runs as that job against other stores.
 func Start(ctx context.Context, c client.Client, in contract.JobInput) (client.WorkflowRun, error) {
+	id := contract.MigrationWorkflowID(in.Job)
+	if err := sameStores(ctx, c, id, "", in); err != nil {
+		return nil, err
+	}
+	run, err := start(ctx, c, in)
+	if err != nil {
+		return nil, err
+	}
+	// Two starts of a new id at once: the later one follows the earlier's
+	// run, which must be for the same stores.
+	if err := sameStores(ctx, c, id, run.GetRunID(), in); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// sameStores refuses in if the job's run (runID; "" the latest) exists
+// with other stores.
+func sameStores(ctx context.Context, c client.Client, id, runID string, in contract.JobInput) error {
+	prev, err := LastInput(ctx, c, id, runID)
+	if NotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the input of job %s: %w", in.Job, err)
+	}
+	return SameStores(in.Job, prev.Source.String(), prev.Dest.String(), prev.Source.Store(), prev.Dest.Store(), in)
+}
+
+// SameStores refuses in if the job it names had other stores: source and
+// dest as people read them (Endpoint.String), and, when known, the
+// stores' bindings (scheme included).
+func SameStores(job, source, dest string, src, dst migrate.StoreBinding, in contract.JobInput) error {
+	same := func(a migrate.StoreBinding, b contract.Endpoint) bool {
+		s := b.Store()
+		return a.Provider == s.Provider && a.Endpoint == s.Endpoint && a.Secure == s.Secure && a.Bucket == s.Bucket && a.Prefix == s.Prefix
+	}
+	if source != in.Source.String() || dest != in.Dest.String() || src.Bucket != "" && (!same(src, in.Source) || !same(dst, in.Dest)) {
+		return &RefusedError{fmt.Sprintf("job %s exists with other stores: a job id names one copy between two stores for good; choose another id", job)}
+	}
+	return nil
+}
+
+func start(ctx context.Context, c client.Client, in contract.JobInput) (client.WorkflowRun, error) {
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       contract.MigrationWorkflowID(in.Job),
 		TaskQueue:                contract.TaskQueue,
@@ -192,7 +240,17 @@ func LastInput(ctx context.Context, c client.Client, id, runID string) (contract
 	if attrs == nil {
 		return in, fmt.Errorf("the history does not start with the job's start")
 	}
-	return in, converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in)
+	// A history is read raw: with the payload codec on (PAYLOAD_CODEC, as
+	// the client was dialled), its payloads are opened here the same way.
+	dc := converter.GetDefaultDataConverter()
+	codec, err := payloadcodec.FromEnv()
+	if err != nil {
+		return in, err
+	}
+	if codec != nil {
+		dc = codec.DataConverter()
+	}
+	return in, dc.FromPayloads(attrs.GetInput(), &in)
 }
 
 // Status is a job's status from its workflow, or from its archived summary
@@ -215,6 +273,25 @@ func Status(ctx context.Context, c client.Client, jobStore migrate.JobStoreConfi
 		return st, fmt.Errorf("%w (nor a summary in the job store %s/%s)", err, jobStore.S3.Endpoint, jobStore.Bucket)
 	}
 	return st, nil
+}
+
+// CheckArchived refuses in if the job store keeps the summary of an ended
+// job of the same id with other stores (its workflow may be gone; Start
+// checks a workflow that is not).
+func CheckArchived(ctx context.Context, jobStore migrate.JobStoreConfig, in contract.JobInput) error {
+	store, err := jobStore.Open()
+	if err != nil {
+		return &ArchiveError{fmt.Errorf("job store: %w", err)}
+	}
+	var st contract.Status
+	found, err := store.GetSummary(ctx, in.Job, &st)
+	switch {
+	case err != nil:
+		return &ArchiveError{fmt.Errorf("read the summary of job %s: %w", in.Job, err)}
+	case !found:
+		return nil
+	}
+	return SameStores(in.Job, st.Source, st.Dest, migrate.StoreBinding{}, migrate.StoreBinding{}, in)
 }
 
 // ArchiveError is a job store that did not answer: the job may exist, so

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
@@ -53,17 +51,7 @@ func List(ctx context.Context, c client.Client, jobStore migrate.JobStoreConfig,
 			return nil, fmt.Errorf("list jobs: %w", err)
 		}
 		for _, e := range resp.GetExecutions() {
-			r := Row{Job: strings.TrimPrefix(e.GetExecution().GetWorkflowId(), contract.MigrationWorkflowID("")),
-				Started: e.GetStartTime().AsTime(), Closed: e.GetCloseTime() != nil}
-			dc := converter.GetDefaultDataConverter()
-			fields := e.GetMemo().GetFields()
-			_ = dc.FromPayload(fields[contract.MemoState], &r.State)
-			_ = dc.FromPayload(fields[contract.MemoAccount], &r.Account)
-			_ = dc.FromPayload(fields[contract.MemoSummary], &r.Summary)
-			if r.Closed && !contract.Ended(r.State) {
-				// Terminated from outside, or reset: no final state recorded.
-				r.State = strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
-			}
+			r := rowOf(e)
 			live[r.Job] = true
 			if (o.Account == "" || r.Account == o.Account) && (o.State == "" || r.State == o.State) && (o.All || !limited()) {
 				rows = append(rows, r)

@@ -157,7 +157,8 @@ func (o Options) Input(job string, name Namer) (contract.JobInput, []string) {
 // flagMention is a flag named in an error: --part-size.
 var flagMention = regexp.MustCompile(`--[a-z]+(?:-[a-z]+)*`)
 
-// Seal seals both sides' credentials into in, bound to its job, with the
+// Seal seals both sides' credentials into in, each bound to its job, side
+// and store (provider, endpoint, bucket, prefix, pinned addresses), with the
 // codec keys (CODEC_KEYS): only the migrate workers open them. A GCS
 // source's key file is checked to be one first. Errors never hold a key.
 func Seal(in *contract.JobInput, src, dst migrate.Credentials) error {
@@ -170,10 +171,10 @@ func Seal(in *contract.JobInput, src, dst migrate.Credentials) error {
 	if err != nil {
 		return fmt.Errorf("codec keys (they seal the credentials): %v", err)
 	}
-	if in.Source.Credentials, err = migrate.SealCredentials(keys, src, in.Job, migrate.SideSource); err != nil {
+	if in.Source.Credentials, err = migrate.SealCredentials(keys, src, in.Job, migrate.SideSource, in.Source.Store()); err != nil {
 		return err
 	}
-	if in.Dest.Credentials, err = migrate.SealCredentials(keys, dst, in.Job, migrate.SideDest); err != nil {
+	if in.Dest.Credentials, err = migrate.SealCredentials(keys, dst, in.Job, migrate.SideDest, in.Dest.Store()); err != nil {
 		return err
 	}
 	return nil

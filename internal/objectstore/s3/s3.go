@@ -32,6 +32,13 @@ type Config struct {
 	// (with backoff) before returning it; 0 means its default of 10, 1 means
 	// no retry (the caller retries, e.g. a Temporal activity).
 	MaxRetries int
+	// Pinned are the IP addresses Endpoint's host was resolved to when a
+	// job was checked against the allowed endpoints. When set, every
+	// connection dials one of them, never the name again (no DNS rebinding
+	// between the check and the use), and only for Endpoint's own host and
+	// port; TLS and the Host header keep the name. Requests are path-style,
+	// so no other host name (bucket.host) is ever asked for.
+	Pinned []string
 }
 
 // String describes the store without its credentials: not even the access
@@ -79,12 +86,24 @@ func New(cfg Config) (*Store, error) {
 	// Many small objects are written concurrently; keep connections warm.
 	transport.MaxIdleConnsPerHost = 256
 	transport.MaxIdleConns = 512
+	lookup := minio.BucketLookupAuto
+	if len(cfg.Pinned) > 0 {
+		dial, err := PinnedDialer(cfg.Endpoint, cfg.Secure, cfg.Pinned)
+		if err != nil {
+			return nil, fmt.Errorf("object store %s: %w", cfg, err)
+		}
+		// A proxy would be dialled instead of the pinned address.
+		transport.Proxy = nil
+		transport.DialContext = dial
+		lookup = minio.BucketLookupPath
+	}
 	core, err := minio.NewCore(cfg.Endpoint, &minio.Options{
-		Creds:      credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken),
-		Secure:     cfg.Secure,
-		Region:     cfg.Region,
-		Transport:  transport,
-		MaxRetries: cfg.MaxRetries,
+		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken),
+		Secure:       cfg.Secure,
+		Region:       cfg.Region,
+		Transport:    transport,
+		MaxRetries:   cfg.MaxRetries,
+		BucketLookup: lookup,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", cfg, err)

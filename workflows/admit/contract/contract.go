@@ -69,6 +69,9 @@ const (
 	ErrRoomDeleted     = "RoomDeleted"
 	ErrRoomNotDeleted  = "RoomNotDeleted"
 	ErrNoSuchEvent     = "NoSuchEvent"
+	// ErrRoomStateTooLarge fails a room whose state, trimmed, is still
+	// over MaxContinueBytes: it cannot continue as new.
+	ErrRoomStateTooLarge = "RoomStateTooLarge"
 )
 
 // RoomInput starts a room, or continues one (State set) after

@@ -152,8 +152,22 @@ type Endpoint struct {
 	Endpoint string `json:"endpoint"` // host:port
 	Secure   bool   `json:"secure,omitempty"`
 	Region   string `json:"region,omitempty"`
+	// Pinned are the addresses the endpoint's host resolved to when a job
+	// started over the API was checked against the allowed endpoints: the
+	// workers dial only these (empty: by name, as a starter's job does).
+	Pinned []string `json:"pinned,omitempty"`
 	migrate.Location
 	Credentials migrate.SealedCredentials `json:"credentials"`
+}
+
+// Store is what the side's credentials are sealed to: the store they may
+// be sent to.
+func (e Endpoint) Store() migrate.StoreBinding {
+	b := migrate.StoreBinding{Provider: e.Provider, Bucket: e.Bucket, Prefix: e.Prefix}
+	if e.Provider != migrate.ProviderGCS {
+		b.Endpoint, b.Secure, b.Pinned = e.Endpoint, e.Secure, e.Pinned
+	}
+	return b
 }
 
 // String is the side's location and endpoint, for people.
