@@ -8,6 +8,23 @@ import (
 	"github.com/edgeflow/edgeflow/internal/cli/clitest"
 )
 
+func TestMain(m *testing.M) { clitest.Main(m, "schedule", main) }
+
+// From the process, as a script sees it: --help exits 0 (it exited 2),
+// create's help lists --every and not pause's --note (it listed every
+// subcommand's flags), and an unknown flag exits 2.
+func TestHelpFromTheProcess(t *testing.T) {
+	if r := clitest.Exec(t, nil, "--help"); r.Code != 0 || !strings.Contains(r.Stdout, "create") {
+		t.Errorf("schedule --help: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := clitest.Exec(t, nil, "create", "--help"); r.Code != 0 || !strings.Contains(r.Stdout, "--every") || strings.Contains(r.Stdout+r.Stderr, "-note") {
+		t.Errorf("schedule create --help: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := clitest.Exec(t, nil, "create", "--nope"); r.Code != 2 {
+		t.Errorf("schedule create --nope: exit %d", r.Code)
+	}
+}
+
 // Every subcommand's help exits 0 and lists only its own flags: create's
 // no longer shows pause's --note or describe's --json.
 func TestCommandLine(t *testing.T) {
