@@ -17,6 +17,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/admit"
 	"github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/internal/devstack"
+	"github.com/edgeflow/edgeflow/internal/keyring"
 )
 
 // redisCommand is the command line docker-compose.yml runs every Redis
@@ -196,7 +197,17 @@ func exerciseGateRedis(ctx context.Context, t *testing.T, client *redis.Client) 
 	_, err = store.SessionsEnded(ctx, room, now, now.Add(30*time.Second))
 	must("read ended sessions", err)
 
-	agg := &gate.Aggregator{Client: client, DataCenter: "dc1", Holder: "gate-1", Logger: slog.New(slog.DiscardHandler)}
+	// The gates sign what they share (a key derived from their cookie keys).
+	key, err := keyring.Generate("acl-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := keyring.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := gate.NewRedisSigner(ring)
+	agg := &gate.Aggregator{Client: client, DataCenter: "dc1", Holder: "gate-1", Signer: signer, Logger: slog.New(slog.DiscardHandler)}
 	rep := admit.Report{Room: room, DataCenter: "dc1", Gate: "gate-1", Minute: minute, Seq: 1, NewVisitors: 1}
 	must("write the data center's counts", agg.Write(ctx, rep, length))
 	must("mark counts sent directly", agg.MarkDirect(ctx, rep, length))
@@ -208,7 +219,7 @@ func exerciseGateRedis(ctx context.Context, t *testing.T, client *redis.Client) 
 	}
 	agg.Leave(ctx, now.Add(2*length), rooms, sink)
 
-	rev := &gate.Revocations{Client: client, Rooms: func() []string { return []string{room} }, Logger: slog.New(slog.DiscardHandler)}
+	rev := &gate.Revocations{Client: client, Rooms: func() []string { return []string{room} }, Signer: signer, Logger: slog.New(slog.DiscardHandler)}
 	rev.Revoke(room, visitor, now.Add(time.Minute), now)
 	must("write a revocation", rev.Flush(ctx))
 	must("read revocations", rev.Pull(ctx))
