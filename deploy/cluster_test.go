@@ -10,12 +10,15 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/edgeflow/edgeflow/internal/devstack"
+	"github.com/edgeflow/edgeflow/internal/keyring"
 )
 
 // docker-compose.yml describes what `make cluster` runs (devstack's
 // ClusterPlan): a service for every process of it, as many replicas as it
 // runs processes of that service, and every environment variable it gives
-// a product's process set on that process's service.
+// a product's process set on that process's service. A key file
+// (CODEC_KEYS_FILE, which make cluster generates) may be given in compose as
+// the keys themselves (CODEC_KEYS, required there): the same keyring source.
 func TestComposeRunsWhatMakeClusterRuns(t *testing.T) {
 	services := loadCompose(t)
 	replicas := loadReplicas(t)
@@ -29,7 +32,11 @@ func TestComposeRunsWhatMakeClusterRuns(t *testing.T) {
 		}
 		for _, e := range p.Env {
 			name, _, _ := strings.Cut(e, "=")
-			if _, ok := s.Environment[name]; !ok {
+			_, ok := s.Environment[name]
+			if byValue := keysByValue[name]; !ok && byValue != "" {
+				_, ok = s.Environment[byValue]
+			}
+			if !ok {
 				t.Errorf("make cluster gives %s %s; service %q does not set it", p.Name, name, p.Service)
 			}
 		}
@@ -40,6 +47,15 @@ func TestComposeRunsWhatMakeClusterRuns(t *testing.T) {
 		}
 	}
 }
+
+// keysByValue maps each keyring source's file variable to its keys variable.
+var keysByValue = func() map[string]string {
+	m := map[string]string{}
+	for _, s := range keyring.Sources {
+		m[s.FileEnv] = s.Env
+	}
+	return m
+}()
 
 // loadReplicas reads each service's deploy.replicas (1 when unset).
 func loadReplicas(t *testing.T) map[string]int {
