@@ -149,6 +149,9 @@ func walk(c *cobra.Command, f func(*cobra.Command)) {
 // Group makes cmd a command of subcommands only: without one it shows its
 // usage and exits 2, and an unknown one exits 2 naming the nearest.
 func Group(cmd *cobra.Command) *cobra.Command {
+	// Its usage names its commands, not a run of its own (its subcommands,
+	// which inherit the template, have none of theirs).
+	cmd.SetUsageTemplate(strings.Replace(cmd.UsageTemplate(), "Usage:{{if .Runnable}}", "Usage:{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
 	cmd.Args = cobra.ArbitraryArgs
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) == 0 {

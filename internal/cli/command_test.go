@@ -57,7 +57,9 @@ func TestRunExitCodes(t *testing.T) {
 		stderr string
 	}{
 		{[]string{"ok"}, ExitOK, "", ""},
-		{[]string{"--help"}, ExitOK, "Usage:", ""},
+		{[]string{"--help"}, ExitOK, "Usage:\n  demo [command]\n", ""},
+		{[]string{"event", "--help"}, ExitOK, "Usage:\n  demo event [command]\n", ""},
+		{[]string{"one", "--help"}, ExitOK, "Usage:\n  demo one NAME [flags]\n", ""},
 		{[]string{"ok", "-h"}, ExitOK, "--s3-endpoint", ""},
 		{[]string{"--version"}, ExitOK, "demo " + Version(), ""},
 		{[]string{"completion", "bash"}, ExitOK, "bash completion", ""},
