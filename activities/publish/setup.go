@@ -7,11 +7,11 @@ package publish
 
 import (
 	"context"
-	"flag"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
@@ -132,7 +132,7 @@ type StorageFlags struct {
 	IOParallel int
 }
 
-func (f *StorageFlags) register(fs *flag.FlagSet) {
+func (f *StorageFlags) register(fs *pflag.FlagSet) {
 	f.Storage.RegisterFlags(fs)
 	fs.IntVar(&f.IOParallel, "io-parallel", config.EnvInt("IO_PARALLEL", 32), "concurrent object-store requests per activity (env IO_PARALLEL)")
 }
@@ -166,7 +166,7 @@ type PublishConfig struct {
 }
 
 // RegisterFlags adds the publish pool's flags to fs.
-func (c *PublishConfig) RegisterFlags(fs *flag.FlagSet) {
+func (c *PublishConfig) RegisterFlags(fs *pflag.FlagSet) {
 	c.StorageFlags.register(fs)
 	fs.StringVar(&c.CatalogDir, "catalog", config.Env("CATALOG_DIR", "catalog"), "catalog directory (env CATALOG_DIR)")
 	fs.StringVar(&c.NPMURL, "npm-registry", config.Env("NPM_REGISTRY", registry.DefaultNPMURL), "npm registry base URL (env NPM_REGISTRY)")
@@ -206,7 +206,7 @@ type CompressConfig struct {
 }
 
 // RegisterFlags adds the compress pool's flags to fs.
-func (c *CompressConfig) RegisterFlags(fs *flag.FlagSet) {
+func (c *CompressConfig) RegisterFlags(fs *pflag.FlagSet) {
 	c.StorageFlags.register(fs)
 	fs.IntVar(&c.CPUs, "cpus", config.EnvInt("COMPRESS_CPUS", 0), "concurrent compressions per process; 0 = all cores (env COMPRESS_CPUS)")
 }

@@ -14,6 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/edgeflow/edgeflow/internal/cli"
 )
 
 // target is a number an issue asks for.
@@ -58,7 +62,24 @@ type run struct {
 	args []string
 }
 
-func main() {
+func main() { cli.Execute(newRootCommand()) }
+
+func newRootCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "benchtable",
+		Short: "Run every benchmark of the project and print one table with the issues' targets: what make bench runs",
+		Long: `Runs every benchmark of the project (micro-benchmarks at Go's default duration,
+the end-to-end ones once, as each measures its own baseline in the same run) and
+prints one table with the targets the issues set. Exit 1 when a run fails or a
+target is missed. Run it from the repository's root.`,
+		Example: `  make bench
+  go run ./cmd/benchtable`,
+		Args: cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return benchmarks() },
+	}
+}
+
+func benchmarks() error {
 	runs := []run{
 		{"micro-benchmarks", []string{"test", "-run", "^$", "-bench", ".", "-count", "1", "./internal/..."}},
 		{"end-to-end benchmarks", []string{"test", "-run", "^$", "-bench", ".", "-benchtime", "1x", "-count", "1", "-timeout", "30m", "./integration/..."}},
@@ -72,10 +93,10 @@ func main() {
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
-			fatal(err)
+			return err
 		}
 		if err := cmd.Start(); err != nil {
-			fatal(err)
+			return err
 		}
 		sc := bufio.NewScanner(io.TeeReader(out, os.Stderr))
 		for sc.Scan() {
@@ -115,8 +136,9 @@ func main() {
 		if missed {
 			fmt.Fprintln(os.Stderr, "!! a target was missed")
 		}
-		os.Exit(1)
+		return cli.Code(cli.ExitFailed)
 	}
+	return nil
 }
 
 // missed is set when a row misses its target: make bench fails.
@@ -144,9 +166,4 @@ func verdict(bench, metric, value string) string {
 		return fmt.Sprintf("%s %g: %s", op, t.limit, mark)
 	}
 	return ""
-}
-
-func fatal(err error) {
-	fmt.Fprintln(os.Stderr, err)
-	os.Exit(1)
 }

@@ -14,7 +14,6 @@ package main
 import (
 	"context"
 	"fmt"
-
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,6 +22,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/devstack"
 )
@@ -35,10 +37,29 @@ func say(format string, args ...any) {
 	fmt.Printf("%s cluster | "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, args...)...)
 }
 
-func main() {
-	if err := run(); err != nil {
-		say("error: %v", err)
-		os.Exit(1)
+func main() { cli.Execute(newRootCommand()) }
+
+func newRootCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cluster",
+		Short: "The system as it runs beyond one machine, here on one, in the foreground: what make cluster runs",
+		Long: `The system as it runs beyond one machine, here on one, in the foreground (Ctrl-C
+stops it): PostgreSQL, Temporal's services as separate processes, the Web UI,
+MinIO in distributed mode, a Redis per data center and one Anywhere, and two
+processes of every worker pool, two edges and two gates per data center, on free
+ports. Logs go to .data/cluster/logs/<name>.log (CLUSTER_DIR); cluster.env holds
+the addresses for the starters. The binaries come from BIN_DIR (./bin).`,
+		Example: `  make cluster
+  CLUSTER_DIR=/tmp/cluster ./bin/cluster
+  set -a; . .data/cluster/cluster.env; set +a; go run ./starters/room list`,
+		Args: cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := run(); err != nil {
+				say("error: %v", err)
+				return cli.Code(cli.ExitFailed)
+			}
+			return nil
+		},
 	}
 }
 

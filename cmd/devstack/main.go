@@ -21,6 +21,9 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
+	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/devstack"
 )
 
@@ -49,10 +52,29 @@ func say(format string, args ...any) {
 	fmt.Printf("\033[1mdevstack |\033[0m "+format+"\n", args...)
 }
 
-func main() {
-	if err := run(); err != nil {
-		say("error: %v", err)
-		os.Exit(1)
+func main() { cli.Execute(newRootCommand()) }
+
+func newRootCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "devstack",
+		Short: "The whole system on one machine, in the foreground: what make run runs",
+		Long: `The whole system on one machine, in the foreground. It starts the Temporal dev
+server (Web UI, SQLite file so runs survive a restart), MinIO and Redis, creates
+the buckets and the development key files, starts every worker pool, the edge and
+the gate (in front of a small demo origin) as supervised child processes with
+prefixed logs, creates the package-update Schedule and the demo waiting room.
+Ctrl-C stops the children in order. Settings come from the environment (see the
+configuration table in docs/operate.md).`,
+		Example: `  make run
+  ./bin/devstack`,
+		Args: cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := run(); err != nil {
+				say("error: %v", err)
+				return cli.Code(cli.ExitFailed)
+			}
+			return nil
+		},
 	}
 }
 

@@ -14,13 +14,13 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/internal/admit/gatehost"
@@ -29,36 +29,65 @@ import (
 	"github.com/edgeflow/edgeflow/internal/keyring"
 )
 
-func main() {
-	if len(os.Args) > 1 && os.Args[1] == "keygen" {
-		if err := keygen(os.Args[2:], os.Stdout, os.Stderr); err != nil {
-			if !errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintln(os.Stderr, "gate keygen:", err)
+func main() { cli.Execute(newRootCommand(os.Stdout, os.Stderr, nil)) }
+
+// newRootCommand is the gate's command line: it serves until SIGINT or
+// SIGTERM; ready, if set, is called with the listening address once
+// requests are accepted.
+func newRootCommand(stdout, stderr io.Writer, ready func(addr string)) *cobra.Command {
+	s := &gatehost.Settings{}
+	cmd := &cobra.Command{
+		Use:   "gate --origin URL --hosts HOSTS",
+		Short: "The waiting room in front of an origin: a reverse proxy that admits or queues each request",
+		Long: `The waiting room in front of an origin: a reverse proxy that decides for each
+request, on the room's snapshot and with no round trip to a central service,
+whether to pass it to the origin or show the waiting room. Settings come from
+flags, defaulting from the environment (GATE_*, and TEMPORAL_* like every
+process). The cookie keys come from GATE_COOKIE_KEYS, the file
+GATE_COOKIE_KEYS_FILE, or the development key file make run creates; every gate
+of a room must hold the same keys. Bad settings exit 2 before anything starts.`,
+		Example: `  gate --origin http://127.0.0.1:3000 --hosts shop.example.com --data-center ams
+  gate --origin http://origin:3000 --hosts '*' --redis-url redis://redis:6379/0 --strategy counters+borrow --ops-addr 0.0.0.0:8098
+  gate keygen --file /keys/gate-cookie.keys`,
+		Args: cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := s.Check(); err != nil {
+				return cli.Fail(cli.ExitUsage, "gate: %v", err)
 			}
-			os.Exit(2)
-		}
-		return
+			ctx, stop := cli.ServeContext(cmd.Context())
+			defer stop()
+			return gatehost.Run(ctx, s, stderr, ready)
+		},
 	}
-	// Bad flags exit 2 before anything starts, naming the flag.
-	if _, err := parseFlags(os.Args[1:], os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "gate:", err)
-		}
-		os.Exit(cli.ExitUsage)
-	}
-	cli.Serve("gate", run)
+	registerFlags(cmd.Flags(), s)
+	cmd.AddCommand(newKeygenCommand(stdout))
+	return cmd
 }
 
-// keygen prints a new cookie key, or with --file creates a key file once
-// (kept if it exists), for deployments where every gate mounts it.
-// parseFlags reads the settings from flags, defaulting from the environment.
+// parseFlags reads the settings from flags, defaulting from the
+// environment, and checks them as the command does.
 func parseFlags(args []string, stderr io.Writer) (*gatehost.Settings, error) {
-	fs := flag.NewFlagSet("gate", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("gate", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	s := &gatehost.Settings{}
+	registerFlags(fs, s)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func registerFlags(fs *pflag.FlagSet, s *gatehost.Settings) {
 	s.Temporal.RegisterFlags(fs)
 	fs.StringVar(&s.Addr, "addr", config.Env("GATE_ADDR", "127.0.0.1:8088"), "listen address (env GATE_ADDR)")
-	fs.StringVar(&s.HealthAddr, "health-addr", config.Env("GATE_HEALTH_ADDR", ""), "address of /healthz, /status and /metrics; empty: none (env GATE_HEALTH_ADDR)")
+	fs.StringVar(&s.HealthAddr, "ops-addr", config.Env("GATE_HEALTH_ADDR", ""), "address of /healthz, /status and /metrics; empty: none (env GATE_HEALTH_ADDR)")
+	config.Alias(fs, "ops-addr", "health-addr")
 	fs.StringVar(&s.Origin, "origin", config.Env("GATE_ORIGIN", ""), "the origin's URL, e.g. http://127.0.0.1:3000 (env GATE_ORIGIN)")
 	fs.StringVar(&s.DataCenter, "data-center", config.Env("GATE_DATA_CENTER", "local"), "the data center this gate runs in (env GATE_DATA_CENTER)")
 	fs.StringVar(&s.GateID, "gate-id", config.Env("GATE_ID", ""), "this process's id in reports; empty: data center, host, pid and a random suffix (env GATE_ID)")
@@ -80,38 +109,33 @@ func parseFlags(args []string, stderr io.Writer) (*gatehost.Settings, error) {
 	fs.StringVar(&s.TLSCert, "https-cert", config.Env("GATE_TLS_CERT", ""), "serve HTTPS with this certificate file (PEM; with --https-key) (env GATE_TLS_CERT)")
 	fs.StringVar(&s.TLSKey, "https-key", config.Env("GATE_TLS_KEY", ""), "the certificate's private key file (env GATE_TLS_KEY)")
 	fs.StringVar(&s.LogLevel, "log-level", config.Env("GATE_LOG_LEVEL", "info"), "debug, info, warn or error (env GATE_LOG_LEVEL)")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := s.Check(); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
-// run serves until ctx is cancelled. ready, if set, is called with the
-// listening address once requests are accepted.
-func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr string)) error {
-	s, err := parseFlags(args, stderr)
-	if err != nil {
-		return err
+// newKeygenCommand prints a new cookie key, or with --file creates a key
+// file once (kept if it exists), for deployments where every gate mounts it.
+func newKeygenCommand(stdout io.Writer) *cobra.Command {
+	var id, file string
+	cmd := &cobra.Command{
+		Use:   "keygen",
+		Short: "Print a new cookie key (GATE_COOKIE_KEYS's \"id:base64\"), or create a key file once",
+		Example: `  gate keygen
+  gate keygen --id gate-2026 --file /keys/gate-cookie.keys`,
+		Args: cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := keygen(stdout, id, file); err != nil {
+				return cli.Fail(cli.ExitFailed, "gate keygen: %v", err)
+			}
+			return nil
+		},
 	}
-	return gatehost.Run(ctx, s, stderr, ready)
+	cmd.Flags().StringVar(&id, "id", "gate-"+time.Now().UTC().Format("20060102"), "the key's id (it travels in every cookie; letters, digits, '-', '_', '.')")
+	cmd.Flags().StringVar(&file, "file", "", "create this key file once (mode 0600), keeping it if it exists")
+	return cmd
 }
 
-func keygen(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("gate keygen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	id := fs.String("id", "gate-"+time.Now().UTC().Format("20060102"), "the key's id (it travels in every cookie; letters, digits, '-', '_', '.')")
-	file := fs.String("file", "", "create this key file once (mode 0600), keeping it if it exists")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *file != "" {
-		created, err := keyring.EnsureKeyFile(*file, *id, "Cookie keys shared by every gate (GATE_COOKIE_KEYS_FILE), created by `gate keygen --file`.")
+func keygen(stdout io.Writer, id, file string) error {
+	if file != "" {
+		created, err := keyring.EnsureKeyFile(file, id, "Cookie keys shared by every gate (GATE_COOKIE_KEYS_FILE), created by `gate keygen --file`.")
 		if err != nil {
 			return err
 		}
@@ -119,10 +143,10 @@ func keygen(args []string, stdout, stderr io.Writer) error {
 		if created {
 			verb = "created"
 		}
-		fmt.Fprintf(stdout, "%s %s\n", verb, *file)
+		fmt.Fprintf(stdout, "%s %s\n", verb, file)
 		return nil
 	}
-	k, err := keyring.Generate(*id)
+	k, err := keyring.Generate(id)
 	if err != nil {
 		return err
 	}

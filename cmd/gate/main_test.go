@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -10,6 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
+	"github.com/edgeflow/edgeflow/internal/cli"
+	"github.com/edgeflow/edgeflow/internal/cli/clitest"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 )
 
@@ -93,9 +99,31 @@ func TestSettingsFromTheEnvironment(t *testing.T) {
 	}
 }
 
+// runKeygen is `gate keygen args…`, as main runs it.
+func runKeygen(stdout io.Writer, args ...string) error {
+	root := newRootCommand(stdout, io.Discard, nil)
+	if code := cli.Run(context.Background(), root, append([]string{"keygen"}, args...), stdout, io.Discard); code != cli.ExitOK {
+		return fmt.Errorf("exit status %d", code)
+	}
+	return nil
+}
+
+// Help with examples, own flags only (keygen's --file is not the gate's),
+// the ops address under its one name (--health-addr still sets it,
+// hidden), unknown flags refused with 2.
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, func() *cobra.Command { return newRootCommand(io.Discard, io.Discard, nil) })
+	t.Setenv("GATE_HOSTS", "*")
+	for _, name := range []string{"--ops-addr", "--health-addr"} {
+		if s, err := parseFlags([]string{"--origin", "http://o", name, "127.0.0.1:8098"}, io.Discard); err != nil || s.HealthAddr != "127.0.0.1:8098" {
+			t.Errorf("%s: %+v, %v", name, s, err)
+		}
+	}
+}
+
 func TestKeygen(t *testing.T) {
 	var out bytes.Buffer
-	if err := keygen([]string{"--id", "gate-a"}, &out, io.Discard); err != nil {
+	if err := runKeygen(&out, "--id", "gate-a"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := keyring.Parse(out.String()); err != nil || !strings.HasPrefix(out.String(), "gate-a:") {
@@ -103,12 +131,12 @@ func TestKeygen(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "keys", "gate-cookie.keys")
 	out.Reset()
-	if err := keygen([]string{"--file", path}, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "created") {
+	if err := runKeygen(&out, "--file", path); err != nil || !strings.HasPrefix(out.String(), "created") {
 		t.Fatalf("keygen --file: %q %v", out.String(), err)
 	}
 	first, _ := os.ReadFile(path)
 	out.Reset()
-	if err := keygen([]string{"--file", path}, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "kept") {
+	if err := runKeygen(&out, "--file", path); err != nil || !strings.HasPrefix(out.String(), "kept") {
 		t.Fatalf("keygen --file again: %q %v", out.String(), err)
 	}
 	if again, _ := os.ReadFile(path); !bytes.Equal(first, again) {

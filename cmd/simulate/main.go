@@ -14,7 +14,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -22,6 +21,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/edgeflow/edgeflow/internal/admit/sim"
 	"github.com/edgeflow/edgeflow/internal/cli"
@@ -41,33 +43,51 @@ type options struct {
 	borrow             bool
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(cli.ExitOK)
-		}
-		cli.Exit(cli.ExitUsage, "simulate: %v", err)
+func main() { cli.Execute(newRootCommand()) }
+
+func newRootCommand() *cobra.Command {
+	var f simFlags
+	cmd := &cobra.Command{
+		Use:   "simulate --out DIR",
+		Short: "Drive the waiting room's admission engine through virtual traffic and write a report",
+		Long: `Drives the waiting room's admission engine (internal/admit, through
+internal/admit/sim) through virtual traffic and writes what it found into --out:
+the FIFO and random heatmaps and the wait estimates as SVG pictures, the
+allocation accuracy table, fairness, and how far one room scales, as report.md
+and report.json. Everything but the timings is the same for the same seed and
+flags.`,
+		Example: `  simulate --out docs/simulate --seed 1
+  simulate --out /tmp/sim --visitors 2000 --window 10m --scale=false`,
+		Args: cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			o, err := f.check(nil)
+			if err != nil {
+				return cli.Fail(cli.ExitUsage, "simulate: %v", err)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+			defer stop()
+			start := time.Now()
+			rep, err := simulate(ctx, o, os.Stderr)
+			if err != nil {
+				return cli.Fail(cli.ExitFailed, "simulate: %v", err)
+			}
+			fmt.Printf("wrote %s in %s\n", strings.Join(rep.Files, ", "), time.Since(start).Round(100*time.Millisecond))
+			fmt.Print(allocationMarkdown(rep.Allocation))
+			return nil
+		},
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	start := time.Now()
-	rep, err := simulate(ctx, o, os.Stderr)
-	if err != nil {
-		cli.Exit(cli.ExitFailed, "simulate: %v", err)
-	}
-	fmt.Printf("wrote %s in %s\n", strings.Join(rep.Files, ", "), time.Since(start).Round(100*time.Millisecond))
-	fmt.Print(allocationMarkdown(rep.Allocation))
+	f.register(cmd.Flags())
+	return cmd
 }
 
-func parseFlags(args []string) (options, error) {
-	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run ./cmd/simulate --out DIR [--seed N] [flags]")
-		fs.PrintDefaults()
-	}
-	var o options
-	var profiles, strategies string
+// simFlags are the command's flags as given, before they are checked.
+type simFlags struct {
+	o                    options
+	profiles, strategies string
+}
+
+func (f *simFlags) register(fs *pflag.FlagSet) {
+	o := &f.o
 	fs.StringVar(&o.out, "out", "", "directory to write the images and reports into (created)")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed: the same seed and flags give the same results")
 	fs.IntVar(&o.dataCenters, "data-centers", 5, "data centers")
@@ -76,15 +96,28 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.reports, "report-interval", 5*time.Second, "how often gates report to the room (whole seconds)")
 	fs.IntVar(&o.visitors, "visitors", 10000, "visitors of the FIFO/random experiment")
 	fs.DurationVar(&o.window, "window", 30*time.Minute, "over how long the FIFO/random experiment's visitors arrive")
-	fs.StringVar(&profiles, "profiles", strings.Join(sim.Profiles, ","), "arrival profiles of the allocation table")
-	fs.StringVar(&strategies, "strategies", strings.Join(sim.Strategies, ","), "strategies of the allocation table")
+	fs.StringVar(&f.profiles, "profiles", strings.Join(sim.Profiles, ","), "arrival profiles of the allocation table")
+	fs.StringVar(&f.strategies, "strategies", strings.Join(sim.Strategies, ","), "strategies of the allocation table")
 	fs.BoolVar(&o.scale, "scale", true, "measure the engine's decisions per second and the room's load as it grows")
 	fs.BoolVar(&o.borrow, "borrow-reserved", true, "also run counters with the proposed fix: late in a minute, borrow reserved slots nobody claimed")
+}
+
+// parseFlags parses args as the command does and checks them.
+func parseFlags(args []string) (options, error) {
+	var f simFlags
+	fs := pflag.NewFlagSet("simulate", pflag.ContinueOnError)
+	f.register(fs)
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		return f.o, err
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+	return f.check(fs.Args())
+}
+
+// check says everything wrong with the flags at once.
+func (f *simFlags) check(positional []string) (options, error) {
+	o, profiles, strategies := f.o, f.profiles, f.strategies
+	if len(positional) > 0 {
+		return o, fmt.Errorf("unexpected argument %q (flags only)", positional[0])
 	}
 	var problems []string
 	if o.out == "" {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/edgeflow/edgeflow/internal/cli/clitest"
 )
 
 // A small run writes every file the issue names: the SVG pictures (well-formed, of
@@ -78,6 +80,8 @@ func TestSimulateWritesTheReport(t *testing.T) {
 		t.Errorf("rows %v", doc.Allocation)
 	}
 }
+
+func TestCommandLine(t *testing.T) { clitest.Check(t, newRootCommand) }
 
 func TestFlagsSayWhatIsWrong(t *testing.T) {
 	for _, c := range []struct {

@@ -163,6 +163,7 @@ func TestRoomStarter(t *testing.T) {
 	expect(1, "update", "it-cli", "--new-users-per-minute", "5")
 	expect(0, "create", "it-cli", "--total-active-users", "10", "--new-users-per-minute", "10")
 
+	// The address flag under its old name, kept as a hidden alias.
 	code, _, errOut := room(t, "get", "it-cli", "--temporal-address", "127.0.0.1:1")
 	if code != 3 {
 		t.Errorf("unreachable Temporal: exit %d (%s)", code, errOut)

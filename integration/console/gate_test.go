@@ -17,7 +17,7 @@ var gateListening = regexp.MustCompile(`msg="gate listening".* addr=(127\.0\.0\.
 func runGate(t *testing.T, bin, origin, cookieKeys string, environ []string) string {
 	t.Helper()
 	logs := &testenv.SyncBuffer{}
-	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0", "--origin", origin,
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0", "--origin", origin,
 		"--data-center", "local", "--gate-id", "console-it", "--hosts", "127.0.0.1,localhost",
 		"--snapshot-every", "200ms", "--report-every", "200ms", "--discover-every", "300ms")
 	cmd.Env = append(environ, "TEMPORAL_ADDRESS="+env.Temporal.HostPort, "GATE_COOKIE_KEYS="+cookieKeys, "LOG_FORMAT=")

@@ -1,6 +1,8 @@
-// Package cli is what every starter shares: exit codes, human or JSON output,
-// Web UI links, and progress: a live bar on a terminal, plain periodic lines
-// elsewhere, with rates that start only once they mean something.
+// Package cli is what every binary and starter shares: one command tree
+// shape (cobra: help with examples, each subcommand with its own flags,
+// --version, completion, exit codes), human or JSON output, Web UI links,
+// and progress: a live bar on a terminal, plain periodic lines elsewhere,
+// with rates that start only once they mean something.
 package cli
 
 import (
@@ -18,38 +20,24 @@ import (
 	"github.com/edgeflow/edgeflow/internal/tracing"
 )
 
-// Exit codes, the same for every starter.
-const (
-	ExitOK          = 0
-	ExitFailed      = 1 // the workflow or check failed
-	ExitUsage       = 2 // bad flags or input
-	ExitUnavailable = 3 // Temporal or a store could not be reached
-)
-
-// Exit prints a message to stderr and exits with code (after AtExit's work).
-func Exit(code int, format string, args ...any) {
-	fmt.Fprintf(os.Stderr, format+"\n", args...)
-	Finish(code)
-}
-
 var atExit []func()
 
-// AtExit registers f to run before Exit or Finish ends the process (the
-// last registered first): flushing spans, say.
+// AtExit registers f to run once the command has returned, after its
+// deferred calls and before the process exits (the last registered
+// first): flushing spans, say. Run runs them.
 func AtExit(f func()) { atExit = append(atExit, f) }
 
-// Finish runs AtExit's work and exits with code.
-func Finish(code int) {
+func runAtExit() {
 	for i := len(atExit) - 1; i >= 0; i-- {
 		atExit[i]()
 	}
-	os.Exit(code)
+	atExit = nil
 }
 
 // Trace starts this starter's trace when tracing is on (the OTEL_*
 // variables, internal/tracing): a root span named span, which every
-// workflow, child and activity it starts joins, and which Exit and Finish
-// end and flush. Off, it returns ctx as is.
+// workflow, child and activity it starts joins, and which is ended and
+// flushed once the command has returned. Off, it returns ctx as is.
 func Trace(ctx context.Context, service, span string, attrs ...attribute.KeyValue) context.Context {
 	shutdown, err := tracing.Setup(ctx, service)
 	if err != nil {

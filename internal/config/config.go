@@ -5,7 +5,6 @@
 package config
 
 import (
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 	sdklog "go.temporal.io/sdk/log"
@@ -83,13 +83,20 @@ func EnvDuration(key string, def time.Duration) time.Duration {
 // TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_CLIENT_CERT_PATH,
 // TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH,
 // TEMPORAL_TLS_SERVER_NAME, TEMPORAL_TLS_DISABLE_HOST_VERIFICATION,
-// TEMPORAL_GRPC_META_* …, overridden in turn by the flags below. Without
-// any of them: 127.0.0.1:7233, namespace default, no TLS.
+// TEMPORAL_GRPC_META_* …, overridden in turn by the flags below, named as
+// the temporal CLI names them. Without any of them: 127.0.0.1:7233,
+// namespace default, no TLS.
 type Temporal struct {
-	HostPort   string // --temporal-address; after Dial, the address used
+	HostPort   string // --address; after Dial, the address used
 	Namespace  string // --namespace; after Dial, the namespace used
-	Profile    string // --temporal-profile
-	ConfigFile string // --temporal-config-file
+	Profile    string // --profile
+	ConfigFile string // --config-file
+	APIKey     string // --api-key
+	TLS        OptionalBool
+	// The TLS files and checks: --tls-cert-path, --tls-key-path,
+	// --tls-ca-path, --tls-server-name, --tls-disable-host-verification.
+	TLSCertPath, TLSKeyPath, TLSCAPath, TLSServerName string
+	TLSDisableHostVerification                        bool
 }
 
 // Defaults when neither a profile, the environment nor a flag says.
@@ -98,13 +105,65 @@ const (
 	DefaultNamespace       = "default"
 )
 
-// RegisterFlags adds the Temporal flags to fs; unset, the profile and the
-// TEMPORAL_* environment decide.
-func (t *Temporal) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&t.HostPort, "temporal-address", "", "Temporal frontend host:port (default: TEMPORAL_ADDRESS, the profile, "+DefaultTemporalAddress+")")
-	fs.StringVar(&t.Namespace, "namespace", "", "Temporal namespace (default: TEMPORAL_NAMESPACE, the profile, "+DefaultNamespace+")")
-	fs.StringVar(&t.Profile, "temporal-profile", "", "profile of the Temporal config file (default: TEMPORAL_PROFILE, \"default\")")
-	fs.StringVar(&t.ConfigFile, "temporal-config-file", "", "Temporal TOML config file (default: TEMPORAL_CONFIG_FILE, ~/.config/temporalio/temporal.toml)")
+// RegisterFlags adds the Temporal flags to fs, under the temporal CLI's
+// names; unset, the profile and the TEMPORAL_* environment decide. The
+// names of earlier releases (--temporal-address, --temporal-profile,
+// --temporal-config-file) still work, hidden.
+func (t *Temporal) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&t.HostPort, "address", "", "Temporal frontend host:port (default: TEMPORAL_ADDRESS, the profile, "+DefaultTemporalAddress+")")
+	fs.StringVarP(&t.Namespace, "namespace", "n", "", "Temporal namespace (default: TEMPORAL_NAMESPACE, the profile, "+DefaultNamespace+")")
+	fs.StringVar(&t.Profile, "profile", "", "profile of the Temporal config file (default: TEMPORAL_PROFILE, \"default\")")
+	fs.StringVar(&t.ConfigFile, "config-file", "", "Temporal TOML config file (default: TEMPORAL_CONFIG_FILE, ~/.config/temporalio/temporal.toml)")
+	fs.StringVar(&t.APIKey, "api-key", "", "Temporal API key; turns TLS on (prefer TEMPORAL_API_KEY or the profile: a flag shows in ps)")
+	fs.AddFlag(&pflag.Flag{Name: "tls", Value: &t.TLS, NoOptDefVal: "true",
+		Usage: "connect with TLS (default: TEMPORAL_TLS, the profile; on with an API key or any --tls-* file)"})
+	fs.StringVar(&t.TLSCertPath, "tls-cert-path", "", "client certificate for mTLS, PEM (default: TEMPORAL_TLS_CLIENT_CERT_PATH, the profile)")
+	fs.StringVar(&t.TLSKeyPath, "tls-key-path", "", "the client certificate's private key, PEM (default: TEMPORAL_TLS_CLIENT_KEY_PATH, the profile)")
+	fs.StringVar(&t.TLSCAPath, "tls-ca-path", "", "CA certificates the server's certificate is checked against, PEM (default: TEMPORAL_TLS_SERVER_CA_CERT_PATH, the profile, the system's)")
+	fs.StringVar(&t.TLSServerName, "tls-server-name", "", "server name the certificate must carry (default: TEMPORAL_TLS_SERVER_NAME, the profile, the address's host)")
+	fs.BoolVar(&t.TLSDisableHostVerification, "tls-disable-host-verification", false, "do not check the server's certificate (tests only)")
+	Alias(fs, "address", "temporal-address")
+	Alias(fs, "profile", "temporal-profile")
+	Alias(fs, "config-file", "temporal-config-file")
+}
+
+// applyFlags lays the flags given over the profile and the environment.
+func (t *Temporal) applyFlags(p *envconfig.ClientConfigProfile) {
+	if t.HostPort != "" {
+		p.Address = t.HostPort
+	}
+	if t.Namespace != "" {
+		p.Namespace = t.Namespace
+	}
+	if t.APIKey != "" {
+		p.APIKey = t.APIKey
+	}
+	if !t.TLS.Given && t.TLSCertPath == "" && t.TLSKeyPath == "" && t.TLSCAPath == "" && t.TLSServerName == "" && !t.TLSDisableHostVerification {
+		return
+	}
+	if p.TLS == nil {
+		p.TLS = &envconfig.ClientConfigTLS{}
+	}
+	if t.TLS.Given {
+		p.TLS.Disabled = !t.TLS.Value
+	}
+	// A path given replaces the profile's inline data, which the SDK
+	// refuses next to a path.
+	if t.TLSCertPath != "" {
+		p.TLS.ClientCertPath, p.TLS.ClientCertData = t.TLSCertPath, nil
+	}
+	if t.TLSKeyPath != "" {
+		p.TLS.ClientKeyPath, p.TLS.ClientKeyData = t.TLSKeyPath, nil
+	}
+	if t.TLSCAPath != "" {
+		p.TLS.ServerCACertPath, p.TLS.ServerCACertData = t.TLSCAPath, nil
+	}
+	if t.TLSServerName != "" {
+		p.TLS.ServerName = t.TLSServerName
+	}
+	if t.TLSDisableHostVerification {
+		p.TLS.DisableHostVerification = true
+	}
 }
 
 // retiredEnv are the connection variables of earlier versions, which are
@@ -127,16 +186,15 @@ func (t *Temporal) Options(logger *slog.Logger) (client.Options, error) {
 			return client.Options{}, fmt.Errorf("%s is no longer read: set %s (the SDK's environment configuration; see the configuration table in docs/operate.md)", old, name)
 		}
 	}
-	opts, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{ConfigFilePath: t.ConfigFile, ConfigFileProfile: t.Profile,
-		EnvLookup: nonEmptyEnv{}})
+	profile, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{ConfigFilePath: t.ConfigFile,
+		ConfigFileProfile: t.Profile, EnvLookup: nonEmptyEnv{}})
 	if err != nil {
 		return client.Options{}, fmt.Errorf("temporal connection settings: %w", err)
 	}
-	if t.HostPort != "" {
-		opts.HostPort = t.HostPort
-	}
-	if t.Namespace != "" {
-		opts.Namespace = t.Namespace
+	t.applyFlags(&profile)
+	opts, err := profile.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	if err != nil {
+		return client.Options{}, fmt.Errorf("temporal connection settings: %w", err)
 	}
 	if opts.HostPort == "" {
 		opts.HostPort = DefaultTemporalAddress
@@ -213,15 +271,19 @@ type Storage struct {
 
 // RegisterFlags adds the storage flags to fs, defaulting from S3_*, MIRROR_S3_* and BUCKET_* env vars.
 // Secrets are read from the environment only, never from flags (which show up in `ps`).
-func (s *Storage) RegisterFlags(fs *flag.FlagSet) {
+// TLS has one polarity, as Migrate's --source-insecure: --s3-insecure and
+// --mirror-insecure (the old --s3-secure and --mirror-secure still work, hidden).
+func (s *Storage) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.Primary.Endpoint, "s3-endpoint", Env("S3_ENDPOINT", "127.0.0.1:9000"), "primary S3 endpoint host:port (env S3_ENDPOINT)")
-	fs.BoolVar(&s.Primary.Secure, "s3-secure", EnvBool("S3_SECURE", false), "use https for the primary store (env S3_SECURE)")
+	s.Primary.Secure = EnvBool("S3_SECURE", false)
+	InsecureFlag(fs, &s.Primary.Secure, "s3-insecure", "s3-secure", "plain HTTP to the primary store; =false for https (default: the opposite of env S3_SECURE)")
 	fs.StringVar(&s.Primary.Region, "s3-region", Env("S3_REGION", ""), "primary store region (env S3_REGION)")
 	s.Primary.AccessKey = Env("S3_ACCESS_KEY", "edgeflow")
 	s.Primary.SecretKey = Env("S3_SECRET_KEY", "edgeflow-dev-secret")
 
 	fs.StringVar(&s.Mirror.Endpoint, "mirror-endpoint", Env("MIRROR_S3_ENDPOINT", ""), "mirror S3 endpoint host:port; empty means the primary store (env MIRROR_S3_ENDPOINT)")
-	fs.BoolVar(&s.Mirror.Secure, "mirror-secure", EnvBool("MIRROR_S3_SECURE", false), "use https for the mirror (env MIRROR_S3_SECURE)")
+	s.Mirror.Secure = EnvBool("MIRROR_S3_SECURE", false)
+	InsecureFlag(fs, &s.Mirror.Secure, "mirror-insecure", "mirror-secure", "plain HTTP to the mirror; =false for https (default: the opposite of env MIRROR_S3_SECURE)")
 	s.Mirror.AccessKey = Env("MIRROR_S3_ACCESS_KEY", "")
 	s.Mirror.SecretKey = Env("MIRROR_S3_SECRET_KEY", "")
 

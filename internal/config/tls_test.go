@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/testenv"
 )
@@ -77,6 +79,19 @@ server_name = "temporal.test"
 			t.Fatal(err)
 		}
 		mustReach(t, config.Temporal{ConfigFile: file, Profile: "staging"})
+	})
+	t.Run("flags", func(t *testing.T) {
+		// The temporal CLI's flags alone, over an environment without TLS.
+		setEnv(t, map[string]string{"TEMPORAL_ADDRESS": "127.0.0.1:1"})
+		var tc config.Temporal
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		tc.RegisterFlags(fs)
+		if err := fs.Parse([]string{"--address", proxy, "--namespace", env.Temporal.Namespace,
+			"--tls-cert-path", tlsEnv["TEMPORAL_TLS_CLIENT_CERT_PATH"], "--tls-key-path", tlsEnv["TEMPORAL_TLS_CLIENT_KEY_PATH"],
+			"--tls-ca-path", tlsEnv["TEMPORAL_TLS_SERVER_CA_CERT_PATH"], "--tls-server-name", "temporal.test"}); err != nil {
+			t.Fatal(err)
+		}
+		mustReach(t, tc)
 	})
 	t.Run("no client certificate", func(t *testing.T) {
 		without := map[string]string{}

@@ -2,7 +2,8 @@ package migrate
 
 import (
 	"context"
-	"flag"
+
+	"github.com/spf13/pflag"
 
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
@@ -18,9 +19,13 @@ type JobStoreConfig struct {
 
 // RegisterFlags adds the job store's flags, defaulting from S3_* and
 // BUCKET_MIGRATE; the secret comes from S3_SECRET_KEY only.
-func (c *JobStoreConfig) RegisterFlags(fs *flag.FlagSet) {
+//
+// TLS has one polarity, as the starter's --source-insecure: --s3-insecure
+// (the old --s3-secure still works, hidden).
+func (c *JobStoreConfig) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.S3.Endpoint, "s3-endpoint", config.Env("S3_ENDPOINT", "127.0.0.1:9000"), "the job store's S3 endpoint host:port (env S3_ENDPOINT)")
-	fs.BoolVar(&c.S3.Secure, "s3-secure", config.EnvBool("S3_SECURE", false), "use https for the job store (env S3_SECURE)")
+	c.S3.Secure = config.EnvBool("S3_SECURE", false)
+	config.InsecureFlag(fs, &c.S3.Secure, "s3-insecure", "s3-secure", "plain HTTP to the job store; =false for https (default: the opposite of env S3_SECURE)")
 	fs.StringVar(&c.S3.Region, "s3-region", config.Env("S3_REGION", ""), "the job store's region (env S3_REGION)")
 	fs.StringVar(&c.Bucket, "bucket-migrate", config.Env("BUCKET_MIGRATE", DefaultJobBucket), "bucket of the job store: pages, reports, dead letters (env BUCKET_MIGRATE)")
 	c.S3.AccessKey = config.Env("S3_ACCESS_KEY", "edgeflow")

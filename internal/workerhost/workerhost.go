@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -18,9 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/logging"
 	"github.com/edgeflow/edgeflow/internal/metrics"
@@ -34,18 +35,19 @@ type Options struct {
 	MaxActivities      int
 	MaxWorkflowTasks   int
 	MaxActivityPollers int
-	HealthAddr         string
+	HealthAddr         string // --ops-addr
 	StopTimeout        time.Duration
 }
 
 // RegisterFlags adds the pool flags to fs with defaults for this pool.
-func (o *Options) RegisterFlags(fs *flag.FlagSet, queue string, maxActivities int, healthPort string) {
+func (o *Options) RegisterFlags(fs *pflag.FlagSet, queue string, maxActivities int, healthPort string) {
 	o.Temporal.RegisterFlags(fs)
 	fs.StringVar(&o.TaskQueue, "task-queue", config.Env("TASK_QUEUE", queue), "task queue this pool serves (env TASK_QUEUE)")
 	fs.IntVar(&o.MaxActivities, "max-activities", config.EnvInt("MAX_ACTIVITIES", maxActivities), "activities run at once (env MAX_ACTIVITIES)")
 	fs.IntVar(&o.MaxWorkflowTasks, "max-workflow-tasks", config.EnvInt("MAX_WORKFLOW_TASKS", 64), "workflow tasks run at once (env MAX_WORKFLOW_TASKS)")
 	fs.IntVar(&o.MaxActivityPollers, "activity-pollers", config.EnvInt("ACTIVITY_POLLERS", 4), "concurrent activity task polls (env ACTIVITY_POLLERS)")
-	fs.StringVar(&o.HealthAddr, "health-addr", config.Env("HEALTH_ADDR", "127.0.0.1:"+healthPort), "ops endpoint address: /healthz and /metrics; empty disables it (env HEALTH_ADDR)")
+	fs.StringVar(&o.HealthAddr, "ops-addr", config.Env("HEALTH_ADDR", "127.0.0.1:"+healthPort), "ops endpoint address: /healthz and /metrics; empty disables it (env HEALTH_ADDR)")
+	config.Alias(fs, "ops-addr", "health-addr")
 	fs.DurationVar(&o.StopTimeout, "stop-timeout", 2*time.Minute, "how long in-flight activities may run after a stop signal")
 }
 
@@ -149,10 +151,13 @@ func healthHandler(c client.Client, queue string, ready *atomic.Bool) http.Handl
 	})
 }
 
-// Fatal prints err and exits with status 1 — for mains.
-func Fatal(log *slog.Logger, err error) {
-	if err != nil && !errors.Is(err, context.Canceled) {
-		log.Error(err.Error())
-		os.Exit(1)
+// Failed logs err, as every record of the process is logged, and returns
+// the error that ends the command with status 1 once its deferred calls
+// have run; nil (and a cancelled context) end it with 0.
+func Failed(log *slog.Logger, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return nil
 	}
+	log.Error(err.Error())
+	return cli.Code(cli.ExitFailed)
 }

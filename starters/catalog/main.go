@@ -7,13 +7,14 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/signal"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
@@ -23,84 +24,71 @@ import (
 	"github.com/edgeflow/edgeflow/internal/publish/tarx"
 )
 
-const usage = `Usage:
-  catalog validate [--strict] [--json] [DIR]
-      Every problem of every library file under DIR (default ./catalog), with
-      file, field and reason. Exit 0 when there are only warnings, 1 on any
-      error (with --strict, on any warning too), 2 on bad usage.
-  catalog preview NAME [--version V] [--catalog DIR] [--json]
-      The files the fileMap of library NAME selects from its real release
-      (the latest stable one, or V), one per line, as they would be published.
-      Needs only the registry; publishes nothing. Exit 1 when the release
-      cannot be fetched or the fileMap selects nothing.
-`
+func main() { cli.Execute(newRootCommand()) }
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(cli.ExitUsage)
+func newRootCommand() *cobra.Command {
+	root := cli.Group(&cobra.Command{
+		Use:   "catalog",
+		Short: "Check a catalog folder and preview what a library's fileMap selects",
+		Example: `  catalog validate --strict ./catalog
+  catalog preview mitt --version 3.0.1`,
+	})
+	var asJSON, strict bool
+	validateCmd := &cobra.Command{
+		Use:   "validate [DIR]",
+		Short: "Every problem of every library file under DIR (default ./catalog), with file, field and reason",
+		Long: `Every problem of every library file under DIR (default ./catalog), with file,
+field and reason. Exit 0 when there are only warnings, 1 on any error (with
+--strict, on any warning too), 2 on bad usage.`,
+		Example: `  catalog validate
+  catalog validate --strict --json ./my-catalog`,
+		Args: cli.Args(0, 1, "one folder at most"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			dir := "catalog"
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			return validate(dir, asJSON, strict)
+		},
 	}
-	switch os.Args[1] {
-	case "validate":
-		validate(os.Args[2:])
-	case "preview":
-		preview(os.Args[2:])
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-	default:
-		fmt.Fprint(os.Stderr, usage)
-		cli.Exit(cli.ExitUsage, "catalog: unknown command %q", os.Args[1])
+	validateCmd.Flags().BoolVar(&asJSON, "json", false, "print the problems and the summary as JSON")
+	validateCmd.Flags().BoolVar(&strict, "strict", false, "treat warnings as errors")
+
+	var p previewFlags
+	previewCmd := &cobra.Command{
+		Use:   "preview NAME",
+		Short: "The files the fileMap of library NAME selects from its real release",
+		Long: `The files the fileMap of library NAME selects from its real release (the latest
+stable one, or --version), one per line, as they would be published. Needs only
+the registry; publishes nothing. Exit 1 when the release cannot be fetched or the
+fileMap selects nothing.`,
+		Example: `  catalog preview jquery
+  catalog preview mitt --version 3.0.1 --catalog ./my-catalog --json`,
+		Args: cli.Args(1, 1, "exactly one library name"),
+		RunE: func(_ *cobra.Command, args []string) error { return preview(args[0], p) },
 	}
+	fs := previewCmd.Flags()
+	fs.StringVar(&p.version, "version", "", "the release to preview (default: the latest stable one not ignored)")
+	fs.StringVar(&p.dir, "catalog", config.Env("CATALOG_DIR", "catalog"), "catalog directory (env CATALOG_DIR)")
+	fs.BoolVar(&p.asJSON, "json", false, "print the selection as JSON")
+	fs.StringVar(&p.npmURL, "npm-registry", config.Env("NPM_REGISTRY", registry.DefaultNPMURL), "npm registry base URL (env NPM_REGISTRY)")
+	fs.StringVar(&p.githubURL, "github-api", config.Env("GITHUB_API", "https://api.github.com"), "GitHub API base URL (env GITHUB_API; token from GITHUB_TOKEN)")
+	fs.DurationVar(&p.timeout, "timeout", 5*time.Minute, "give up after this long")
+	root.AddCommand(validateCmd, previewCmd)
+	return root
 }
 
-func newFlags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("catalog "+name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseInterspersed parses flags that may come before or after the
-// positional arguments ("preview mitt --version 3.0.1").
-func parseInterspersed(fs *flag.FlagSet, args []string) []string {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			os.Exit(cli.ExitUsage)
-		}
-		if fs.NArg() == 0 {
-			return positional
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
-func validate(args []string) {
-	fs := newFlags("validate")
-	asJSON := fs.Bool("json", false, "print the problems and the summary as JSON")
-	strict := fs.Bool("strict", false, "treat warnings as errors")
-	rest := parseInterspersed(fs, args)
-	dir := "catalog"
-	switch len(rest) {
-	case 0:
-	case 1:
-		dir = rest[0]
-	default:
-		cli.Exit(cli.ExitUsage, "catalog validate: one folder at most, got %d", len(rest))
-	}
+func validate(dir string, asJSON, strict bool) error {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		cli.Exit(cli.ExitUsage, "catalog: %s is not a directory", dir)
+		return cli.Fail(cli.ExitUsage, "catalog: %s is not a directory", dir)
 	}
 	start := time.Now()
 	summary, problems, err := catalog.Summarize(dir)
 	if err != nil {
-		cli.Exit(cli.ExitFailed, "catalog: %v", err)
+		return cli.Fail(cli.ExitFailed, "catalog: %v", err)
 	}
-	failed := summary.Errors > 0 || (*strict && summary.Warnings > 0)
-	if *asJSON {
+	failed := summary.Errors > 0 || (strict && summary.Warnings > 0)
+	if asJSON {
 		if problems == nil {
 			problems = []catalog.Problem{}
 		}
@@ -109,24 +97,25 @@ func validate(args []string) {
 			Summary  catalog.Summary   `json:"summary"`
 			Strict   bool              `json:"strict"`
 			Valid    bool              `json:"valid"`
-		}{problems, summary, *strict, !failed})
+		}{problems, summary, strict, !failed})
 	} else {
 		for _, p := range problems {
-			if *strict && p.IsWarning() {
+			if strict && p.IsWarning() {
 				p.Severity = catalog.Error
 			}
 			fmt.Println(p.String())
 		}
 		fmt.Printf("%s: %d libraries (%d updated, %d kept without autoupdate) from %d files; %d errors, %d warnings%s (%.1fs)\n",
 			dir, summary.Libraries, summary.Updated, summary.Kept, summary.Files, summary.Errors, summary.Warnings,
-			strictNote(*strict, summary), time.Since(start).Seconds())
+			strictNote(strict, summary), time.Since(start).Seconds())
 		if summary.Errors == 0 && summary.Warnings == 0 {
 			fmt.Printf("%s: no problems\n", dir)
 		}
 	}
 	if failed {
-		os.Exit(cli.ExitFailed)
+		return cli.Code(cli.ExitFailed)
 	}
+	return nil
 }
 
 func strictNote(strict bool, s catalog.Summary) string {
@@ -136,41 +125,37 @@ func strictNote(strict bool, s catalog.Summary) string {
 	return ""
 }
 
-func preview(args []string) {
-	fs := newFlags("preview")
-	version := fs.String("version", "", "the release to preview (default: the latest stable one not ignored)")
-	dir := fs.String("catalog", config.Env("CATALOG_DIR", "catalog"), "catalog directory (env CATALOG_DIR)")
-	asJSON := fs.Bool("json", false, "print the selection as JSON")
-	npmURL := fs.String("npm-registry", config.Env("NPM_REGISTRY", registry.DefaultNPMURL), "npm registry base URL (env NPM_REGISTRY)")
-	githubURL := fs.String("github-api", config.Env("GITHUB_API", "https://api.github.com"), "GitHub API base URL (env GITHUB_API; token from GITHUB_TOKEN)")
-	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
-	rest := parseInterspersed(fs, args)
-	if len(rest) != 1 {
-		fs.Usage()
-		cli.Exit(cli.ExitUsage, "catalog preview: give exactly one library name")
-	}
-	pkg, err := catalog.Find(*dir, rest[0])
+// previewFlags are preview's flags.
+type previewFlags struct {
+	version, dir, npmURL, githubURL string
+	asJSON                          bool
+	timeout                         time.Duration
+}
+
+func preview(name string, f previewFlags) error {
+	pkg, err := catalog.Find(f.dir, name)
 	if err != nil {
-		cli.Exit(cli.ExitUsage, "catalog preview: %v", err)
+		return cli.Fail(cli.ExitUsage, "catalog preview: %v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	client := &http.Client{Timeout: *timeout}
+	client := &http.Client{Timeout: f.timeout}
 	src := release.Sources{
-		NPM:    &registry.NPM{BaseURL: *npmURL, Client: client},
-		GitHub: &registry.GitHub{BaseURL: *githubURL, Token: config.Env("GITHUB_TOKEN", ""), Client: client},
+		NPM:    &registry.NPM{BaseURL: f.npmURL, Client: client},
+		GitHub: &registry.GitHub{BaseURL: f.githubURL, Token: config.Env("GITHUB_TOKEN", ""), Client: client},
 		HTTP:   client,
 	}
-	p, err := src.PreviewVersion(ctx, pkg, *version, "", tarx.DefaultLimits)
+	p, err := src.PreviewVersion(ctx, pkg, f.version, "", tarx.DefaultLimits)
 	if err != nil {
-		cli.Exit(cli.ExitFailed, "catalog preview: %s: %v", pkg.Name, err)
+		return cli.Fail(cli.ExitFailed, "catalog preview: %s: %v", pkg.Name, err)
 	}
-	printPreview(os.Stdout, os.Stderr, p, *asJSON)
+	printPreview(os.Stdout, os.Stderr, p, f.asJSON)
 	if len(p.Selected) == 0 {
-		os.Exit(cli.ExitFailed)
+		return cli.Code(cli.ExitFailed)
 	}
+	return nil
 }
 
 // printPreview writes the selected files to out, one per line (or as

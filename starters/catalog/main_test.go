@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgeflow/edgeflow/internal/cli/clitest"
 	"github.com/edgeflow/edgeflow/internal/publish/registry/registrytest"
 )
 
@@ -113,5 +114,21 @@ func TestValidateStrict(t *testing.T) {
 	broken := writeEntry(t, "x", `{"autoupdate": {"source": "svn"}}`)
 	if out, _, code = runCommand(t, nil, "validate", broken); code != 1 || !strings.Contains(out, "name: missing") {
 		t.Errorf("validate of an entry with errors: exit %d, %q", code, out)
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, newRootCommand)
+	// From the process, as a script sees it: help on stdout, exit 0; no
+	// command, exit 2; the old one-dash flags still work.
+	if out, _, code := runCommand(t, nil, "validate", "--help"); code != 0 || !strings.Contains(out, "--strict") || strings.Contains(out, "--npm-registry") {
+		t.Errorf("validate --help: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := runCommand(t, nil); code != 2 || !strings.Contains(errOut, "a command is required") {
+		t.Errorf("no command: exit %d, %q", code, errOut)
+	}
+	dir := writeEntry(t, "ok", `{"name": "ok", "filename": "ok.js", "autoupdate": {"source": "npm", "target": "ok", "fileMap": [{"basePath": "", "files": ["ok.js"]}]}}`)
+	if out, errOut, code := runCommand(t, nil, "validate", "-json", dir); !strings.Contains(out, `"summary"`) {
+		t.Errorf("validate -json: exit %d, %q, %q", code, out, errOut)
 	}
 }

@@ -2,11 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
@@ -16,40 +16,21 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
-// oneJob parses the flags of a command that takes exactly one JOB.
-func oneJob(name string, args []string, c *common, extra func(*flag.FlagSet)) (string, bool) {
-	fs := flag.NewFlagSet("migrate "+name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: migrate %s JOB [flags]\n", name)
-		fs.PrintDefaults()
-	}
-	c.register(fs)
-	if extra != nil {
-		extra(fs)
-	}
-	pos, ok := parseArgs(fs, args)
-	if !ok {
-		return "", false
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		fmt.Fprintf(os.Stderr, "migrate %s: want exactly one JOB, got %d\n", name, len(pos))
-		return "", false
-	}
-	return pos[0], true
-}
+// oneJob are the arguments of a command that takes exactly one JOB.
+var oneJob = cli.Args(1, 1, "exactly one JOB")
 
-func runStatus(args []string) int {
-	var c common
+func newStatusCommand(c *common) *cobra.Command {
 	var watch bool
 	var jobStore migrate.JobStoreConfig
-	job, ok := oneJob("status", args, &c, func(fs *flag.FlagSet) {
-		fs.BoolVar(&watch, "follow", false, "watch the job until it ends")
-		jobStore.RegisterFlags(fs) // a finished job's summary, once its workflow is gone
-	})
-	if !ok {
-		return cli.ExitUsage
-	}
+	cmd := command("status JOB", "Show a job: state, counts, rate and ETA (--follow to watch it)", "",
+		"  migrate status m-20260501-abcd\n  migrate status m-20260501-abcd --follow", oneJob,
+		func(args []string) int { return runStatus(c, args[0], watch, jobStore) })
+	cmd.Flags().BoolVar(&watch, "follow", false, "watch the job until it ends")
+	jobStore.RegisterFlags(cmd.Flags()) // a finished job's summary, once its workflow is gone
+	return cmd
+}
+
+func runStatus(c *common, job string, watch bool, jobStore migrate.JobStoreConfig) int {
 	tc, code := c.dial()
 	if tc == nil {
 		return code
@@ -70,15 +51,12 @@ func runStatus(args []string) int {
 	return c.printFinal(st)
 }
 
-// runControl is pause, resume and abort: an update the job validates (a
-// request that makes no sense in its state is refused with a reason).
-func runControl(action string) func([]string) int {
-	return func(args []string) int {
-		var c common
-		job, ok := oneJob(action, args, &c, nil)
-		if !ok {
-			return cli.ExitUsage
-		}
+// newControlCommand is pause, resume and abort: an update the job
+// validates (a request that makes no sense in its state is refused with a
+// reason).
+func newControlCommand(c *common, action, short string) *cobra.Command {
+	return command(action+" JOB", short, "", "  migrate "+action+" m-20260501-abcd", oneJob, func(args []string) int {
+		job := args[0]
 		tc, code := c.dial()
 		if tc == nil {
 			return code
@@ -94,7 +72,7 @@ func runControl(action string) func([]string) int {
 			printStatus(os.Stdout, st)
 		}
 		return cli.ExitOK
-	}
+	})
 }
 
 // controlCode: a request the job (or account) refused is bad input, told
@@ -109,18 +87,18 @@ func controlCode(err error) int {
 
 // runRedrive retries a job's dead letters: a running job takes them up
 // after its copy; an ended job runs again, on its own data, for them only.
-func runRedrive(args []string) int {
+func newRedriveCommand(c *common) *cobra.Command {
 	var f jobFlags
-	fs := flag.NewFlagSet("migrate redrive", flag.ContinueOnError)
-	f.common.register(fs)
-	fs.BoolVar(&f.follow, "follow", false, "show live progress while waiting")
-	fs.BoolVar(&f.detach, "detach", false, "return once the redrive has started")
-	pos, ok := parseArgs(fs, args)
-	if !ok || len(pos) != 1 {
-		fmt.Fprintln(os.Stderr, "Usage: migrate redrive JOB [--follow | --detach] [--json]")
-		return cli.ExitUsage
-	}
-	job := pos[0]
+	cmd := command("redrive JOB", "Retry a job's dead letters (failed objects)",
+		"Retries a job's dead letters: a running job takes them up after its copy; an ended\njob runs again, on its own data, for them only.",
+		"  migrate redrive m-20260501-abcd --follow", oneJob,
+		func(args []string) int { f.common = *c; return runRedrive(&f, args[0]) })
+	cmd.Flags().BoolVar(&f.follow, "follow", false, "show live progress while waiting")
+	cmd.Flags().BoolVar(&f.detach, "detach", false, "return once the redrive has started")
+	return cmd
+}
+
+func runRedrive(f *jobFlags, job string) int {
 	tc, code := f.dial()
 	if tc == nil {
 		return code
@@ -136,29 +114,30 @@ func runRedrive(args []string) int {
 	return f.awaitRun(tc, job, run, false)
 }
 
-// runList lists jobs, newest first, with the state each keeps in its memo.
-func runList(args []string) int {
-	var c common
-	var account, state string
-	var limit int
-	var all bool
+// newListCommand lists jobs, newest first, with the state each keeps in
+// its memo.
+func newListCommand(c *common) *cobra.Command {
+	var o jobclient.ListOptions
 	var jobStore migrate.JobStoreConfig
-	fs := flag.NewFlagSet("migrate list", flag.ContinueOnError)
-	c.register(fs)
-	fs.StringVar(&account, "account", "", "only this account's jobs")
-	fs.StringVar(&state, "state", "", "only jobs in this state (queued, running, paused, aborted, completed, failed)")
-	fs.IntVar(&limit, "limit", 50, "at most this many jobs")
-	fs.BoolVar(&all, "all", false, "also the finished jobs whose workflow retention removed (their summaries in the job store)")
+	cmd := command("list", "List jobs, newest first, with their state (queued ones wait for a slot)", "",
+		"  migrate list\n  migrate list --account team-a --state running --json", cli.NoArgs,
+		func([]string) int { return runList(c, o, jobStore) })
+	fs := cmd.Flags()
+	fs.StringVar(&o.Account, "account", "", "only this account's jobs")
+	fs.StringVar(&o.State, "state", "", "only jobs in this state (queued, running, paused, aborted, completed, failed)")
+	fs.IntVar(&o.Limit, "limit", 50, "at most this many jobs")
+	fs.BoolVar(&o.All, "all", false, "also the finished jobs whose workflow retention removed (their summaries in the job store)")
 	jobStore.RegisterFlags(fs)
-	if _, ok := parseArgs(fs, args); !ok {
-		return cli.ExitUsage
-	}
+	return cmd
+}
+
+func runList(c *common, o jobclient.ListOptions, jobStore migrate.JobStoreConfig) int {
 	tc, code := c.dial()
 	if tc == nil {
 		return code
 	}
 	defer tc.Close()
-	rows, err := jobclient.List(background, tc, jobStore, jobclient.ListOptions{Account: account, State: state, Limit: limit, All: all})
+	rows, err := jobclient.List(background, tc, jobStore, o)
 	if err != nil {
 		return c.fail(statusCode(err), "", "%v", err)
 	}
@@ -178,22 +157,23 @@ func runList(args []string) int {
 	return cli.ExitOK
 }
 
-// runAccount shows an account's line, or changes its limit.
-func runAccount(args []string) int {
-	var c common
+// newAccountCommand shows an account's line, or changes its limit.
+func newAccountCommand(c *common) *cobra.Command {
 	var limit int
-	fs := flag.NewFlagSet("migrate account", flag.ContinueOnError)
-	c.register(fs)
-	fs.IntVar(&limit, "limit", 0, "set how many of the account's jobs run at once")
-	pos, ok := parseArgs(fs, args)
-	if !ok || len(pos) > 1 {
-		fmt.Fprintln(os.Stderr, "Usage: migrate account [NAME] [--limit N] [--json]")
-		return cli.ExitUsage
-	}
-	account := "default"
-	if len(pos) == 1 {
-		account = pos[0]
-	}
+	cmd := command("account [NAME]", "Show an account's line of jobs; --limit N changes how many run at once", "",
+		"  migrate account\n  migrate account team-a --limit 5", cli.Args(0, 1, "one account NAME at most"),
+		func(args []string) int {
+			account := "default"
+			if len(args) == 1 {
+				account = args[0]
+			}
+			return runAccount(c, account, limit)
+		})
+	cmd.Flags().IntVar(&limit, "limit", 0, "set how many of the account's jobs run at once")
+	return cmd
+}
+
+func runAccount(c *common, account string, limit int) int {
 	tc, code := c.dial()
 	if tc == nil {
 		return code

@@ -2,11 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -23,33 +23,39 @@ import (
 // libraries (name/version/file under the source prefix) are copied byte for
 // byte into the files bucket (and the mirror), never overwriting, and the
 // publish pool then writes their metadata from the stored bytes.
-func runImportCatalog(args []string) int {
-	fs := flag.NewFlagSet("migrate import-catalog", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: migrate import-catalog --source s3://BUCKET[/PREFIX] --source-endpoint HOST:PORT [flags]\n\n"+
-			"Copies every NAME/VERSION/FILE under the source prefix into Publish's files bucket (and mirror)\n"+
-			"byte for byte, then publishes those versions from the stored bytes, so every SRI stays valid.\n"+
-			"Source credentials: MIGRATE_SOURCE_ACCESS_KEY/_SECRET_KEY; the files bucket's: MIGRATE_DEST_*\n"+
-			"or else S3_ACCESS_KEY/S3_SECRET_KEY; the mirror's: MIRROR_S3_* or the primary's.\n\n")
-		fs.PrintDefaults()
-	}
-	var c common
-	c.register(fs)
-	var src, srcEndpoint, srcRegion, job, credsFile string
-	var srcInsecure, watch, detach bool
-	fs.StringVar(&src, "source", "", "the old CDN: s3://BUCKET[/PREFIX], where PREFIX holds NAME/VERSION/FILE (required)")
-	fs.StringVar(&srcEndpoint, "source-endpoint", "", "its store, host:port (required)")
-	fs.BoolVar(&srcInsecure, "source-insecure", false, "plain HTTP to the source")
-	fs.StringVar(&srcRegion, "source-region", "", "source region")
-	fs.StringVar(&job, "job", "", "import id (default: a new one); its copy jobs are ID-files and ID-mirror")
-	fs.StringVar(&credsFile, "credentials", config.Env("MIGRATE_CREDENTIALS_FILE", ""), "credentials file (env MIGRATE_CREDENTIALS_FILE)")
-	fs.BoolVar(&watch, "follow", false, "show the copy's progress")
-	fs.BoolVar(&detach, "detach", false, "return once started")
-	var storage config.Storage
-	storage.RegisterFlags(fs)
-	if _, ok := parseArgs(fs, args); !ok {
-		return cli.ExitUsage
-	}
+func newImportCatalogCommand(c *common) *cobra.Command {
+	var f importFlags
+	cmd := command("import-catalog", "Import an existing CDN bucket into Publish byte for byte, then publish its versions",
+		`Copies every NAME/VERSION/FILE under the source prefix into Publish's files bucket
+(and mirror) byte for byte, then publishes those versions from the stored bytes,
+so every SRI stays valid. Source credentials: MIGRATE_SOURCE_ACCESS_KEY/_SECRET_KEY;
+the files bucket's: MIGRATE_DEST_* or else S3_ACCESS_KEY/S3_SECRET_KEY; the
+mirror's: MIRROR_S3_* or the primary's.`,
+		"  migrate import-catalog --source s3://old-cdn/ajax/libs/ --source-endpoint old.example.com:9000 --follow",
+		cli.NoArgs, func([]string) int { return runImportCatalog(c, f) })
+	fs := cmd.Flags()
+	fs.StringVar(&f.src, "source", "", "the old CDN: s3://BUCKET[/PREFIX], where PREFIX holds NAME/VERSION/FILE (required)")
+	fs.StringVar(&f.srcEndpoint, "source-endpoint", "", "its store, host:port (required)")
+	fs.BoolVar(&f.srcInsecure, "source-insecure", false, "plain HTTP to the source")
+	fs.StringVar(&f.srcRegion, "source-region", "", "source region")
+	fs.StringVar(&f.job, "job", "", "import id (default: a new one); its copy jobs are ID-files and ID-mirror")
+	fs.StringVar(&f.credsFile, "credentials", config.Env("MIGRATE_CREDENTIALS_FILE", ""), "credentials file (env MIGRATE_CREDENTIALS_FILE)")
+	fs.BoolVar(&f.watch, "follow", false, "show the copy's progress")
+	fs.BoolVar(&f.detach, "detach", false, "return once started")
+	f.storage.RegisterFlags(fs)
+	return cmd
+}
+
+// importFlags are import-catalog's flags.
+type importFlags struct {
+	src, srcEndpoint, srcRegion, job, credsFile string
+	srcInsecure, watch, detach                  bool
+	storage                                     config.Storage
+}
+
+func runImportCatalog(c *common, f importFlags) int {
+	src, srcEndpoint, srcRegion, job, credsFile := f.src, f.srcEndpoint, f.srcRegion, f.job, f.credsFile
+	srcInsecure, watch, detach, storage := f.srcInsecure, f.watch, f.detach, f.storage
 	if job == "" {
 		job = "import-" + strings.TrimPrefix(jobclient.NewJobID(), "m-")
 	}
@@ -68,7 +74,6 @@ func runImportCatalog(args []string) int {
 		problems = append(problems, "--follow and --detach exclude each other")
 	}
 	if len(problems) > 0 {
-		fs.Usage()
 		return c.fail(cli.ExitUsage, job, "%s", strings.Join(problems, "\n  "))
 	}
 	// The files bucket's keys default to the primary store's (S3_*).

@@ -21,10 +21,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
@@ -32,67 +34,42 @@ import (
 	"github.com/edgeflow/edgeflow/internal/config"
 )
 
-const usage = `Usage: migrate COMMAND [flags]
+func main() { cli.Execute(newRootCommand()) }
 
-Commands:
-  start     start a job and wait for it (--detach returns at once, --follow shows progress)
-  status    show a job: state, counts, rate and ETA (--follow to watch it)
-  list      list jobs, newest first, with their state (queued ones wait for a slot)
-  pause     stop starting new pages; pages in flight finish
-  resume    continue a paused job
-  abort     stop a job now; pages in flight stop and report what they did
-  redrive   retry a job's dead letters (failed objects)
-  report    write a job's per-object report: CSV or JSON lines, to a file, stdout or a bucket
-  split     split a bucket by prefix into parallel jobs (the flags of start, and --parts N)
-  account   show an account's line of jobs; --limit N changes how many run at once
-  import-catalog
-            import an existing CDN bucket into Publish byte for byte, then publish its versions
+const exitCodes = `Exit codes: 0 done, 1 the job failed or ended with failed objects, 2 bad usage or input,
+3 Temporal unreachable.`
 
-Run "migrate COMMAND --help" for the flags of a command.
+func newRootCommand() *cobra.Command {
+	var c common
+	root := cli.Group(&cobra.Command{
+		Use:   "migrate",
+		Short: "Start and control Migrate jobs: bucket-to-bucket copies between S3-compatible stores, exactly once",
+		Long: `Start and control Migrate jobs: bucket-to-bucket copies between S3-compatible
+stores (or from Google Cloud Storage), exactly once.
+
 Credentials: MIGRATE_SOURCE_ACCESS_KEY, MIGRATE_SOURCE_SECRET_KEY, MIGRATE_DEST_ACCESS_KEY,
 MIGRATE_DEST_SECRET_KEY, or --credentials FILE with those NAME=VALUE lines. Never flags.
-Exit codes: 0 done, 1 the job failed or ended with failed objects, 2 bad usage or input,
-3 Temporal unreachable.
-`
-
-func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		fmt.Fprint(os.Stderr, usage)
-		if len(os.Args) < 2 {
-			os.Exit(cli.ExitUsage)
-		}
-		return
-	}
-	cmd, args := os.Args[1], os.Args[2:]
-	commands := map[string]func([]string) int{
-		"start": runStart, "split": runSplit, "status": runStatus, "list": runList,
-		"pause": runControl("pause"), "resume": runControl("resume"), "abort": runControl("abort"),
-		"redrive": runRedrive, "report": runReport, "account": runAccount,
-		"import-catalog": runImportCatalog,
-	}
-	run, ok := commands[cmd]
-	if !ok {
-		fmt.Fprint(os.Stderr, usage)
-		cli.Exit(cli.ExitUsage, "migrate: unknown command %q", cmd)
-	}
-	background = cli.Trace(background, "edgeflow-migrate-starter", "migrate "+cmd)
-	cli.Finish(run(args))
+` + exitCodes,
+		Example: `  migrate start --source s3://old-bucket --source-endpoint old.example.com:9000 --dest s3://new-bucket --dest-endpoint new.example.com:9000 --follow
+  migrate status m-20260501-abcd --json
+  migrate list --state running`,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			background = cli.Trace(background, "edgeflow-migrate-starter", "migrate "+strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "))
+		},
+	})
+	c.register(root.PersistentFlags())
+	root.AddCommand(newStartCommand(&c), newSplitCommand(&c), newStatusCommand(&c), newListCommand(&c),
+		newControlCommand(&c, "pause", "Stop starting new pages; pages in flight finish"),
+		newControlCommand(&c, "resume", "Continue a paused job"),
+		newControlCommand(&c, "abort", "Stop a job now; pages in flight stop and report what they did"),
+		newRedriveCommand(&c), newReportCommand(&c), newAccountCommand(&c), newImportCatalogCommand(&c))
+	return root
 }
 
-// parseArgs parses flags anywhere among the arguments (so "status JOB
-// --json" works) and returns the positional ones.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, bool) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, false
-		}
-		if fs.NArg() == 0 {
-			return positional, true
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
+// command is a subcommand whose body returns an exit code.
+func command(use, short, long, example string, args cobra.PositionalArgs, body func(args []string) int) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Long: long, Example: example, Args: args,
+		RunE: func(_ *cobra.Command, args []string) error { return cli.Code(body(args)) }}
 }
 
 // common are the flags every command has.
@@ -101,7 +78,7 @@ type common struct {
 	asJSON   bool
 }
 
-func (c *common) register(fs *flag.FlagSet) {
+func (c *common) register(fs *pflag.FlagSet) {
 	c.temporal.RegisterFlags(fs)
 	fs.BoolVar(&c.asJSON, "json", false, "print exactly one JSON document on stdout (messages go to stderr)")
 }

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/migrate"
@@ -15,22 +16,25 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
-// runReport writes a job's per-object report (key, status, bytes, error,
-// reason, attempts, verify), streaming from the job store in constant memory.
-func runReport(args []string) int {
-	var c common
+// newReportCommand writes a job's per-object report (key, status, bytes,
+// error, reason, attempts, verify), streaming from the job store in
+// constant memory.
+func newReportCommand(c *common) *cobra.Command {
 	var format, out string
 	var onlyFailed bool
 	var jobStore migrate.JobStoreConfig
-	job, ok := oneJob("report", args, &c, func(fs *flag.FlagSet) {
-		fs.StringVar(&format, "format", migrate.FormatCSV, "csv or jsonl")
-		fs.StringVar(&out, "out", "-", "FILE, - for stdout, or s3://BUCKET/KEY on the job store's endpoint")
-		fs.BoolVar(&onlyFailed, "failed", false, "only the objects that failed (the dead letters)")
-		jobStore.RegisterFlags(fs)
-	})
-	if !ok {
-		return cli.ExitUsage
-	}
+	cmd := command("report JOB", "Write a job's per-object report: CSV or JSON lines, to a file, stdout or a bucket", "",
+		"  migrate report m-20260501-abcd > report.csv\n  migrate report m-20260501-abcd --failed --format jsonl --out s3://reports/m-20260501-abcd.jsonl", oneJob,
+		func(args []string) int { return runReport(c, args[0], format, out, onlyFailed, jobStore) })
+	fs := cmd.Flags()
+	fs.StringVar(&format, "format", migrate.FormatCSV, "csv or jsonl")
+	fs.StringVar(&out, "out", "-", "FILE, - for stdout, or s3://BUCKET/KEY on the job store's endpoint")
+	fs.BoolVar(&onlyFailed, "failed", false, "only the objects that failed (the dead letters)")
+	jobStore.RegisterFlags(fs)
+	return cmd
+}
+
+func runReport(c *common, job, format, out string, onlyFailed bool, jobStore migrate.JobStoreConfig) int {
 	if format != migrate.FormatCSV && format != migrate.FormatJSONLines {
 		return c.fail(cli.ExitUsage, job, "--format %q: use csv or jsonl", format)
 	}
@@ -107,20 +111,26 @@ func reportToBucket(s objectstore.Store, dest migrate.Location, format string, w
 // runSplit splits a bucket by its top-level prefixes into parallel jobs,
 // each a key range, together covering every key exactly once. They run
 // under the account's limit: those beyond it wait in line.
-func runSplit(args []string) int {
-	fs := flag.NewFlagSet("migrate split", flag.ContinueOnError)
+func newSplitCommand(c *common) *cobra.Command {
 	var f jobFlags
-	f.register(fs)
-	parts := fs.Int("parts", 0, "number of jobs (default: the account's limit, 3)")
-	delimiter := fs.String("delimiter", "/", "what separates a key's top-level prefix")
-	if _, ok := parseArgs(fs, args); !ok {
-		return cli.ExitUsage
-	}
+	var parts int
+	var delimiter string
+	cmd := command("split", "Split a bucket by prefix into parallel jobs (the flags of start, and --parts N)",
+		"Splits a bucket by its top-level prefixes into parallel jobs, each a key range,\ntogether covering every key exactly once. They run under the account's limit:\nthose beyond it wait in line.",
+		"  migrate split --parts 4 --source s3://old-bucket --source-endpoint old.example.com:9000 --dest s3://new-bucket --dest-endpoint new.example.com:9000",
+		cli.NoArgs, func([]string) int { f.common = *c; return runSplit(&f, parts, delimiter) })
+	f.register(cmd.Flags())
+	cmd.Flags().IntVar(&parts, "parts", 0, "number of jobs (default: the account's limit, 3)")
+	cmd.Flags().StringVar(&delimiter, "delimiter", "/", "what separates a key's top-level prefix")
+	return cmd
+}
+
+func runSplit(f *jobFlags, parts int, delimiter string) int {
 	if f.keys != "" {
 		return f.fail(cli.ExitUsage, "", "--keys: a key list is split by nothing; start one job with it")
 	}
-	if *parts <= 0 {
-		*parts = migrate.DefaultJobLimit
+	if parts <= 0 {
+		parts = migrate.DefaultJobLimit
 	}
 	base := f.job
 	if base == "" {
@@ -141,7 +151,7 @@ func runSplit(args []string) int {
 		return f.fail(cli.ExitUsage, base, "source: %v", err)
 	}
 	var prefixes []string
-	opts := objectstore.ListOptions{Prefix: first.Source.Prefix, Delimiter: *delimiter}
+	opts := objectstore.ListOptions{Prefix: first.Source.Prefix, Delimiter: delimiter}
 	for {
 		page, err := src.List(background, first.Source.Bucket, opts)
 		if err != nil {
@@ -153,7 +163,7 @@ func runSplit(args []string) int {
 		}
 		opts.ContinuationToken = page.NextToken
 	}
-	splits := migrate.SplitByPrefix(prefixes, *parts)
+	splits := migrate.SplitByPrefix(prefixes, parts)
 	tc, code := f.dial()
 	if tc == nil {
 		return code

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 
 	"github.com/edgeflow/edgeflow/internal/cli"
@@ -32,8 +33,9 @@ type jobFlags struct {
 	jobStore                              migrate.JobStoreConfig
 }
 
-func (f *jobFlags) register(fs *flag.FlagSet) {
-	f.common.register(fs)
+// register adds the flags that describe a job; the connection and --json
+// are the root's.
+func (f *jobFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.source, "source", "", "source s3://BUCKET[/PREFIX], or gs://BUCKET[/PREFIX] on Google Cloud Storage (required)")
 	fs.StringVar(&f.sourceEndpoint, "source-endpoint", "", "source store host:port (required for s3://)")
 	fs.BoolVar(&f.sourceInsecure, "source-insecure", false, "plain HTTP to the source (default https)")
@@ -129,13 +131,20 @@ func (f *jobFlags) uploadKeys(job string) (string, error) {
 	return key, err
 }
 
-func runStart(args []string) int {
-	fs := flag.NewFlagSet("migrate start", flag.ContinueOnError)
+func newStartCommand(c *common) *cobra.Command {
 	var f jobFlags
-	f.register(fs)
-	if _, ok := parseArgs(fs, args); !ok {
-		return cli.ExitUsage
-	}
+	cmd := command("start", "Start a job and wait for it (--detach returns at once, --follow shows progress)",
+		`Starts a job and waits for it: --detach returns at once, --follow shows progress.
+A running job with --job's id is followed; an ended one runs again.`,
+		`  migrate start --source s3://old-bucket --source-endpoint old.example.com:9000 --dest s3://new-bucket --dest-endpoint new.example.com:9000 --follow
+  migrate start --source gs://old-bucket --dest s3://new-bucket --dest-endpoint 127.0.0.1:9000 --dest-insecure --credentials creds.env
+  migrate start --source s3://old --source-endpoint h:9000 --dest s3://new --dest-endpoint h:9000 --keys keys.txt --dry-run --json`,
+		cli.NoArgs, func([]string) int { f.common = *c; return runStart(&f) })
+	f.register(cmd.Flags())
+	return cmd
+}
+
+func runStart(f *jobFlags) int {
 	job := f.job
 	if job == "" {
 		job = jobclient.NewJobID()

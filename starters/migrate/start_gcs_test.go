@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
+
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
@@ -14,7 +16,7 @@ import (
 
 func gcsJobFlags(t *testing.T, args ...string) *jobFlags {
 	t.Helper()
-	fs := flag.NewFlagSet("start", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("start", pflag.ContinueOnError)
 	var f jobFlags
 	f.register(fs)
 	if err := fs.Parse(args); err != nil {

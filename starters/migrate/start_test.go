@@ -1,18 +1,19 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // jobFlagsOf parses start's flags as the command line would.
 func jobFlagsOf(t *testing.T, args ...string) *jobFlags {
 	t.Helper()
-	fs := flag.NewFlagSet("start", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("start", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var f jobFlags
 	f.register(fs)

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -15,44 +15,47 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
-// auditMain is `publish audit`: it runs an AuditCatalog (of one package or
-// of everything published), waits, and prints what was checked and found.
-// Exit 0 when nothing is left broken, 1 otherwise.
-func auditMain(args []string) {
-	fs := flag.NewFlagSet("publish audit", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: publish audit [--package NAME] [--sample P] [--repair] [--withdraw-broken] [--json]\n\n"+
-			"Audits published packages on the primary and the mirror: every file's size and SRI, its .br/.gz\n"+
-			"twins, the version and package documents, the search index. With --repair, writes back the\n"+
-			"recorded bytes from a good copy.\n"+
-			"Exit codes: 0 nothing left broken, 1 problems left (or a package's audit failed), 2 bad usage, 3 Temporal unreachable.\n\n")
-		fs.PrintDefaults()
-	}
-	var tc config.Temporal
-	tc.RegisterFlags(fs)
+// newAuditCommand is `publish audit`: it runs an AuditCatalog (of one
+// package or of everything published), waits, and prints what was checked
+// and found. Exit 0 when nothing is left broken, 1 otherwise.
+func newAuditCommand(tc *config.Temporal) *cobra.Command {
 	var in contract.AuditInput
 	var name string
 	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Audit published packages on the primary and the mirror, and repair them",
+		Long: `Audits published packages on the primary and the mirror: every file's size and
+SRI, its .br/.gz twins, the version and package documents, the search index.
+With --repair, writes back the recorded bytes from a good copy.
+
+Exit codes: 0 nothing left broken, 1 problems left (or a package's audit failed),
+2 bad usage, 3 Temporal unreachable.`,
+		Example: `  publish audit
+  publish audit --package jquery --repair
+  publish audit --sample 10 --json`,
+		Args: cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return audit(*tc, in, name, asJSON) },
+	}
+	fs := cmd.Flags()
 	fs.StringVar(&name, "package", "", "audit this package only (default: every published package)")
 	fs.Float64Var(&in.SamplePercent, "sample", 100, "audit a random P% of files (0 < P <= 100)")
 	fs.BoolVar(&in.Repair, "repair", false, "repair what is found from a good copy")
 	fs.BoolVar(&in.WithdrawBroken, "withdraw-broken", false, "take versions left broken out of their package document")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON document")
-	if err := fs.Parse(args); err != nil {
-		cli.Finish(cli.ExitUsage)
-	}
-	if fs.NArg() > 0 {
-		cli.Exit(cli.ExitUsage, "publish audit: unexpected argument %q", fs.Arg(0))
-	}
+	return cmd
+}
+
+func audit(tc config.Temporal, in contract.AuditInput, name string, asJSON bool) error {
 	if !(in.SamplePercent > 0 && in.SamplePercent <= 100) {
-		cli.Exit(cli.ExitUsage, "publish audit: --sample must be a percentage above 0 and at most 100, got %v", in.SamplePercent)
+		return cli.Fail(cli.ExitUsage, "publish audit: --sample must be a percentage above 0 and at most 100, got %v", in.SamplePercent)
 	}
 	if name != "" {
 		in.Only = []string{name}
 	}
 	c, err := tc.Dial(nil)
 	if err != nil {
-		cli.Exit(cli.ExitUnavailable, "publish audit: %v", err)
+		return cli.Fail(cli.ExitUnavailable, "publish audit: %v", err)
 	}
 	defer c.Close()
 	opts := client.StartWorkflowOptions{
@@ -67,7 +70,7 @@ func auditMain(args []string) {
 	ctx := context.Background()
 	run, err := c.ExecuteWorkflow(ctx, opts, contract.WorkflowTypeAuditCatalog, in)
 	if err != nil {
-		cli.Exit(cli.ExitUnavailable, "publish audit: start: %v", err)
+		return cli.Fail(cli.ExitUnavailable, "publish audit: start: %v", err)
 	}
 	if !asJSON {
 		fmt.Fprintf(os.Stderr, "started %s\n  %s\n", run.GetID(), cli.WorkflowURL(tc.Namespace, run.GetID()))
@@ -77,7 +80,7 @@ func auditMain(args []string) {
 		if asJSON {
 			cli.PrintJSON(map[string]string{"workflowId": run.GetID(), "error": rootCause(err)})
 		}
-		cli.Exit(cli.ExitFailed, "publish audit: %s failed: %s", run.GetID(), rootCause(err))
+		return cli.Fail(cli.ExitFailed, "publish audit: %s failed: %s", run.GetID(), rootCause(err))
 	}
 	if st.Problems == nil {
 		st.Problems = []contract.AuditProblem{} // an empty array, never null
@@ -88,9 +91,9 @@ func auditMain(args []string) {
 		printAudit(st)
 	}
 	if !st.Passed() {
-		cli.Finish(cli.ExitFailed)
+		return cli.Code(cli.ExitFailed)
 	}
-	cli.Finish(cli.ExitOK)
+	return nil
 }
 
 func printAudit(st contract.AuditStats) {

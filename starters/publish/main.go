@@ -11,7 +11,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel/attribute"
 
 	"go.temporal.io/sdk/client"
@@ -39,22 +39,27 @@ type options struct {
 	follow, asJSON, detach             bool
 }
 
-func main() {
-	if len(os.Args) > 1 && os.Args[1] == "audit" {
-		auditMain(os.Args[2:])
-		return
-	}
-	fs := flag.NewFlagSet("publish", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: publish --package NAME [--version V] [--catalog DIR] [--follow] [--json] [--detach]\n\n"+
-			"Publishes a package's new versions (or one version) and waits for the result.\n"+
-			"Exit codes: 0 published, 1 failed, 2 bad usage or invalid package, 3 Temporal unreachable.\n"+
-			"To audit what is published: publish audit --help\n\n")
-		fs.PrintDefaults()
-	}
+func main() { cli.Execute(newRootCommand()) }
+
+func newRootCommand() *cobra.Command {
 	var tc config.Temporal
-	tc.RegisterFlags(fs)
 	var o options
+	root := &cobra.Command{
+		Use:   "publish --package NAME [--version V]",
+		Short: "Publish a package's new versions (or one version) and wait for the result",
+		Long: `Publishes a package's new versions (or exactly --version) on a running stack and
+waits for the result. The starter's own version: publish version.
+
+Exit codes: 0 published, 1 failed, 2 bad usage or invalid package, 3 Temporal unreachable.`,
+		Example: `  publish --package jquery
+  publish --package jquery --version 3.7.1 --follow
+  publish --package mylib --catalog ./my-catalog --json
+  publish audit --package jquery --repair`,
+		Args: cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return publishPackage(tc, o) },
+	}
+	tc.RegisterFlags(root.PersistentFlags())
+	fs := root.Flags()
 	fs.StringVar(&o.name, "package", "", "package name (required)")
 	fs.StringVar(&o.version, "version", "", "publish exactly this version")
 	fs.StringVar(&o.catalogDir, "catalog", "", "read the package file from this catalog and send it with the request")
@@ -62,16 +67,17 @@ func main() {
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as JSON")
 	fs.BoolVar(&o.detach, "detach", false, "start and return without waiting")
 	fs.StringVar(&o.edgeURL, "check-edge", config.Env("EDGE_URL", ""), "after publishing a --version, check that this edge serves it, e.g. http://127.0.0.1:8080 (env EDGE_URL); the request joins the run's trace")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		cli.Finish(cli.ExitUsage)
-	}
+	root.AddCommand(newAuditCommand(&tc))
+	return root
+}
+
+func publishPackage(tc config.Temporal, o options) error {
 	if o.name == "" {
-		fs.Usage()
-		cli.Exit(cli.ExitUsage, "publish: --package is required")
+		return cli.Fail(cli.ExitUsage, "publish: --package is required (see publish --help)")
 	}
 	pkg, err := loadPackage(o)
 	if err != nil {
-		cli.Exit(cli.ExitUsage, "publish: %v", err)
+		return cli.Fail(cli.ExitUsage, "publish: %v", err)
 	}
 	target := o.name
 	if o.version != "" {
@@ -82,14 +88,14 @@ func main() {
 		attribute.String("package", o.name), attribute.String("version", o.version))
 	c, err := tc.Dial(nil)
 	if err != nil {
-		cli.Exit(cli.ExitUnavailable, "publish: %v", err)
+		return cli.Fail(cli.ExitUnavailable, "publish: %v", err)
 	}
 	defer c.Close()
 
 	opts, workflowType, input := request(o, pkg)
 	run, err := c.ExecuteWorkflow(ctx, opts, workflowType, input)
 	if err != nil {
-		cli.Exit(cli.ExitUnavailable, "publish: start: %v", err)
+		return cli.Fail(cli.ExitUnavailable, "publish: start: %v", err)
 	}
 	if !o.asJSON {
 		fmt.Fprintf(os.Stderr, "started %s\n  %s\n", run.GetID(), cli.WorkflowURL(tc.Namespace, run.GetID()))
@@ -98,9 +104,9 @@ func main() {
 		if o.asJSON {
 			cli.PrintJSON(map[string]string{"workflowId": run.GetID(), "runId": run.GetRunID()})
 		}
-		cli.Finish(cli.ExitOK)
+		return nil
 	}
-	cli.Finish(await(ctx, c, run, o))
+	return await(ctx, c, run, o)
 }
 
 // loadPackage reads the package file from --catalog, if given. It is found
@@ -122,9 +128,9 @@ func request(o options, pkg *catalog.Package) (client.StartWorkflowOptions, stri
 	return pubclient.Request(o.name, o.version, pkg)
 }
 
-// await waits for the run, prints its result and returns the exit code; a
-// failed run exits at once.
-func await(ctx context.Context, c client.Client, run client.WorkflowRun, o options) int {
+// await waits for the run, prints its result and returns the error that
+// ends the command with its exit code.
+func await(ctx context.Context, c client.Client, run client.WorkflowRun, o options) error {
 	stopFollowing := func() {}
 	if o.follow {
 		stop := make(chan struct{})
@@ -137,7 +143,14 @@ func await(ctx context.Context, c client.Client, run client.WorkflowRun, o optio
 	code := cli.ExitOK
 	var err error
 	if o.version != "" {
-		result, err = awaitVersion(ctx, run, o, stopFollowing)
+		var out contract.PublishOutput
+		out, err = awaitVersion(ctx, run, o, stopFollowing)
+		result = out
+		var edgeCheck *cli.ExitError
+		if errors.As(err, &edgeCheck) {
+			stopFollowing()
+			return err
+		}
 	} else {
 		result, code, err = awaitUpdates(ctx, run, o, stopFollowing)
 	}
@@ -146,12 +159,12 @@ func await(ctx context.Context, c client.Client, run client.WorkflowRun, o optio
 		if o.asJSON {
 			cli.PrintJSON(map[string]string{"workflowId": run.GetID(), "error": rootCause(err)})
 		}
-		cli.Exit(cli.ExitFailed, "publish: %s failed: %s", run.GetID(), rootCause(err))
+		return cli.Fail(cli.ExitFailed, "publish: %s failed: %s", run.GetID(), rootCause(err))
 	}
 	if o.asJSON {
 		cli.PrintJSON(result)
 	}
-	return code
+	return cli.Code(code)
 }
 
 func awaitVersion(ctx context.Context, run client.WorkflowRun, o options, stopFollowing func()) (contract.PublishOutput, error) {
@@ -165,7 +178,8 @@ func awaitVersion(ctx context.Context, run client.WorkflowRun, o options, stopFo
 	}
 	if o.edgeURL != "" && out.SkipReason == "" {
 		if err := checkEdge(ctx, o.edgeURL, o.name, o.version); err != nil {
-			cli.Exit(cli.ExitFailed, "publish: %v", err)
+			// The run succeeded; the edge does not serve it.
+			return out, cli.Fail(cli.ExitFailed, "publish: %v", err)
 		}
 		if !o.asJSON {
 			fmt.Printf("the edge at %s serves %s@%s\n", o.edgeURL, o.name, o.version)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"go.temporal.io/api/enums/v1"
 
 	"github.com/edgeflow/edgeflow/internal/cli"
+	"github.com/edgeflow/edgeflow/internal/cli/clitest"
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
@@ -49,5 +51,17 @@ func TestUpdatesExitCode(t *testing.T) {
 		if got := updatesExitCode(c.s); got != c.want {
 			t.Errorf("%+v: exit %d, want %d", c.s, got, c.want)
 		}
+	}
+}
+
+// Help, own flags, unknown flags refused; --version stays the package's
+// version, and the starter's own is `publish version`.
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, newRootCommand)
+	if r := clitest.Run(newRootCommand, "--version", "3.7.1"); r.Code != cli.ExitUsage || !strings.Contains(r.Stderr, "--package is required") {
+		t.Errorf("--version 3.7.1 without --package: %+v", r)
+	}
+	if r := clitest.Run(newRootCommand, "audit", "--sample", "0"); r.Code != cli.ExitUsage || !strings.Contains(r.Stderr, "--sample must be") {
+		t.Errorf("audit --sample 0: %+v", r)
 	}
 }

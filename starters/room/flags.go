@@ -1,11 +1,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
 )
@@ -13,8 +14,6 @@ import (
 // settingsFlags are the flags named after the room settings. Only the flags
 // given on the command line change anything.
 type settingsFlags struct {
-	fs *flag.FlagSet
-
 	description, host, path, method, customPage, sameSite, secure, cookieSuffix string
 	total, perMinute, session, statusCode, refresh, maxAge, maxReporters        int
 	queueAll, suspended, noRenewal, jsonResponse, pathCaseInsensitive           bool
@@ -27,9 +26,9 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+func (l *listFlag) Type() string       { return "strings" }
 
-func (f *settingsFlags) register(fs *flag.FlagSet) {
-	f.fs = fs
+func (f *settingsFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.description, "description", "", "description")
 	fs.StringVar(&f.host, "host", "", "host the room covers (none: every host)")
 	fs.StringVar(&f.path, "path", "", "path the room covers, with everything below it (default /)")
@@ -56,10 +55,10 @@ func (f *settingsFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxReporters, "max-reporters-per-minute", 0, "gates whose reports the room takes in a minute; further ones are dropped and counted (default 1000)")
 }
 
-// apply sets the settings whose flags were given.
-func (f *settingsFlags) apply(s *admit.Settings) error {
+// apply sets the settings whose flags were given on fs.
+func (f *settingsFlags) apply(fs *pflag.FlagSet, s *admit.Settings) error {
 	var err error
-	f.fs.Visit(func(fl *flag.Flag) {
+	fs.Visit(func(fl *pflag.Flag) {
 		switch fl.Name {
 		case "description":
 			s.Description = f.description
@@ -141,15 +140,13 @@ func parseRoute(v string) admit.Route {
 
 // eventFlags are the flags named after an event's fields.
 type eventFlags struct {
-	fs                                        *flag.FlagSet
 	description, start, end, prequeue, method string
 	total, perMinute, session                 int
 	shuffle, noRenewal                        bool
 	customPage                                string
 }
 
-func (f *eventFlags) register(fs *flag.FlagSet) {
-	f.fs = fs
+func (f *eventFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.description, "description", "", "description")
 	fs.StringVar(&f.start, "event-start-time", "", "start: RFC 3339 time, or +DURATION from now (required)")
 	fs.StringVar(&f.end, "event-end-time", "", "end: RFC 3339 time, or +DURATION from now (required)")
@@ -163,7 +160,7 @@ func (f *eventFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.customPage, "custom-page-html", "", "override during the event; @FILE reads a file")
 }
 
-func (f *eventFlags) apply(e *admit.Event, now time.Time) error {
+func (f *eventFlags) apply(fs *pflag.FlagSet, e *admit.Event, now time.Time) error {
 	var problems []*admit.FieldError
 	at := func(field, v string) time.Time {
 		t, err := parseTime(v, now)
@@ -172,7 +169,7 @@ func (f *eventFlags) apply(e *admit.Event, now time.Time) error {
 		}
 		return t
 	}
-	f.fs.Visit(func(fl *flag.Flag) {
+	fs.Visit(func(fl *pflag.Flag) {
 		switch fl.Name {
 		case "description":
 			e.Description = f.description
@@ -227,20 +224,4 @@ func parseTime(v string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time (like 2030-01-02T15:04:05Z) or +DURATION", v)
 	}
 	return t.UTC(), nil
-}
-
-// parseInterleaved parses flags and positional arguments in any order.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
 }

@@ -1,8 +1,9 @@
 package main
 
 import (
-	"flag"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
 )
@@ -15,13 +16,13 @@ func TestMaxReportersPerMinuteFlag(t *testing.T) {
 		want int
 	}{{[]string{"--max-reporters-per-minute", "300"}, 300}, {nil, 7}} {
 		var f settingsFlags
-		fs := flag.NewFlagSet("update", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("update", pflag.ContinueOnError)
 		f.register(fs)
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
 		s := admit.Settings{MaxReportersPerMinute: 7}
-		if err := f.apply(&s); err != nil {
+		if err := f.apply(fs, &s); err != nil {
 			t.Fatal(err)
 		}
 		if s.MaxReportersPerMinute != c.want {
@@ -33,13 +34,13 @@ func TestMaxReportersPerMinuteFlag(t *testing.T) {
 // --always-use-https and --queue-capacity set their settings.
 func TestAlwaysUseHTTPSAndQueueCapacityFlags(t *testing.T) {
 	var f settingsFlags
-	fs := flag.NewFlagSet("update", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("update", pflag.ContinueOnError)
 	f.register(fs)
 	if err := fs.Parse([]string{"--always-use-https", "--queue-capacity", "5000"}); err != nil {
 		t.Fatal(err)
 	}
 	var s admit.Settings
-	if err := f.apply(&s); err != nil {
+	if err := f.apply(fs, &s); err != nil {
 		t.Fatal(err)
 	}
 	if !s.AlwaysUseHTTPS || s.QueueCapacity != 5000 {

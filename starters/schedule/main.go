@@ -11,11 +11,10 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -26,88 +25,120 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
-const usage = `Usage: schedule COMMAND [flags]
+func main() { cli.Execute(newRootCommand()) }
 
-Commands:
-  create     create the package-update schedule, or update it if it exists
-  update     change the interval of the existing schedule
-  pause      stop starting runs (running ones finish)
-  unpause    start runs again
-  trigger    start a run now
-  describe   show the schedule, its next and recent runs
-  delete     remove the schedule
+// starter is what every subcommand shares: the connection.
+type starter struct{ tc config.Temporal }
 
-Exit codes: 0 done, 1 failed, 2 bad usage, 3 Temporal unreachable.
-`
+func newRootCommand() *cobra.Command {
+	var st starter
+	root := cli.Group(&cobra.Command{
+		Use:   "schedule",
+		Short: "Manage the Temporal Schedule that starts PackageUpdates",
+		Long: `Manage the Temporal Schedule that starts PackageUpdates, the check of every
+package of the catalog for new versions.
 
-func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(cli.ExitUsage)
-	}
-	cmd := os.Args[1]
-	fs := flag.NewFlagSet("schedule "+cmd, flag.ContinueOnError)
-	var tc config.Temporal
-	tc.RegisterFlags(fs)
-	every := fs.Duration("every", 10*time.Minute, "interval between runs (create, update)")
-	id := fs.String("id", contract.UpdatesScheduleID, "schedule ID")
-	note := fs.String("note", "", "note recorded with pause/unpause")
-	asJSON := fs.Bool("json", false, "print JSON (describe)")
-	if err := fs.Parse(os.Args[2:]); err != nil {
-		os.Exit(cli.ExitUsage)
-	}
-	if *every < schedules.MinEvery {
-		cli.Exit(cli.ExitUsage, "schedule: --every must be at least %s, got %s", schedules.MinEvery, *every)
-	}
-	// Tracing first: the client takes the tracing interceptor when dialled.
-	ctx := cli.Trace(context.Background(), "edgeflow-schedule-starter", "schedule "+cmd)
-	c, err := tc.Dial(nil)
-	if err != nil {
-		cli.Exit(cli.ExitUnavailable, "schedule: %v", err)
-	}
-	defer c.Close()
-	sc := c.ScheduleClient()
-	h := sc.GetHandle(ctx, *id)
+Exit codes: 0 done, 1 failed, 2 bad usage, 3 Temporal unreachable.`,
+		Example: `  schedule create --every 10m
+  schedule describe --json
+  schedule pause --note "registry outage"`,
+	})
+	st.tc.RegisterFlags(root.PersistentFlags())
 
-	switch cmd {
-	case "create":
-		created, err := schedules.Upsert(ctx, c, *id, *every)
-		verb := "updated"
-		if created {
-			verb = "created"
+	// --every is checked before Temporal is dialled: a typo exits 2 at once.
+	every := func(cmd *cobra.Command, v *time.Duration, usage string) {
+		cmd.Flags().DurationVar(v, "every", 10*time.Minute, usage)
+		cmd.PreRunE = func(*cobra.Command, []string) error {
+			if *v < schedules.MinEvery {
+				return cli.Fail(cli.ExitUsage, "schedule: --every must be at least %s, got %s", schedules.MinEvery, *v)
+			}
+			return nil
 		}
-		report(err, "%s schedule %s: PackageUpdates every %s\n  %s/namespaces/%s/schedules/%s", verb, *id, *every, cli.UIURL(), tc.Namespace, *id)
-	case "update":
-		report(schedules.Update(ctx, h, *every), "updated schedule %s: every %s", *id, *every)
-	case "pause":
-		report(schedules.Change(ctx, h, nil, &schedules.Pause{Paused: true, Note: *note}), "paused schedule %s", *id)
-	case "unpause":
-		report(schedules.Change(ctx, h, nil, &schedules.Pause{Paused: false, Note: *note}), "unpaused schedule %s", *id)
-	case "trigger":
-		report(h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enums.SCHEDULE_OVERLAP_POLICY_SKIP}), "triggered schedule %s", *id)
-	case "delete":
-		report(h.Delete(ctx), "deleted schedule %s", *id)
-	case "describe":
-		d, err := schedules.Describe(ctx, h)
-		if err != nil {
-			report(err, "")
-		}
-		describe(d, *asJSON)
-	default:
-		fmt.Fprint(os.Stderr, usage)
-		cli.Exit(cli.ExitUsage, "schedule: unknown command %q", cmd)
 	}
+	var createEvery, updateEvery time.Duration
+	create := st.command("create", "Create the package-update schedule, or update it if it exists",
+		"  schedule create\n  schedule create --every 30m --id package-updates-staging",
+		func(ctx context.Context, c client.Client, id string) error {
+			created, err := schedules.Upsert(ctx, c, id, createEvery)
+			verb := "updated"
+			if created {
+				verb = "created"
+			}
+			return report(err, "%s schedule %s: PackageUpdates every %s\n  %s/namespaces/%s/schedules/%s", verb, id, createEvery, cli.UIURL(), st.tc.Namespace, id)
+		})
+	every(create, &createEvery, "interval between runs")
+	update := st.command("update", "Change the interval of the existing schedule", "  schedule update --every 30m",
+		func(ctx context.Context, c client.Client, id string) error {
+			return report(schedules.Update(ctx, c.ScheduleClient().GetHandle(ctx, id), updateEvery), "updated schedule %s: every %s", id, updateEvery)
+		})
+	every(update, &updateEvery, "the new interval between runs")
+	var note string
+	pause := func(paused bool) func(context.Context, client.Client, string) error {
+		return func(ctx context.Context, c client.Client, id string) error {
+			verb := map[bool]string{true: "paused", false: "unpaused"}[paused]
+			return report(schedules.Change(ctx, c.ScheduleClient().GetHandle(ctx, id), nil, &schedules.Pause{Paused: paused, Note: note}), "%s schedule %s", verb, id)
+		}
+	}
+	pauseCmd := st.command("pause", "Stop starting runs (running ones finish)", `  schedule pause --note "registry outage"`, pause(true))
+	unpauseCmd := st.command("unpause", "Start runs again", "  schedule unpause", pause(false))
+	for _, c := range []*cobra.Command{pauseCmd, unpauseCmd} {
+		c.Flags().StringVar(&note, "note", "", "note recorded with the change")
+	}
+	trigger := st.command("trigger", "Start a run now (skipped while one is running)", "  schedule trigger",
+		func(ctx context.Context, c client.Client, id string) error {
+			h := c.ScheduleClient().GetHandle(ctx, id)
+			return report(h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enums.SCHEDULE_OVERLAP_POLICY_SKIP}), "triggered schedule %s", id)
+		})
+	var asJSON bool
+	describeCmd := st.command("describe", "Show the schedule, its next and recent runs", "  schedule describe\n  schedule describe --json",
+		func(ctx context.Context, c client.Client, id string) error {
+			d, err := schedules.Describe(ctx, c.ScheduleClient().GetHandle(ctx, id))
+			if err != nil {
+				return report(err, "")
+			}
+			describe(d, asJSON)
+			return nil
+		})
+	describeCmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	deleteCmd := st.command("delete", "Remove the schedule", "  schedule delete",
+		func(ctx context.Context, c client.Client, id string) error {
+			return report(c.ScheduleClient().GetHandle(ctx, id).Delete(ctx), "deleted schedule %s", id)
+		})
+	root.AddCommand(create, update, pauseCmd, unpauseCmd, trigger, describeCmd, deleteCmd)
+	return root
 }
 
-func report(err error, format string, args ...any) {
+// command is a subcommand that dials Temporal (after the flags are
+// checked) and runs body on the schedule --id names.
+func (st *starter) command(name, short, example string, body func(ctx context.Context, c client.Client, id string) error) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use: name, Short: short, Example: example, Args: cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			// Tracing first: the client takes the tracing interceptor when dialled.
+			ctx := cli.Trace(context.Background(), "edgeflow-schedule-starter", "schedule "+name)
+			c, err := st.tc.Dial(nil)
+			if err != nil {
+				return cli.Fail(cli.ExitUnavailable, "schedule: %v", err)
+			}
+			defer c.Close()
+			return body(ctx, c, id)
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", contract.UpdatesScheduleID, "schedule ID")
+	return cmd
+}
+
+func report(err error, format string, args ...any) error {
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			cli.Exit(cli.ExitFailed, "schedule: not found — create it first with `schedule create`")
+			return cli.Fail(cli.ExitFailed, "schedule: not found — create it first with `schedule create`")
 		}
-		cli.Exit(cli.ExitFailed, "schedule: %v", err)
+		return cli.Fail(cli.ExitFailed, "schedule: %v", err)
 	}
 	fmt.Printf(format+"\n", args...)
+	return nil
 }
 
 func describe(out schedules.Description, asJSON bool) {

@@ -7,14 +7,15 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
+	"log/slog"
 	"time"
 
+	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
 	acts "github.com/edgeflow/edgeflow/activities/migrate"
+	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
@@ -23,35 +24,61 @@ import (
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
-func main() {
-	fs := flag.NewFlagSet("migrate", flag.ExitOnError)
-	var opts workerhost.Options
-	opts.RegisterFlags(fs, contract.TaskQueue, 32, "8093")
-	var jobs migrate.JobStoreConfig
-	jobs.RegisterFlags(fs)
-	perAccount := fs.Int("jobs-per-account", config.EnvInt("MIGRATE_JOBS_PER_ACCOUNT", migrate.DefaultJobLimit),
-		"jobs of one account that run at once; the others wait in line (env MIGRATE_JOBS_PER_ACCOUNT)")
-	_ = fs.Parse(os.Args[1:])
-	log := workerhost.Logger("migrate")
+func main() { cli.Execute(newRootCommand()) }
 
+func newRootCommand() *cobra.Command {
+	var opts workerhost.Options
+	var jobs migrate.JobStoreConfig
+	var perAccount int
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "The worker pool of the migrate task queue: Migrate's jobs, listings and transfers",
+		Long: `The worker pool of the migrate task queue: the job, page and account workflows
+of Migrate, the listings and the transfers. Transfers wait on the network, so
+one process runs many at once. It opens the jobs' sealed credentials with the
+codec keys (CODEC_KEYS, CODEC_KEYS_FILE, or the development key file make run
+creates). It serves until SIGINT or SIGTERM, then lets its activities in flight
+finish.`,
+		Example: `  migrate
+  migrate --jobs-per-account 5 --s3-endpoint minio:9000 --ops-addr 0.0.0.0:8093`,
+		Args: cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			log := workerhost.Logger("migrate")
+			return workerhost.Failed(log, serve(log, opts, jobs, perAccount))
+		},
+	}
+	opts.RegisterFlags(cmd.Flags(), contract.TaskQueue, 32, "8093")
+	jobs.RegisterFlags(cmd.Flags())
+	cmd.Flags().IntVar(&perAccount, "jobs-per-account", config.EnvInt("MIGRATE_JOBS_PER_ACCOUNT", migrate.DefaultJobLimit),
+		"jobs of one account that run at once; the others wait in line (env MIGRATE_JOBS_PER_ACCOUNT)")
+	return cmd
+}
+
+func serve(log *slog.Logger, opts workerhost.Options, jobs migrate.JobStoreConfig, perAccount int) error {
 	keys, err := keyring.Codec.Load()
 	if err != nil {
-		workerhost.Fatal(log, fmt.Errorf("codec keys (they open the jobs' sealed credentials): %w", err))
+		return fmt.Errorf("codec keys (they open the jobs' sealed credentials): %w", err)
 	}
 	store, err := jobs.Open()
-	workerhost.Fatal(log, err)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	err = store.Ensure(ctx)
 	cancel()
-	workerhost.Fatal(log, err)
+	if err != nil {
+		return err
+	}
 	// Jobs queue at their account, and accounts check on their jobs, through
 	// this client; the worker's own connection is workerhost's.
 	c, err := opts.Temporal.Dial(log)
-	workerhost.Fatal(log, err)
+	if err != nil {
+		return err
+	}
 	defer c.Close()
-	log.Info("migrate worker", "jobStore", jobs.S3.Endpoint+"/"+jobs.Bucket, "codecKeys", keys.IDs(), "jobsPerAccount", *perAccount)
-	workerhost.Fatal(log, workerhost.Run(opts, log, func(w worker.Worker) {
+	log.Info("migrate worker", "jobStore", jobs.S3.Endpoint+"/"+jobs.Bucket, "codecKeys", keys.IDs(), "jobsPerAccount", perAccount)
+	return workerhost.Run(opts, log, func(w worker.Worker) {
 		wf.Register(w)
-		acts.Register(w, &acts.Activities{Keys: keys, Jobs: store, Temporal: c, JobsPerAccount: *perAccount, Metrics: acts.Metrics()})
-	}))
+		acts.Register(w, &acts.Activities{Keys: keys, Jobs: store, Temporal: c, JobsPerAccount: perAccount, Metrics: acts.Metrics()})
+	})
 }

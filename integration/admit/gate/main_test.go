@@ -121,7 +121,7 @@ var (
 func startGate(t testing.TB, dc, id, origin string, args ...string) *gateProcess {
 	t.Helper()
 	logs := &testenv.SyncBuffer{}
-	cmd := exec.Command(gateBin, append([]string{"--addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0",
+	cmd := exec.Command(gateBin, append([]string{"--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0",
 		"--origin", origin, "--data-center", dc, "--gate-id", id, "--hosts", "127.0.0.1,localhost",
 		"--snapshot-every", "200ms", "--report-every", "200ms", "--discover-every", "300ms"}, args...)...)
 	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+env.Temporal.HostPort, "GATE_COOKIE_KEYS="+cookieKeys, "LOG_FORMAT=")

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/edgeflow/edgeflow/internal/cli"
+	"github.com/edgeflow/edgeflow/internal/cli/clitest"
+)
+
+func TestMain(m *testing.M) { clitest.Main(m, "migrate", main) }
+
+// Every command's help exits 0 and lists only its own flags: status's no
+// start flags, list's no --follow; unknown flags exit 2.
+func TestCommandLine(t *testing.T) {
+	clitest.Check(t, newRootCommand)
+	r := clitest.Run(newRootCommand, "status", "--help")
+	if strings.Contains(r.Stdout, "--source") || !strings.Contains(r.Stdout, "--follow") || !strings.Contains(r.Stdout, "--json") {
+		t.Errorf("migrate status --help:\n%s", r.Stdout)
+	}
+}
+
+// Bad input exits 2 naming the flag, before Temporal is dialled; the old
+// one-dash spellings still parse; an unreachable Temporal exits 3.
+func TestExitCodes(t *testing.T) {
+	nowhere := []string{"--address", "127.0.0.1:1"}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"start", "--source", "s3://src", "--source-endpoint", "s:9000", "--dest", "s3://dst", "--dest-endpoint", "d:9000", "--follow", "--detach"}, cli.ExitUsage, "--follow and --detach exclude each other"},
+		{[]string{"start", "-source", "ftp://x", "-dest", "s3://dst", "-dest-endpoint", "d:9000", "-json"}, cli.ExitUsage, "--source"},
+		{[]string{"status"}, cli.ExitUsage, "want exactly one JOB"},
+		{[]string{"pause", "a", "b"}, cli.ExitUsage, "want exactly one JOB"},
+		{[]string{"report", "job-1", "--format", "xml"}, cli.ExitUsage, `--format "xml": use csv or jsonl`},
+		{[]string{"list", "--follow"}, cli.ExitUsage, "unknown flag: --follow"},
+		{[]string{"list"}, cli.ExitUnavailable, "migrate: connect to Temporal at 127.0.0.1:1"},
+	} {
+		r := clitest.Exec(t, nil, append(c.args, nowhere...)...)
+		if r.Code != c.code || !strings.Contains(r.Stderr, c.want) {
+			t.Errorf("migrate %q: exit %d, %q; want %d and %q", c.args, r.Code, r.Stderr, c.code, c.want)
+		}
+	}
+	// --json makes the error the one JSON document on stdout.
+	r := clitest.Exec(t, nil, "report", "job-1", "--format", "xml", "-json")
+	if !strings.HasPrefix(r.Stdout, "{") || !strings.Contains(r.Stdout, `"error"`) {
+		t.Errorf("report --json: stdout %q", r.Stdout)
+	}
+}
