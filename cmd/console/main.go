@@ -1,4 +1,5 @@
-// Command console serves the HTTP API over rooms at CONSOLE_ADDR
+// Command console serves the console's pages and HTTP API (rooms,
+// migrations, publishing) at CONSOLE_ADDR
 // (http://127.0.0.1:8070; TLS with CONSOLE_TLS_CERT and CONSOLE_TLS_KEY):
 // JSON under /api/v1 in Cloudflare's envelope, bearer tokens from
 // CONSOLE_TOKENS, CONSOLE_TOKENS_FILE or the development file `make run`

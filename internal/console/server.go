@@ -1,6 +1,6 @@
-// Package console is the HTTP API over rooms (and, later, migrations and
-// publishing): JSON under /api/v1 in Cloudflare's envelope, on the same
-// client functions the starters use. cmd/console is its flags.
+// Package console is the console: web pages and the HTTP API over rooms,
+// migrations and publishing, JSON under /api/v1 in Cloudflare's envelope,
+// on the same client functions the starters use. cmd/console is its flags.
 package console
 
 import (
