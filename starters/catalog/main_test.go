@@ -132,3 +132,8 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("validate -json: exit %d, %q, %q", code, out, errOut)
 	}
 }
+
+// Every command of the starter is named in its product's page.
+func TestCommandsAreDocumented(t *testing.T) {
+	clitest.Documented(t, newRootCommand, "docs/publish.md")
+}

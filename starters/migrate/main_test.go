@@ -48,3 +48,8 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("report --json: stdout %q", r.Stdout)
 	}
 }
+
+// Every command of the starter is named in its product's page.
+func TestCommandsAreDocumented(t *testing.T) {
+	clitest.Documented(t, newRootCommand, "docs/migrate.md")
+}

@@ -65,3 +65,8 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("audit --sample 0: %+v", r)
 	}
 }
+
+// Every command of the starter is named in its product's page.
+func TestCommandsAreDocumented(t *testing.T) {
+	clitest.Documented(t, newRootCommand, "docs/publish.md")
+}

@@ -38,3 +38,6 @@ func TestSettingsCheckedBeforeDialling(t *testing.T) {
 		}
 	}
 }
+
+// Every command of the starter is named in its product's page.
+func TestCommandsAreDocumented(t *testing.T) { clitest.Documented(t, newRootCommand, "docs/admit.md") }

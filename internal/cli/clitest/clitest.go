@@ -8,6 +8,8 @@ package clitest
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -182,4 +184,51 @@ func firstLine(long, short string) string {
 		return line
 	}
 	return short
+}
+
+// Documented fails for each command of the tree newRoot builds that page
+// (a path from the repository root, e.g. docs/migrate.md) does not name
+// as "<root> <command…>", e.g. "migrate sync" or "room event add", or
+// among alternatives ("room suspend|resume|delete"): a command users
+// cannot find in its product's page.
+func Documented(t *testing.T, newRoot func() *cobra.Command, page string) {
+	t.Helper()
+	root := newRoot()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	visit(root, nil, func(path []string) {
+		if len(path) == 0 {
+			return
+		}
+		words := append([]string{root.Name()}, path...)
+		for i, w := range words {
+			words[i] = regexp.QuoteMeta(w)
+		}
+		last := len(words) - 1
+		words[last] = `(?:[\w-]+\|)*` + words[last] + `(?:\|[\w-]+)*`
+		if !regexp.MustCompile(`\b` + strings.Join(words, " ") + `\b`).Match(data) {
+			t.Errorf("%s does not name the command %q", page, root.Name()+" "+strings.Join(path, " "))
+		}
+	})
+}
+
+// repoRoot is the folder of go.mod above the test's working directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
 }
