@@ -1,7 +1,7 @@
 // Command publish is the worker pool of the `publish` task queue: the
 // publish workflows and their network-bound activities (update checks,
-// downloads, extraction, commits). It also serves the queue's former name,
-// `pipeline`, so runs started before the rename finish.
+// downloads, extraction, commits). (The queue's former name, `pipeline`,
+// is retired: no worker polls it.)
 package main
 
 import (
