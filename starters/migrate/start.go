@@ -77,7 +77,7 @@ func (f *jobFlags) input(job string) (contract.JobInput, []string) {
 			if _, err := migrate.CheckKeyList(file); err != nil {
 				problems = append(problems, fmt.Sprintf("--keys %s: %v", f.keys, err))
 			}
-			file.Close()
+			_ = file.Close() // read-only
 		}
 	}
 	if len(problems) > 0 {
@@ -118,7 +118,7 @@ func (f *jobFlags) uploadKeys(job string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }() // read-only
 	st, err := file.Stat()
 	if err != nil {
 		return "", err
