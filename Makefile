@@ -9,6 +9,13 @@ MINIO_MODULE         := github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7
 # staticcheck 2026.2.2 (module v0.8.2): its go.mod is Go 1.26's, like ours.
 STATICCHECK_VERSION  := 0.8.2
 STATICCHECK_MODULE   := honnef.co/go/tools/cmd/staticcheck@v$(STATICCHECK_VERSION)
+# Temporal's workflowcheck is released apart from the SDK and does not
+# import it; v0.6.0 is the newest, out before our SDK (v1.51.0).
+WORKFLOWCHECK_VERSION := v0.6.0
+WORKFLOWCHECK_MODULE  := go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
+# errcheck v1.30.0: its go.mod is Go 1.26's, like ours.
+ERRCHECK_VERSION      := v1.30.0
+ERRCHECK_MODULE       := github.com/kisielk/errcheck@$(ERRCHECK_VERSION)
 # The cluster profile's Temporal server: the release the CLI embeds
 # (`temporal --version`: Server 1.29.1, UI 2.42.1), built outside our module.
 TEMPORAL_SERVER_VERSION := v1.29.1
@@ -25,16 +32,32 @@ test: lint tools browser redis ## lint, then unit, workflow and integration test
 test-short: ## skips the tests that need the Temporal dev server
 	$(GO) test -short -count=1 ./...
 
-# go vet and staticcheck; any finding fails the build. With the chaos tag, so
-# the fault suites (integration/chaos) are checked too: no file is built only
-# without it. A .tools/bin/staticcheck from an older pin is refused, not used.
-lint: $(TOOLS)/staticcheck ## go vet and staticcheck (pinned); fails on any finding
+# go vet, staticcheck, workflowcheck and errcheck; any finding fails the
+# build. With the chaos tag, so the fault suites (integration/chaos) are
+# checked too: no file is built only without it. workflowcheck: no workflow
+# reaches non-deterministic code (its false positives, each with its
+# reason, in workflowcheck.config.yaml). errcheck: production code checks
+# every error (tests are left out; the calls that may go unchecked, each
+# with its reason, in errcheck_excludes.txt). A tool in .tools/bin from
+# another pin is refused, not used.
+lint: $(TOOLS)/staticcheck $(TOOLS)/workflowcheck $(TOOLS)/errcheck ## go vet, staticcheck, workflowcheck, errcheck (pinned); fails on any finding
 	@$(TOOLS)/staticcheck -version | grep -qF '($(STATICCHECK_VERSION))' || { \
 		echo "$(TOOLS)/staticcheck is not $(STATICCHECK_VERSION): remove it and run make lint again"; exit 1; }
+	@$(call check_pin,workflowcheck,$(WORKFLOWCHECK_VERSION))
+	@$(call check_pin,errcheck,$(ERRCHECK_VERSION))
 	$(GO) vet -tags chaos ./...
 	$(TOOLS)/staticcheck -tags chaos ./...
+	$(TOOLS)/workflowcheck -config workflowcheck.config.yaml ./workflows/...
+	$(TOOLS)/errcheck -ignoretests -tags chaos -exclude errcheck_excludes.txt ./...
 	@! git ls-files --error-unmatch .tools >/dev/null 2>&1 || { \
 		echo ".tools is tracked: it is this machine's (a committed worktree symlink once made it point at itself); git rm --cached .tools"; exit 1; }
+
+# check_pin refuses $(TOOLS)/$(1) unless it was built from version $(2) of
+# its module (read from the binary's build info).
+define check_pin
+[ "$$($(GO) version -m $(TOOLS)/$(1) | awk '$$1 == "mod" { print $$3 }')" = "$(2)" ] || { \
+		echo "$(TOOLS)/$(1) is not $(2): remove it and run make lint again"; exit 1; }
+endef
 
 bench: tools redis nginx ## every benchmark, with a summary table
 	$(GO) run ./cmd/benchtable
@@ -130,6 +153,16 @@ $(TOOLS)/staticcheck:
 		echo ">> building staticcheck ($(STATICCHECK_MODULE)); once, a minute or two"; \
 		$(call go_install,$(STATICCHECK_MODULE),$@); \
 	fi
+
+$(TOOLS)/workflowcheck:
+	@mkdir -p $(TOOLS)
+	@echo ">> building workflowcheck ($(WORKFLOWCHECK_MODULE)); once, under a minute"
+	@$(call go_install,$(WORKFLOWCHECK_MODULE),$@)
+
+$(TOOLS)/errcheck:
+	@mkdir -p $(TOOLS)
+	@echo ">> building errcheck ($(ERRCHECK_MODULE)); once, under a minute"
+	@$(call go_install,$(ERRCHECK_MODULE),$@)
 
 $(TOOLS)/minio:
 	@mkdir -p $(TOOLS)

@@ -177,7 +177,7 @@ func (a *Publish) FetchOriginal(ctx context.Context, in contract.OriginalRef) er
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	st, err := f.Stat()
 	if err != nil {
 		return err

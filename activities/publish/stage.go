@@ -145,7 +145,7 @@ func (a *Publish) extract(ctx context.Context, prog *progressBeat, pkg catalog.P
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	extracted, err := tarx.ExtractContext(ctx, f, root, a.Extract, func(p tarx.Progress) { prog.advance("extracting", int64(p.Entries)) })
 	if err != nil {
 		if ctx.Err() != nil {
@@ -260,7 +260,7 @@ func hashFile(path string) (string, int64, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	return transform.SRIOf(f)
 }
 
@@ -337,7 +337,7 @@ func (a *Publish) putFile(ctx context.Context, prog *progressBeat, bucket, key, 
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	st, err := f.Stat()
 	if err != nil {
 		return err

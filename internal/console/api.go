@@ -75,11 +75,17 @@ func writeJSON(w http.ResponseWriter, status int, env Envelope) {
 	if env.Messages == nil {
 		env.Messages = []Message{}
 	}
+	body, err := json.MarshalIndent(env, "", "  ")
+	if err != nil {
+		// Encoded before the status is sent: a result that cannot be (a
+		// NaN, say) is a 500 that says so, not a 200 with an empty body.
+		status = http.StatusInternalServerError
+		body, _ = json.MarshalIndent(Envelope{Errors: []Message{{Code: CodeInternal, Message: "the result could not be encoded: " + err.Error()}},
+			Messages: []Message{}}, "", "  ")
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(env)
+	w.Write(append(body, '\n')) // a client gone is all that can fail now
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {

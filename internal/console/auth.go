@@ -127,7 +127,7 @@ func EnsureDevTokens(path string) (created bool, err error) {
 		return false, err
 	}
 	if _, err := f.WriteString(body); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to return
 		return false, err
 	}
 	return true, f.Close()

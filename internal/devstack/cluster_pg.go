@@ -120,7 +120,7 @@ func initPostgres(bin string, o PostgresOptions) error {
 	if err := os.WriteFile(pwfile, []byte(o.Password+"\n"), 0o600); err != nil {
 		return err
 	}
-	defer os.Remove(pwfile)
+	defer func() { _ = os.Remove(pwfile) }() // initdb has read it, or failed and said so
 	if err := chownPostgres(o.Dir, pwfile); err != nil {
 		return err
 	}

@@ -107,6 +107,15 @@ type Output struct {
 	Logs func(name, color string) io.Writer
 }
 
+// stopSaying stops p at the stack's exit and says so when it had to be
+// killed: a server that outlived its grace may have left its data dir
+// half-written, and the next `make run` starts from it.
+func stopSaying(o Output, p *Process, grace time.Duration) {
+	if err := p.Stop(grace); err != nil {
+		o.Say("%v", err)
+	}
+}
+
 // RunStack runs the whole system on one machine until ctx is cancelled
 // (see cmd/devstack): Temporal, MinIO and Redis, the buckets and key files,
 // the worker pools, the edge and the gate in front of a demo origin, the
@@ -164,7 +173,7 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 	if err != nil {
 		return err
 	}
-	defer temporal.Stop(30 * time.Second)
+	defer stopSaying(o, temporal.Process, 30*time.Second)
 	o.Say("starting MinIO")
 	minio, err := StartMinIO(ctx, MinIOOptions{
 		DataDir: filepath.Join(c.DataDir, "minio"), IP: c.IP, Port: c.MinIOPort, ConsolePort: c.ConsolePort,
@@ -173,21 +182,25 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 	if err != nil {
 		return err
 	}
-	defer minio.Stop(30 * time.Second)
+	defer stopSaying(o, minio.Process, 30*time.Second)
 	o.Say("starting Redis (the gates' shared counters)")
 	redis, err := StartRedis(ctx, RedisOptions{IP: c.IP, Port: c.RedisPort, Dir: filepath.Join(c.DataDir, "redis"), Logs: o.Logs("redis", "91")})
 	if err != nil {
 		return err
 	}
-	defer redis.Stop(30 * time.Second)
+	defer stopSaying(o, redis.Process, 30*time.Second)
 	// The site behind the demo gate.
 	originLn, err := net.Listen("tcp", net.JoinHostPort(c.IP, "0"))
 	if err != nil {
 		return err
 	}
 	origin := &http.Server{Handler: DemoOrigin(), ReadHeaderTimeout: 10 * time.Second}
-	go origin.Serve(originLn)
-	defer origin.Close()
+	go func() {
+		if err := origin.Serve(originLn); !errors.Is(err, http.ErrServerClosed) {
+			o.Say("the demo origin stopped serving: %v", err)
+		}
+	}()
+	defer func() { _ = origin.Close() }() // at exit: nothing it serves is kept
 
 	store, err := s3.New(s3.Config{Endpoint: minio.Endpoint, AccessKey: c.AccessKey, SecretKey: c.SecretKey})
 	if err != nil {

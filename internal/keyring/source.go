@@ -144,13 +144,15 @@ func EnsureKeyFile(path, id, comment string) (created bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer os.Remove(tmp.Name())
+	// Linked to path or abandoned, the temporary name goes; left behind, it
+	// would be a stray file beside path, readable by no one else (0600).
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.WriteString(content); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the write's error is the one to return
 		return false, err
 	}
 	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
+		_ = tmp.Close() // the chmod's error is the one to return
 		return false, err
 	}
 	if err := tmp.Close(); err != nil {

@@ -89,7 +89,7 @@ func readGCSKey(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", EnvSourceGCSCredentialsFile, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	data, err := io.ReadAll(io.LimitReader(f, maxGCSKeyFile+1))
 	switch {
 	case err != nil:

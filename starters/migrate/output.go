@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -37,7 +38,7 @@ func (c *common) printFinal(st contract.Status) int {
 	return exitCode(st)
 }
 
-func printStatus(out *os.File, st contract.Status) {
+func printStatus(out io.Writer, st contract.Status) {
 	fmt.Fprintf(out, "job %s: %s\n", st.Job, st.State)
 	fmt.Fprintf(out, "  %s → %s\n", st.Source, st.Dest)
 	listed := fmt.Sprint(st.Listed)

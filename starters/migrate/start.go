@@ -79,7 +79,7 @@ func (f *jobFlags) input(job string) (contract.JobInput, []string) {
 			if _, err := migrate.CheckKeyList(file); err != nil {
 				problems = append(problems, fmt.Sprintf("--keys %s: %v", f.keys, err))
 			}
-			file.Close()
+			_ = file.Close() // read-only
 		}
 	}
 	if len(problems) > 0 {
@@ -120,7 +120,7 @@ func (f *jobFlags) uploadKeys(job string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }() // read-only
 	st, err := file.Stat()
 	if err != nil {
 		return "", err

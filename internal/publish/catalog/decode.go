@@ -95,7 +95,7 @@ func (w *shapeWalker) value(t reflect.Type, path string) {
 			for i := 0; w.dec.More(); i++ {
 				w.value(t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 			}
-			w.dec.Token() // ']'
+			w.end(path) // ']'
 		default:
 			got := "an object"
 			if tok == '[' {
@@ -153,7 +153,16 @@ func (w *shapeWalker) object(t reflect.Type, path string) {
 		}
 		w.value(field.Type, fieldPath)
 	}
-	w.dec.Token() // '}'
+	w.end(path) // '}'
+}
+
+// end consumes the ']' or '}' that closes the array or object at path. As
+// in value, an error is not expected after decodeFile's syntax check, and
+// is reported rather than lost.
+func (w *shapeWalker) end(path string) {
+	if _, err := w.dec.Token(); err != nil {
+		w.add(path, "invalid JSON: %v", err)
+	}
 }
 
 // skipValue consumes one whole JSON value.

@@ -69,7 +69,7 @@ func Download(ctx context.Context, client *http.Client, dist Dist, token, dst st
 	if err != nil {
 		return err
 	}
-	defer out.Close()
+	defer func() { _ = out.Close() }() // on the error paths; the last line checks it
 	var w io.Writer = out
 	if verifier != nil {
 		w = io.MultiWriter(out, verifier)

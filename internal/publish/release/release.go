@@ -115,7 +115,7 @@ func (s Sources) PreviewVersion(ctx context.Context, pkg catalog.Package, versio
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	extracted, err := tarx.Extract(f, filepath.Join(tmp, "files"), limits)
 	if err != nil {
 		return nil, err

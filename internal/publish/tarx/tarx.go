@@ -244,7 +244,7 @@ func (x *extractor) writeFile(name, rel string, size int64, content io.Reader) e
 		return err
 	}
 	if err := x.chargeWrite(name, size); err != nil {
-		f.Close()
+		_ = f.Close() // empty: the limit's error is the one to return
 		return err
 	}
 	n, readErr, writeErr := copyEntry(x.ctx, f, content)
@@ -300,7 +300,7 @@ func (x *extractor) copyLink(name, rel, target, kind string) error {
 	if err != nil {
 		return fmt.Errorf("extract %q: open link target: %w", name, err)
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }() // read-only
 	dst, reason, err := x.create(name, rel)
 	if err != nil || reason != "" {
 		if err == nil {
@@ -309,7 +309,7 @@ func (x *extractor) copyLink(name, rel, target, kind string) error {
 		return err
 	}
 	if err := x.chargeWrite(name, size); err != nil {
-		dst.Close()
+		_ = dst.Close() // empty: the limit's error is the one to return
 		return err
 	}
 	n, err := io.Copy(dst, io.LimitReader(src, size))

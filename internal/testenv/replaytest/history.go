@@ -17,7 +17,7 @@ func Load(t testing.TB, path string) *historypb.History {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)

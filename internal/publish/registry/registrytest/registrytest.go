@@ -123,14 +123,23 @@ func tarball(top string, entries []Entry) []byte {
 		if e.Link != "" {
 			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, e.Link, 0
 		}
-		tw.WriteHeader(h)
+		must(tw.WriteHeader(h))
 		if e.Link == "" {
-			tw.Write([]byte(e.Body))
+			_, err := tw.Write([]byte(e.Body))
+			must(err)
 		}
 	}
-	tw.Close()
-	gz.Close()
+	must(tw.Close())
+	must(gz.Close())
 	return buf.Bytes()
+}
+
+// must stops a test whose tarball cannot be built (a header tar refuses):
+// it would otherwise get a truncated archive and fail somewhere else.
+func must(err error) {
+	if err != nil {
+		panic("registrytest: building a tarball: " + err.Error())
+	}
 }
 
 // serveGitHub answers the two GitHub API calls the pipeline makes for a git
