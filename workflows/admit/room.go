@@ -34,7 +34,7 @@ func Room(ctx workflow.Context, in contract.RoomInput) error {
 	// Rooms from this version on refuse a custom page with a partial (or
 	// sections too deep, or names too long) when they apply a change, as
 	// their validators do (engine.RevStrictPages).
-	strictPages := taken(ctx, "pages-read-no-files")
+	strictPages := newBranch(workflow.GetVersion(ctx, "pages-read-no-files", workflow.DefaultVersion, 1))
 	r, err := newRoom(ctx, in, strictPages)
 	if err != nil {
 		return err
@@ -69,7 +69,7 @@ func newRoom(ctx workflow.Context, in contract.RoomInput, strictPages bool) (*ro
 	// Rooms started from this version on refuse route paths no request can
 	// match; rooms recorded before replay with the paths they started with.
 	// Asked only as a room starts, it is no part of the run's revision.
-	if taken(ctx, "matchable-route-paths") {
+	if newBranch(workflow.GetVersion(ctx, "matchable-route-paths", workflow.DefaultVersion, 1)) {
 		if err := in.Settings.WithDefaults().Validate(); err != nil {
 			return nil, refusal(err)
 		}
@@ -402,7 +402,7 @@ func (r *room) recreate(ctx workflow.Context, s engine.Settings) (contract.Chang
 	// with none of the rules its fields once held (no final reports
 	// awaited, no bound) until the next run: RevInitial, as far as its
 	// history can tell.
-	if !taken(ctx, "keep-revision-on-recreate") {
+	if !newBranch(workflow.GetVersion(ctx, "keep-revision-on-recreate", workflow.DefaultVersion, 1)) {
 		r.Room.Rev = engine.RevInitial
 	}
 	r.Deleted, r.DeletedAt = false, time.Time{}
