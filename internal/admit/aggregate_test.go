@@ -72,7 +72,6 @@ func TestRoomTakesAggregatedReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.AwaitFinals, r.PublishOnFinals = true, true
 	add := func(rep Report, at time.Time) {
 		t.Helper()
 		rep.Room = "shop"
@@ -110,13 +109,13 @@ func TestRoomTakesAggregatedReports(t *testing.T) {
 		t.Errorf("active users %d, want 43", snap.ActiveUsers)
 	}
 
-	// Without PublishOnFinals (rooms started before), the grace holds.
+	// Before RevPublishOnFinals (rooms started before), the grace holds.
 	old, _ := NewRoom(Settings{Name: "shop", TotalActiveUsers: 1000, NewUsersPerMinute: 100}, 60, t0)
-	old.AwaitFinals = true
+	old.Rev = RevPublishOnFinals - 1
 	if err := old.AddReport(Report{Room: "shop", DataCenter: "ams", Gate: "a", Minute: t0, Seq: 1, Final: true}, m1); err != nil {
 		t.Fatal(err)
 	}
 	if _, published := old.Advance(m1.Add(time.Second)); published {
-		t.Error("a room without PublishOnFinals published before the grace")
+		t.Error("a room before RevPublishOnFinals published before the grace")
 	}
 }

@@ -97,7 +97,7 @@ func TestRoomTrim(t *testing.T) {
 			Taken: []PoolCount{{Pool: PoolNew, Scope: Anywhere, Count: 1}}}, m.Add(10*time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		r.Advance(m.Add(time.Minute + 10*time.Second))
+		r.Advance(m.Add(time.Minute + r.FinalWait())) // no final report: it waits that long
 		// A report of the minute the snapshot was just published from.
 		if err := r.AddReport(Report{Room: "shop", DataCenter: "ams", Gate: "ams-1", Minute: m.Add(time.Minute), Seq: 1, Admitted: 1},
 			m.Add(time.Minute+20*time.Second)); err != nil {

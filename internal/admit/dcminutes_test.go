@@ -20,13 +20,13 @@ func TestRecentMinutesKeepDataCenters(t *testing.T) {
 	// Seven data centers, the busier the later; two gates in "dc6".
 	for i := range 7 {
 		rep := Report{Room: "shop", DataCenter: fmt.Sprintf("dc%d", i), Gate: fmt.Sprintf("g%d", i), Minute: prev, Seq: 1,
-			Admitted: i + 1, Seen: 10 * (i + 1), Queued: []MinuteCount{{Minute: prev, Count: i}}}
+			Admitted: i + 1, Seen: 10 * (i + 1), Queued: []MinuteCount{{Minute: prev, Count: i}}, Final: true}
 		if err := r.AddReport(rep, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := r.AddReport(Report{Room: "shop", DataCenter: "dc6", Gate: "g6b", Minute: prev, Seq: 1, Admitted: 2, Seen: 5,
-		Queued: []MinuteCount{{Minute: prev, Count: -1}}}, t0); err != nil {
+		Queued: []MinuteCount{{Minute: prev, Count: -1}}, Final: true}, t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := r.Advance(t0.Add(5 * time.Second)); !ok {
@@ -48,8 +48,9 @@ func TestRecentMinutesKeepDataCenters(t *testing.T) {
 		t.Fatalf("by data center %+v\nwant %+v", got, want)
 	}
 	// Once the minute is closed its reports are room-wide totals only:
-	// the recent minute is what keeps its data centers.
-	if _, ok := r.Advance(t0.Add(time.Minute + 5*time.Second)); !ok {
+	// the recent minute is what keeps its data centers. (Its gates send
+	// no final report of 11:45: the room waits for them as long as it may.)
+	if _, ok := r.Advance(t0.Add(time.Minute + r.FinalWait())); !ok {
 		t.Fatal("no snapshot")
 	}
 	if r.Ledger.DataCenterMinutes(prev) != nil {

@@ -132,7 +132,7 @@ func ValidateEvent(e Event, room Settings, others []Event, now time.Time) error 
 }
 
 // validateEvent is ValidateEvent; legacyPages checks custom_page_html by its
-// syntax only (see Room.LegacyPages).
+// syntax only (see RevStrictPages).
 func validateEvent(e Event, room Settings, others []Event, now time.Time, legacyPages bool) error {
 	var p problems
 	if !ValidName(e.Name) {

@@ -201,7 +201,9 @@ func TestRecentMinuteCountsAReportThatCameAfterItWasRecorded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.AwaitFinals, r.LegacyRecent = true, legacy
+		if legacy {
+			r.Rev = RevSettleRecent - 1
+		}
 		late := Report{Room: "shop", DataCenter: "ams", Gate: AggregateGate, Minute: t0, Seq: 3, Final: true,
 			NewVisitors: 12, Admitted: 12, Seen: 12, Taken: []PoolCount{{Pool: PoolNew, Scope: Anywhere, Count: 12}}}
 		// The next minute's snapshot, with nothing of t0 in yet.

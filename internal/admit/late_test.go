@@ -81,7 +81,7 @@ func (w *loadedWorld) advance() {
 		if !w.now.Before(g.sendAt) {
 			g.sendAt = w.now.Add(length / 24)
 			for _, m := range g.tally.Finish(MinuteOf(w.now, length)) {
-				if w.room.CountsStore {
+				if w.room.Rev >= RevCountsStore {
 					g.tally.StoreTaken(m, w.storeReading(m))
 				}
 			}
@@ -185,15 +185,17 @@ func TestLoadedRoomNeverOvershootsAMinute(t *testing.T) {
 // report's delivery, the room's timer.
 type loadLags struct {
 	read, report, timer time.Duration
-	awaitFinals         bool // the room waits for the gates' final reports
+	// rev is the room's: from RevAwaitFinals it waits for the gates' final
+	// reports, from RevCountsStore it counts the shared counters' readings
+	// in them.
+	rev Revision
 	// killed: ams-1 dies just after the first spike's decisions, before it
-	// reports them; countsStore: the room counts the shared counters'
-	// readings in the gates' final reports.
-	killed, countsStore bool
+	// reports them.
+	killed bool
 }
 
 func (l loadLags) String() string {
-	return fmt.Sprintf("read %s report %s timer %s finals %t killed %t store %t", l.read, l.report, l.timer, l.awaitFinals, l.killed, l.countsStore)
+	return fmt.Sprintf("read %s report %s timer %s rev %d killed %t", l.read, l.report, l.timer, l.rev, l.killed)
 }
 
 // checkLoadedRoom runs the loaded world and checks every limit. It returns
@@ -206,7 +208,7 @@ func checkLoadedRoom(t *testing.T, seed uint64, l loadLags) (activeOver int) {
 	s := Settings{Name: "it-two-dcs", TotalActiveUsers: 30, NewUsersPerMinute: 20, SessionDuration: 1}
 	gates := []Gate{{"ams", "ams-1"}, {"ams", "ams-2"}, {"fra", "fra-1"}, {"fra", "fra-2"}}
 	w := newLoadedWorld(t, seed, s, minuteSeconds, gates)
-	w.room.AwaitFinals, w.room.CountsStore = l.awaitFinals, l.countsStore
+	w.room.Rev = l.rev
 	heavy := func(rng *rand.Rand, typical, worst time.Duration) time.Duration {
 		if worst <= 0 {
 			return 0
@@ -280,15 +282,15 @@ func checkLoadedRoom(t *testing.T, seed uint64, l loadLags) (activeOver int) {
 		// publishes, so this limit holds only while every gate's final
 		// report arrives by then: within the grace (1 s of these 12), or,
 		// when the room awaits the final reports, within a quarter minute.
-		if wait := w.room.Grace(); !l.awaitFinals && l.report > wait {
+		if wait := w.room.Grace(); l.rev < RevAwaitFinals && l.report > wait {
 			break
 		}
-		if wait := w.room.FinalWait() - length/24; l.awaitFinals && l.report >= wait {
+		if wait := w.room.FinalWait() - length/24; l.rev >= RevAwaitFinals && l.report >= wait {
 			break
 		}
 		if prev := w.admitted[m.Add(-length)]; n+prev > s.TotalActiveUsers {
 			activeOver = max(activeOver, n+prev-s.TotalActiveUsers)
-			if l.killed && !l.countsStore {
+			if l.killed && l.rev < RevCountsStore {
 				continue
 			}
 			t.Errorf("gates admitted %d + %d in the minutes of %s and %s, total_active_users %d", prev, n, m.Add(-length).Format("15:04:05"), m.Format("15:04:05"), s.TotalActiveUsers)
@@ -312,7 +314,7 @@ func lagMatrix() []loadLags {
 	for _, r := range []time.Duration{0, 5 * time.Second, 11 * time.Second, 30 * time.Second} {
 		for _, p := range []time.Duration{0, 2 * time.Second, 6 * time.Second} {
 			for _, tm := range []time.Duration{0, 8 * time.Second} {
-				out = append(out, loadLags{read: r, report: p, timer: tm}, loadLags{read: r, report: p, timer: tm, awaitFinals: true})
+				out = append(out, loadLags{read: r, report: p, timer: tm}, loadLags{read: r, report: p, timer: tm, rev: RevCurrent})
 			}
 		}
 	}
@@ -329,7 +331,7 @@ func TestKilledGateCostsNoLimit(t *testing.T) {
 	overshot, worst := 0, 0
 	for seed := uint64(1); seed <= 25; seed++ {
 		t.Run(fmt.Sprintf("without the readings seed %d", seed), func(t *testing.T) {
-			over := checkLoadedRoom(t, seed, loadLags{awaitFinals: true, killed: true})
+			over := checkLoadedRoom(t, seed, loadLags{rev: RevAwaitFinals, killed: true})
 			if over > 0 {
 				overshot++
 				worst = max(worst, over)
@@ -341,8 +343,8 @@ func TestKilledGateCostsNoLimit(t *testing.T) {
 		t.Error("killing the gate costs nothing even without the readings: the scenario tests nothing")
 	}
 	for _, l := range []loadLags{
-		{awaitFinals: true, killed: true, countsStore: true},
-		{read: 5 * time.Second, report: 2 * time.Second, awaitFinals: true, killed: true, countsStore: true},
+		{rev: RevCurrent, killed: true},
+		{read: 5 * time.Second, report: 2 * time.Second, rev: RevCurrent, killed: true},
 	} {
 		for seed := uint64(1); seed <= 25; seed++ {
 			t.Run(fmt.Sprintf("%s seed %d", l, seed), func(t *testing.T) {

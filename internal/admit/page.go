@@ -64,7 +64,7 @@ func ParsePage(src string) (*Page, error) {
 }
 
 // checkPageSyntax checks a page's Mustache syntax only, as rooms did
-// before pages were restricted (see Room.LegacyPages).
+// before pages were restricted (see RevStrictPages).
 func checkPageSyntax(src string) error {
 	if _, err := mustache.ParseStringPartials(src, noPartials{}); err != nil {
 		return fmt.Errorf("is not a valid Mustache template: %w", err)

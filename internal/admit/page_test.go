@@ -279,8 +279,8 @@ func TestLegacyPagesApplyOnlyWhatHistoryHolds(t *testing.T) {
 	if _, err := NewRoom(s, 60, t0); firstProblem(err) == nil {
 		t.Fatalf("NewRoom took the page: %v", err)
 	}
-	r, err := NewRoomLegacyPages(s, 60, t0)
-	if err != nil || !r.LegacyPages {
+	r, err := NewRoomAt(s, 60, t0, RevStrictPages-1)
+	if err != nil || r.Rev != RevStrictPages-1 {
 		t.Fatalf("a legacy room: %v", err)
 	}
 	if f := firstProblem(r.CheckSettings(s, 0)); f == nil || f.Field != "custom_page_html" {
@@ -296,8 +296,8 @@ func TestLegacyPagesApplyOnlyWhatHistoryHolds(t *testing.T) {
 	if _, err := r.AddEvent(e, t0.Add(2*time.Second)); err != nil {
 		t.Errorf("AddEvent in a legacy room: %v", err)
 	}
-	if err := r.Recreate(s, t0.Add(3*time.Second)); err != nil || !r.LegacyPages {
-		t.Errorf("Recreate in a legacy room: %v (legacy %v)", err, r.LegacyPages)
+	if err := r.Recreate(s, t0.Add(3*time.Second)); err != nil || r.Rev != RevStrictPages-1 {
+		t.Errorf("Recreate in a legacy room: %v (revision %d)", err, r.Rev)
 	}
 	broken := "{{#a}}"
 	if _, err := r.AddEvent(Event{Name: "bad", EventStartTime: t0.Add(time.Hour), EventEndTime: t0.Add(2 * time.Hour), CustomPageHTML: &broken}, t0.Add(4*time.Second)); firstProblem(err) == nil {

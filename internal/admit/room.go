@@ -31,50 +31,15 @@ type Room struct {
 	// for stale gates in the minute after it.
 	PrevStaleFreed int `json:"prevStaleFreed,omitempty"`
 
-	// AwaitFinals makes the room wait, past the grace and up to FinalWait
-	// into the minute, for every gate's final report of the minute before
-	// it publishes the next snapshot, so the active users it counts are
-	// complete even when reports are slow to arrive. (Rooms started before
-	// gates sent final reports publish at the grace.)
-	AwaitFinals bool `json:"awaitFinals,omitempty"`
-	// CountsStore makes the room count the slots the shared counters handed
-	// out beyond what the gates reported (Report.StoreTaken): the
-	// admissions of a gate that died before reporting them. (Rooms started
-	// before gates read their counters ignore the readings.)
-	CountsStore bool `json:"countsStore,omitempty"`
-	// Bounded makes the room bound what one minute's reports hold (see
-	// Ledger.AddBounded), so its state always crosses continue-as-new.
-	// (Rooms started before the bound keep every report.)
-	Bounded bool `json:"bounded,omitempty"`
-	// PublishOnFinals makes an AwaitFinals room publish a minute's
-	// snapshot as soon as every reporter's final report of the minute
-	// before is in, without waiting for the grace: with one aggregated
-	// report per data center, finals are all in a second or two after the
-	// boundary. (Rooms started before publish at the grace at the
-	// earliest.)
-	PublishOnFinals bool `json:"publishOnFinals,omitempty"`
-	// LegacyPages makes the room check custom pages, when it applies a
-	// change (SetSettings, AddEvent, Recreate), by their syntax only, as
-	// rooms did before partials and deep sections were refused: set by a
-	// workflow replaying a run begun before, so the changes its history
-	// holds apply as they did. The checks of new changes (CheckSettings,
-	// CheckEvent, NewRoom, Settings.Validate) refuse them regardless, and
-	// gates never render them. Never carried to a new run.
-	LegacyPages bool `json:"-"`
-	// LegacyOutages makes the room allot a minute the gates began in an
-	// outage as any other (see OutageMinute): set by a workflow replaying
-	// a run begun before, so its snapshots are what they were. Never
-	// carried to a new run.
-	LegacyOutages bool `json:"-"`
-	// LegacyStaleFreed makes the room publish no StaleFreed (nor hold
-	// slots for it): set by a workflow replaying a run begun before, so its
-	// snapshots are what they were. Never carried to a new run.
-	LegacyStaleFreed bool `json:"-"`
-	// LegacyRecent makes the room keep a recent minute's counts as they
-	// were when it was recorded (see settleRecent): set by a workflow
-	// replaying a run begun before, so its state is what it was. Never
-	// carried to a new run.
-	LegacyRecent bool `json:"-"`
+	// Rev is the revision of the rules the room follows (see Revision):
+	// RevCurrent for a new room; the room workflow sets each run's from its
+	// version markers, so a run replays with the rules it ran with.
+	// Recreate keeps it.
+	Rev Revision `json:"rev"`
+	// PublishAtGrace makes the room publish at the grace without waiting
+	// for final reports, whatever its revision: the simulator's model,
+	// whose gates send none. It is no version: the workflow never sets it.
+	PublishAtGrace bool `json:"-"`
 	// OutageMinute is the minute of the first snapshot after an outage
 	// (InOutage on the snapshot before): gates admitted on its outage
 	// counter before they read it, and their reports of it reach the room
@@ -107,18 +72,14 @@ const (
 // settings it was started or recreated with; new settings are checked with
 // Validate before (the room workflow's start and its update validators do).
 func NewRoom(s Settings, minuteSeconds int, now time.Time) (*Room, error) {
-	return newRoom(s, minuteSeconds, now, false)
+	return NewRoomAt(s, minuteSeconds, now, RevCurrent)
 }
 
-// NewRoomLegacyPages is NewRoom for a workflow replaying a run begun before
-// pages were restricted (see Room.LegacyPages).
-func NewRoomLegacyPages(s Settings, minuteSeconds int, now time.Time) (*Room, error) {
-	return newRoom(s, minuteSeconds, now, true)
-}
-
-func newRoom(s Settings, minuteSeconds int, now time.Time, legacyPages bool) (*Room, error) {
+// NewRoomAt is NewRoom for a room following the rules of revision rev: a
+// workflow replaying a run begun on an earlier one.
+func NewRoomAt(s Settings, minuteSeconds int, now time.Time, rev Revision) (*Room, error) {
 	s = s.WithDefaults()
-	if err := s.validate(checks{legacyPages: legacyPages, recordedPaths: true}); err != nil {
+	if err := s.validate(checks{legacyPages: rev < RevStrictPages, recordedPaths: true}); err != nil {
 		return nil, err
 	}
 	if minuteSeconds == 0 {
@@ -127,16 +88,16 @@ func newRoom(s Settings, minuteSeconds int, now time.Time, legacyPages bool) (*R
 	if minuteSeconds < MinMinuteSecs || minuteSeconds > DefaultMinute {
 		return nil, fmt.Errorf("minute length must be between %d and %d seconds, got %d", MinMinuteSecs, DefaultMinute, minuteSeconds)
 	}
-	r := &Room{Settings: s, SettingsVersion: 1, MinuteSeconds: minuteSeconds, Created: now.UTC(), LegacyPages: legacyPages}
+	r := &Room{Settings: s, SettingsVersion: 1, MinuteSeconds: minuteSeconds, Created: now.UTC(), Rev: rev}
 	r.publish(now, MinuteOf(now, r.MinuteLength()))
 	return r, nil
 }
 
 // Recreate starts the room afresh with new settings (a deleted room created
 // again): no history, no events, but its sequence and settings version keep
-// growing so caches notice.
+// growing so caches notice, and it keeps its revision.
 func (r *Room) Recreate(s Settings, now time.Time) error {
-	nr, err := newRoom(s, r.MinuteSeconds, now, r.LegacyPages)
+	nr, err := NewRoomAt(s, r.MinuteSeconds, now, r.Rev)
 	if err != nil {
 		return err
 	}
@@ -159,7 +120,7 @@ func (r *Room) MinuteLength() time.Duration { return time.Duration(r.MinuteSecon
 func (r *Room) Grace() time.Duration { return r.MinuteLength() / 12 }
 
 // FinalWait is how far into a minute the room waits for the gates' final
-// reports of the minute before (AwaitFinals); a gate that died without
+// reports of the minute before (RevAwaitFinals); a gate that died without
 // sending one delays the snapshot no longer than that.
 func (r *Room) FinalWait() time.Duration { return r.MinuteLength() / 4 }
 
@@ -173,10 +134,10 @@ func (r *Room) AddReport(rep Report, now time.Time) error {
 	if rep.Minute.After(MinuteOf(now, length).Add(length)) {
 		return fmt.Errorf("report of minute %s is from the future (now %s)", rep.Minute.Format(time.RFC3339), now.Format(time.RFC3339))
 	}
-	if !r.CountsStore {
+	if r.Rev < RevCountsStore {
 		rep.StoreTaken = nil
 	}
-	if r.Bounded {
+	if r.Rev >= RevBounded {
 		_, err := r.Ledger.AddBounded(rep, r.Settings.ReportersPerMinute())
 		return err
 	}
@@ -188,7 +149,7 @@ func (r *Room) AddReport(rep Report, now time.Time) error {
 // or an event beginning, starting or ending.
 func (r *Room) NextWake(now time.Time) time.Time {
 	next := r.Snapshot.Minute.Add(r.MinuteLength() + r.Grace())
-	if r.AwaitFinals && !now.Before(next) {
+	if r.awaitsFinals() && !now.Before(next) {
 		// A snapshot is due and waits for final reports, or for this.
 		next = MinuteOf(now.Add(-r.Grace()), r.MinuteLength()).Add(r.FinalWait())
 	}
@@ -203,13 +164,13 @@ func (r *Room) NextWake(now time.Time) time.Time {
 func (r *Room) Advance(now time.Time) (*Snapshot, bool) {
 	length := r.MinuteLength()
 	due := MinuteOf(now.Add(-r.Grace()), length)
-	if current := MinuteOf(now, length); r.PublishOnFinals && r.AwaitFinals && current.After(due) && current.After(r.Snapshot.Minute) &&
+	if current := MinuteOf(now, length); r.awaitsFinals() && r.Rev >= RevPublishOnFinals && current.After(due) && current.After(r.Snapshot.Minute) &&
 		r.Ledger.Final(current.Add(-2*length), current.Add(-length)) && r.Ledger.Reported(current.Add(-length)) {
 		due = current // every final is in before the grace
 	}
 	switch {
 	case due.After(r.Snapshot.Minute):
-		if r.AwaitFinals && now.Before(due.Add(r.FinalWait())) && !r.Ledger.Final(due.Add(-2*length), due.Add(-length)) {
+		if r.awaitsFinals() && now.Before(due.Add(r.FinalWait())) && !r.Ledger.Final(due.Add(-2*length), due.Add(-length)) {
 			return r.Snapshot, false // gates keep spending what the current snapshot leaves them
 		}
 		r.Events = PruneEvents(r.Events, now)
@@ -220,6 +181,10 @@ func (r *Room) Advance(now time.Time) (*Snapshot, bool) {
 	}
 	return r.Snapshot, false
 }
+
+// awaitsFinals says whether the room waits for the gates' final reports
+// before it publishes (RevAwaitFinals).
+func (r *Room) awaitsFinals() bool { return r.Rev >= RevAwaitFinals && !r.PublishAtGrace }
 
 // ErrVersion means settings were changed by someone else since they were read.
 var ErrVersion = errors.New("the room's settings changed since they were read; read them again")
@@ -250,7 +215,7 @@ func (r *Room) checkSettings(s Settings, ifVersion int64, c checks) error {
 // and the buckets keep everyone's place.
 func (r *Room) SetSettings(s Settings, ifVersion int64, now time.Time) (*Snapshot, error) {
 	// As recorded: the validator (CheckSettings) refused anything newer.
-	if err := r.checkSettings(s, ifVersion, checks{legacyPages: r.LegacyPages, recordedPaths: true}); err != nil {
+	if err := r.checkSettings(s, ifVersion, checks{legacyPages: r.Rev < RevStrictPages, recordedPaths: true}); err != nil {
 		return nil, err
 	}
 	r.Settings = s.WithDefaults()
@@ -284,7 +249,7 @@ func (r *Room) publish(now, minute time.Time) *Snapshot {
 	r.trackShuffle(ev, phase)
 	outage := r.outageMinute(minute)
 	previous := minute.Add(-length)
-	if !r.LegacyRecent {
+	if r.Rev >= RevSettleRecent {
 		r.settleRecent(previous)
 	}
 	r.Ledger.Close(previous, minute.Add(-time.Duration(ledgerMinutes)*length))
@@ -340,7 +305,7 @@ func (r *Room) publish(now, minute time.Time) *Snapshot {
 		Shares: shares, TotalActiveUsers: eff.TotalActiveUsers, Carry: carry})
 	setHeadroom(s.Pools, eff.TotalActiveUsers-active-slots, slots)
 	s.PacedRelease = method == Random && waiting > 0
-	if !r.LegacyStaleFreed {
+	if r.Rev >= RevStaleFreed {
 		expiring := active - r.Ledger.Sessions(minute.Add(-time.Duration(eff.SessionDuration-1)*length), minute)
 		s.StaleFreed = StaleFreedCap(eff, method, active, expiring, slots, s.PacedRelease)
 	}
@@ -420,7 +385,7 @@ func (r *Room) carry(minute time.Time, outage bool, slots int) []Remainder {
 // outageMinute reports whether gates may have admitted in minute on the
 // outage counter before its snapshot (see OutageMinute), and remembers it.
 func (r *Room) outageMinute(minute time.Time) bool {
-	if r.LegacyOutages {
+	if r.Rev < RevOutageMinute {
 		return false
 	}
 	if r.Snapshot != nil && minute.After(r.Snapshot.Minute) && InOutage(r.Snapshot, minute) {

@@ -39,7 +39,7 @@ func (r *Room) checkEvent(e Event, now time.Time, legacyPages bool) error {
 
 // AddEvent schedules a checked event.
 func (r *Room) AddEvent(e Event, now time.Time) (*Snapshot, error) {
-	if err := r.checkEvent(e, now, r.LegacyPages); err != nil {
+	if err := r.checkEvent(e, now, r.Rev < RevStrictPages); err != nil {
 		return nil, err
 	}
 	r.Events = append(r.Events, e)

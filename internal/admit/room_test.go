@@ -43,7 +43,7 @@ func TestRollupFromReports(t *testing.T) {
 	prev := t0.Add(-time.Minute)
 	add := func(rep Report) {
 		t.Helper()
-		rep.Room, rep.Minute = "shop", prev
+		rep.Room, rep.Minute, rep.Final = "shop", prev, true // sent once the minute ended
 		if err := r.AddReport(rep, t0); err != nil {
 			t.Fatal(err)
 		}

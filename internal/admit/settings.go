@@ -242,7 +242,7 @@ type checks struct {
 	// minuteSeconds, when set, is the room's minute: an explicit
 	// refresh_interval_seconds past half of a shorter minute is refused.
 	minuteSeconds int
-	legacyPages   bool // custom_page_html by its syntax only (see Room.LegacyPages)
+	legacyPages   bool // custom_page_html by its syntax only (see RevStrictPages)
 	recordedPaths bool // route paths as first accepted, matchable or not
 }
 

@@ -17,10 +17,13 @@ func boundRoom(t *testing.T, legacy bool, queued int) *Room {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.LegacyStaleFreed = legacy
+	if legacy {
+		r.Rev = RevStaleFreed - 1
+	}
 	add := func(minute time.Time, rep Report) {
 		t.Helper()
-		rep.Room, rep.Minute, rep.DataCenter, rep.Gate, rep.Seq = "shop", minute, "sjc", "sjc-1", 1
+		// Sent once the minute ended: final.
+		rep.Room, rep.Minute, rep.DataCenter, rep.Gate, rep.Seq, rep.Final = "shop", minute, "sjc", "sjc-1", 1, true
 		if err := r.AddReport(rep, minute.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}

@@ -99,9 +99,11 @@ func (s *gateSet[G]) decide(gateID string, now time.Time, ticket **Ticket) (G, D
 	return g, d
 }
 
-// flush sends every gate's pending reports to the room.
+// flush sends every gate's pending reports to the room, those of the
+// minutes before now final, as gates send them.
 func (w *world) flush() {
 	for _, g := range w.gates {
+		g.tally.Finish(MinuteOf(w.now, w.room.MinuteLength()))
 		for _, r := range g.tally.Pending() {
 			if err := w.room.AddReport(r, w.now); err != nil {
 				w.t.Fatal(err)

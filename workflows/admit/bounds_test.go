@@ -150,7 +150,6 @@ func continueAtTheBounds(t *testing.T, publish bool, shape string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.AwaitFinals, r.CountsStore, r.Bounded = true, true, true
 	for i := range 50 {
 		from := now.Add(time.Duration(i+1) * time.Hour)
 		n, method, renew := 5, engine.Random, true
@@ -217,11 +216,11 @@ func continueAtTheBounds(t *testing.T, publish bool, shape string) {
 	t.Logf("input %d bytes; dropped over bytes %d, over reporters %d", size, r.Ledger.OverBytes, r.Ledger.OverReporters)
 }
 
-// A room that took more before the bounds (not Bounded) is trimmed when it
+// A room that took more before the bounds (engine.RevBounded) is trimmed when it
 // continues as new: the minute its snapshot was published from is closed,
 // and the input fits.
 func TestContinueAsNewTrimsAnOldRoom(t *testing.T) {
-	r, err := engine.NewRoom(engine.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, 0, minute(44))
+	r, err := engine.NewRoomAt(engine.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, 0, minute(44), engine.RevBounded-1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +233,7 @@ func TestContinueAsNewTrimsAnOldRoom(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.Advance(minute(45).Add(10 * time.Second))
+	r.Advance(minute(45).Add(r.FinalWait())) // no final report: it waits that long
 	st := contract.RoomState{Room: *r, Runs: 1}
 	before, _ := roomwf.InputSize(contract.RoomInput{Settings: r.Settings, State: &st})
 	in, size, err := roomwf.ContinueInput(st, 0)

@@ -33,81 +33,55 @@ func Register(w worker.WorkflowRegistry) {
 func Room(ctx workflow.Context, in contract.RoomInput) error {
 	// Rooms from this version on refuse a custom page with a partial (or
 	// sections too deep, or names too long) when they apply a change, as
-	// their validators do; a run begun before applies the changes its
-	// history holds as it did (engine.Room.LegacyPages).
-	legacyPages := workflow.GetVersion(ctx, "pages-read-no-files", workflow.DefaultVersion, 1) == workflow.DefaultVersion
-	r, err := newRoom(ctx, in, legacyPages)
+	// their validators do (engine.RevStrictPages).
+	strictPages := newBranch(workflow.GetVersion(ctx, "pages-read-no-files", workflow.DefaultVersion, 1))
+	r, err := newRoom(ctx, in, strictPages)
 	if err != nil {
 		return err
 	}
 	if err := r.register(ctx); err != nil {
 		return err
 	}
-	// Rooms from this version on wait for the gates' final reports of a
-	// minute before the next snapshot (engine.Room.AwaitFinals).
-	if workflow.GetVersion(ctx, "await-final-reports", workflow.DefaultVersion, 1) >= 1 {
-		r.Room.AwaitFinals = true
-	}
-	// and count the slots the shared counters handed out that no gate
-	// reported (engine.Room.CountsStore).
-	if workflow.GetVersion(ctx, "count-unreported-slots", workflow.DefaultVersion, 1) >= 1 {
-		r.Room.CountsStore = true
-	}
-	// and bound what a minute's reports hold, so the state always fits a
-	// continue-as-new input (engine.Ledger.AddBounded);
-	if workflow.GetVersion(ctx, "bound-room-state", workflow.DefaultVersion, 1) >= 1 {
-		r.Room.Bounded = true
-	}
-	// and never block on a report: Receive drops a report that does not
-	// decode and waits for the next one, holding back the minute's rollup.
-	r.neverBlock = workflow.GetVersion(ctx, "drop-undecodable-reports", workflow.DefaultVersion, 1) >= 1
-	// and publish a snapshot as soon as the finals it waits for are in,
-	// before the grace (engine.Room.PublishOnFinals).
-	if workflow.GetVersion(ctx, "publish-on-final-reports", workflow.DefaultVersion, 1) >= 1 {
-		r.Room.PublishOnFinals = true
-	}
-	// and allot the minute it comes back in from an outage whole to the
-	// gates' outage counter (engine.Room.OutageMinute).
-	r.Room.LegacyOutages = workflow.GetVersion(ctx, "allot-outage-minute", workflow.DefaultVersion, 1) == workflow.DefaultVersion
-	// and say how many places of ended sessions gates may fill on a
-	// snapshot in the minute after it, holding them in that minute
-	// (engine.Room.LegacyStaleFreed).
-	r.Room.LegacyStaleFreed = workflow.GetVersion(ctx, "hold-stale-freed", workflow.DefaultVersion, 1) == workflow.DefaultVersion
-	// and bring a recent minute's counts up to the reports that reached
-	// the room after it was recorded (engine.Room.LegacyRecent).
-	r.Room.LegacyRecent = workflow.GetVersion(ctx, "settle-recent-minutes", workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	r.rev = runRevision(ctx, strictPages)
+	r.Room.Rev = r.rev
 	return r.run(ctx)
 }
 
 type room struct {
 	contract.RoomState
-	budget     int
-	changed    workflow.Channel // update handlers wake the main loop
-	neverBlock bool             // reports are read with ReceiveAsync only
+	budget  int
+	changed workflow.Channel // update handlers wake the main loop
+	// rev is the run's revision, from its markers: the engine's rules
+	// (Room.Rev) and the workflow's own (reports read with ReceiveAsync
+	// only from engine.RevDropUndecodable on).
+	rev engine.Revision
 }
 
-func newRoom(ctx workflow.Context, in contract.RoomInput, legacyPages bool) (*room, error) {
+func newRoom(ctx workflow.Context, in contract.RoomInput, strictPages bool) (*room, error) {
 	r := &room{budget: in.HistoryBudget, changed: workflow.NewBufferedChannel(ctx, 1)}
 	if r.budget <= 0 {
 		r.budget = contract.DefaultHistoryBudget
 	}
 	if in.State != nil {
 		r.RoomState = *in.State
-		r.Room.LegacyPages = legacyPages
 		return r, nil
 	}
 	// Rooms started from this version on refuse route paths no request can
 	// match; rooms recorded before replay with the paths they started with.
-	if workflow.GetVersion(ctx, "matchable-route-paths", workflow.DefaultVersion, 1) >= 1 {
+	// Asked only as a room starts, it is no part of the run's revision.
+	if newBranch(workflow.GetVersion(ctx, "matchable-route-paths", workflow.DefaultVersion, 1)) {
 		if err := in.Settings.WithDefaults().Validate(); err != nil {
 			return nil, refusal(err)
 		}
 	}
-	create := engine.NewRoom
-	if legacyPages {
-		create = engine.NewRoomLegacyPages
+	// The revision is known once every marker is read (runRevision); the
+	// first snapshot of a new room is the same at every one, and only its
+	// checks of the page depend on it.
+	rev := engine.RevStrictPages - 1
+	if strictPages {
+		rev = engine.RevCurrent
 	}
-	rm, err := create(in.Settings, in.MinuteSeconds, workflow.Now(ctx))
+	rm, err := engine.NewRoomAt(in.Settings, in.MinuteSeconds, workflow.Now(ctx), rev)
 	if err != nil {
 		return nil, refusal(err)
 	}
@@ -188,13 +162,13 @@ func (r *room) run(ctx workflow.Context) error {
 			})
 		}
 		sel.AddReceive(reports, func(c workflow.ReceiveChannel, _ bool) {
-			if !r.neverBlock {
+			if r.rev < engine.RevDropUndecodable {
 				var rep engine.Report
 				c.Receive(ctx, &rep)
 				r.report(ctx, rep)
 			}
 			r.drain(ctx, c)
-			if r.Room.AwaitFinals && !r.Deleted {
+			if r.Room.Rev >= engine.RevAwaitFinals && !r.Deleted {
 				r.advance(ctx) // the last final report a due snapshot waited for
 			}
 		})
@@ -420,9 +394,16 @@ func (r *room) recreate(ctx workflow.Context, s engine.Settings) (contract.Chang
 		return contract.Change{}, r.validateRecreate(ctx, s)
 	}
 	// Recreate checks the settings and the name as validateRecreate does,
-	// but pages as the run's version says (engine.Room.LegacyPages).
+	// but pages as the room's revision says (engine.RevStrictPages).
 	if err := r.Room.Recreate(s, workflow.Now(ctx)); err != nil {
 		return contract.Change{}, refusal(err)
+	}
+	// A recreated room keeps its revision. Before this version it started
+	// with none of the rules its fields once held (no final reports
+	// awaited, no bound) until the next run: RevInitial, as far as its
+	// history can tell.
+	if !newBranch(workflow.GetVersion(ctx, "keep-revision-on-recreate", workflow.DefaultVersion, 1)) {
+		r.Room.Rev = engine.RevInitial
 	}
 	r.Deleted, r.DeletedAt = false, time.Time{}
 	r.Stats = contract.RoomStats{}

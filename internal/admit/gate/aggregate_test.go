@@ -39,7 +39,6 @@ func newDCGatesMinute(t *testing.T, n, minuteSeconds int) *dcGates {
 	if err != nil {
 		t.Fatal(err)
 	}
-	room.AwaitFinals, room.CountsStore, room.Bounded, room.PublishOnFinals = true, true, true, true
 	d.room = room
 	client := redisCounter(t, env.Redis.URL).Client
 	for i := range n {

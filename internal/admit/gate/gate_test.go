@@ -121,6 +121,12 @@ func (h *harness) advance(d time.Duration) {
 	now := h.now
 	h.mu.Unlock()
 	r := h.reg.Room(h.room.Settings.Name)
+	// As the Reporter sends them: the minutes past final, the current one
+	// reported even when idle (the room awaits the final reports of every
+	// gate it heard from).
+	minute := admit.MinuteOf(now, h.room.MinuteLength())
+	r.tally.Finish(minute)
+	r.tally.Heartbeat(minute)
 	for _, rep := range r.tally.Pending() {
 		if err := h.room.AddReport(rep, now); err != nil {
 			h.t.Fatal(err)

@@ -31,6 +31,7 @@ func MeasureThroughput() ([]Throughput, error) {
 		if err != nil {
 			return nil, err
 		}
+		r.PublishAtGrace = true // these reports are not final
 		for dc := range 5 {
 			for g := range 4 {
 				rep := admit.Report{Room: "bench", DataCenter: dataCenterName(dc), Gate: gateID(dc, g), Minute: t0, Seq: 1, Seen: 100 * (dc + 1)}

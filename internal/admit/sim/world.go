@@ -88,6 +88,11 @@ func newWorld(ctx context.Context, cfg Config) (*world, error) {
 	if err != nil {
 		return nil, fmt.Errorf("room: %w", err)
 	}
+	// The simulated gates send no final reports: the room publishes at the
+	// grace, as rooms did before they awaited them (at the current
+	// revision with final reports the targets of targets_test.go fail:
+	// not yet modelled).
+	room.PublishAtGrace = true
 	w.room = room
 	w.counter = admit.NewMemoryCounter(func() time.Time { return w.now })
 	w.strategy, err = NewStrategy(cfg.Strategy, w.counter, cfg.BorrowReserved)
