@@ -1,5 +1,5 @@
 // Package integration runs the workflows on a real Temporal dev server with
-// real MinIO, with the pipeline and compress worker pools in this process and
+// real MinIO, with the publish and compress worker pools in this process and
 // a local npm registry serving tarballs the tests build.
 package integration
 

@@ -1,6 +1,7 @@
-// Package console is the console: web pages and the HTTP API over rooms,
-// migrations and publishing, JSON under /api/v1 in Cloudflare's envelope,
-// on the same client functions the starters use. cmd/console is its flags.
+// Package console is the HTTP API over Admit's rooms, Migrate's jobs and
+// Publish's libraries: JSON under /api/v1 in Cloudflare's envelope, on the
+// same client functions the starters use, and the web pages
+// (internal/console/web) outside it. cmd/console is its flags.
 package console
 
 import (

@@ -31,29 +31,23 @@ func Account(ctx workflow.Context, in contract.AccountInput) error {
 	if in.Holders == nil {
 		in.Holders = map[string]string{}
 	}
-	acc := &account{ctx: ctx, in: in}
-	if err := acc.registerHandlers(); err != nil {
+	acc := &account{in: in}
+	if err := acc.registerHandlers(ctx); err != nil {
 		return err
 	}
 	acc.acquire = workflow.GetSignalChannel(ctx, contract.AcquireSignal)
 	acc.release = workflow.GetSignalChannel(ctx, contract.ReleaseSignal)
-	acc.actx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: contract.TaskQueue, StartToCloseTimeout: time.Minute, HeartbeatTimeout: 20 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 5},
-	})
 	acc.lastBusy = workflow.Now(ctx)
-	return acc.run()
+	return acc.run(ctx)
 }
 
 // account is one run of a MigrationAccount workflow. Its durable state is
 // in (the line, and the workflow ID of each job in it), carried over on
 // continue-as-new.
 type account struct {
-	ctx      workflow.Context
 	in       contract.AccountInput
 	acquire  workflow.ReceiveChannel
 	release  workflow.ReceiveChannel
-	actx     workflow.Context // options of the StillRunning check
 	lastBusy time.Time
 }
 
@@ -65,14 +59,14 @@ func (acc *account) snapshot() contract.Queue {
 	return contract.Queue{Account: acc.in.Account, Limit: limitOf(q), Running: slices.Clone(q.Running), Waiting: slices.Clone(q.Waiting)}
 }
 
-func (acc *account) registerHandlers() error {
-	err := workflow.SetQueryHandler(acc.ctx, contract.QueueQuery, func() (contract.Queue, error) { return acc.snapshot(), nil })
+func (acc *account) registerHandlers(ctx workflow.Context) error {
+	err := workflow.SetQueryHandler(ctx, contract.QueueQuery, func() (contract.Queue, error) { return acc.snapshot(), nil })
 	if err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(acc.ctx, contract.SetLimitUpdate,
+	return workflow.SetUpdateHandlerWithOptions(ctx, contract.SetLimitUpdate,
 		func(ctx workflow.Context, n int) (contract.Queue, error) {
-			acc.grant(acc.queue().SetLimit(n))
+			acc.grant(ctx, acc.queue().SetLimit(n))
 			return acc.snapshot(), nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, n int) error {
@@ -84,50 +78,50 @@ func (acc *account) registerHandlers() error {
 }
 
 // grant tells jobs they may run; a job that is gone hands its slot on.
-func (acc *account) grant(jobs []string) {
+func (acc *account) grant(ctx workflow.Context, jobs []string) {
 	for len(jobs) > 0 {
 		job := jobs[0]
 		jobs = jobs[1:]
-		err := workflow.SignalExternalWorkflow(acc.ctx, acc.in.Holders[job], "", contract.SlotGrantedSignal, nil).Get(acc.ctx, nil)
+		err := workflow.SignalExternalWorkflow(ctx, acc.in.Holders[job], "", contract.SlotGrantedSignal, nil).Get(ctx, nil)
 		if err != nil {
-			workflow.GetLogger(acc.ctx).Warn("job to admit is gone; its slot goes to the next in line", "job", job, "error", err)
+			workflow.GetLogger(ctx).Warn("job to admit is gone; its slot goes to the next in line", "job", job, "error", err)
 			delete(acc.in.Holders, job)
 			jobs = append(jobs, acc.queue().Release(job)...)
 		}
 	}
 }
 
-func (acc *account) onAcquire(r contract.SlotRequest) {
+func (acc *account) onAcquire(ctx workflow.Context, r contract.SlotRequest) {
 	acc.in.Holders[r.Job] = r.WorkflowID
 	if acc.queue().Request(r.Job) {
-		acc.grant([]string{r.Job}) // also answers a job asking again
+		acc.grant(ctx, []string{r.Job}) // also answers a job asking again
 	}
 }
 
-func (acc *account) onRelease(r contract.SlotRequest) {
+func (acc *account) onRelease(ctx workflow.Context, r contract.SlotRequest) {
 	if w, ok := acc.in.Holders[r.Job]; ok && w != r.WorkflowID {
 		return // a release from an older run of a job with this id
 	}
 	delete(acc.in.Holders, r.Job)
-	acc.grant(acc.queue().Release(r.Job))
+	acc.grant(ctx, acc.queue().Release(r.Job))
 }
 
 // run waits for requests and releases, checks now and then that running
 // jobs still run while others wait, and ends when idle long enough or
 // continues as new when its history is long.
-func (acc *account) run() error {
-	ctx, q := acc.ctx, acc.queue()
+func (acc *account) run(ctx workflow.Context) error {
+	q := acc.queue()
 	for {
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(acc.acquire, func(c workflow.ReceiveChannel, _ bool) {
 			var r contract.SlotRequest
 			c.Receive(ctx, &r)
-			acc.onAcquire(r)
+			acc.onAcquire(ctx, r)
 		})
 		sel.AddReceive(acc.release, func(c workflow.ReceiveChannel, _ bool) {
 			var r contract.SlotRequest
 			c.Receive(ctx, &r)
-			acc.onRelease(r)
+			acc.onRelease(ctx, r)
 		})
 		wait := accountIdle
 		if len(q.Waiting) > 0 {
@@ -142,11 +136,11 @@ func (acc *account) run() error {
 			acc.lastBusy = workflow.Now(ctx)
 		}
 		if fired && len(q.Waiting) > 0 && len(q.Running) > 0 {
-			acc.releaseEnded()
+			acc.releaseEnded(ctx)
 		}
 		idle := len(q.Running) == 0 && len(q.Waiting) == 0 && workflow.Now(ctx).Sub(acc.lastBusy) >= accountIdle
 		if idle || workflow.GetInfo(ctx).GetCurrentHistoryLength() > accountHistoryBudget || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			acc.drain()
+			acc.drain(ctx)
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}
@@ -160,31 +154,39 @@ func (acc *account) run() error {
 
 // releaseEnded frees the slots of running jobs that ended without
 // releasing them (terminated from outside); a failed check changes nothing.
-func (acc *account) releaseEnded() {
+func (acc *account) releaseEnded(ctx workflow.Context) {
 	q := acc.queue()
 	var ids []string
 	for _, job := range q.Running {
 		ids = append(ids, acc.in.Holders[job])
 	}
-	running, err := stillRunning(acc.actx, contract.RunningInput{WorkflowIDs: ids})
+	running, err := stillRunning(checkOptions(ctx), contract.RunningInput{WorkflowIDs: ids})
 	if err != nil {
 		return
 	}
 	for _, job := range slices.Clone(q.Running) {
 		if !slices.Contains(running, acc.in.Holders[job]) {
-			workflow.GetLogger(acc.ctx).Warn("running job ended without releasing its slot", "job", job)
-			acc.onRelease(contract.SlotRequest{Job: job, WorkflowID: acc.in.Holders[job]})
+			workflow.GetLogger(ctx).Warn("running job ended without releasing its slot", "job", job)
+			acc.onRelease(ctx, contract.SlotRequest{Job: job, WorkflowID: acc.in.Holders[job]})
 		}
 	}
 }
 
+// checkOptions are the StillRunning check's activity options.
+func checkOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: contract.TaskQueue, StartToCloseTimeout: time.Minute, HeartbeatTimeout: 20 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 5},
+	})
+}
+
 // drain handles the requests and releases still queued before the run ends.
-func (acc *account) drain() {
+func (acc *account) drain(ctx workflow.Context) {
 	for r := (contract.SlotRequest{}); acc.acquire.ReceiveAsync(&r); r = (contract.SlotRequest{}) {
-		acc.onAcquire(r)
+		acc.onAcquire(ctx, r)
 	}
 	for r := (contract.SlotRequest{}); acc.release.ReceiveAsync(&r); r = (contract.SlotRequest{}) {
-		acc.onRelease(r)
+		acc.onRelease(ctx, r)
 	}
 }
 

@@ -154,3 +154,42 @@ func TestAccountPassesOnTheSlotOfAVanishedJob(t *testing.T) {
 		t.Fatalf("grants %v", got)
 	}
 }
+
+// Raising the limit while jobs wait admits them from the update handler,
+// which waits for each grant's signal to be delivered.
+func TestAccountSetLimitAdmitsTheWaiting(t *testing.T) {
+	g := &grants{}
+	env := accountEnv(g, func(ids []string) []string { return ids })
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(contract.AcquireSignal, req("a"))
+		env.SignalWorkflow(contract.AcquireSignal, req("b"))
+	}, time.Second)
+	var updated contract.Queue
+	var updateErr error
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(contract.SetLimitUpdate, "limit", &testsuite.TestUpdateCallback{
+			OnAccept: func() {}, OnReject: func(err error) { t.Errorf("set-limit refused: %v", err) },
+			OnComplete: func(v any, err error) {
+				updateErr = err
+				if q, ok := v.(contract.Queue); ok {
+					updated = q
+				}
+			},
+		}, 2)
+	}, 2*time.Second)
+	env.RegisterDelayedCallback(func() {
+		for _, j := range []string{"a", "b"} {
+			env.SignalWorkflow(contract.ReleaseSignal, req(j))
+		}
+	}, 3*time.Second)
+	env.ExecuteWorkflow(contract.WorkflowTypeMigrationAccount, contract.AccountInput{Account: "acme", Queue: migrate.JobQueue{Limit: 1}})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("account: %v", env.GetWorkflowError())
+	}
+	if updateErr != nil || !slices.Equal(updated.Running, []string{"a", "b"}) {
+		t.Errorf("set-limit 2 answered %+v, %v; want a and b running", updated, updateErr)
+	}
+	if got := g.list(); !slices.Equal(got, []string{contract.MigrationWorkflowID("a"), contract.MigrationWorkflowID("b")}) {
+		t.Fatalf("grants %v; want a, then b once the limit rose", got)
+	}
+}

@@ -16,15 +16,14 @@ import (
 // update is validated first, so a request that makes no sense in the
 // current state (resume a running job, pause a finished one) is refused
 // with a reason and never reaches the history.
-func (j *job) registerHandlers() error {
-	ctx := j.ctx
-	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.Status, error) { return j.status(), nil }); err != nil {
+func (j *job) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.Status, error) { return j.status(ctx), nil }); err != nil {
 		return err
 	}
 	type control struct {
 		name     string
 		validate func() error
-		apply    func()
+		apply    func(ctx workflow.Context)
 	}
 	controls := []control{
 		{contract.PauseUpdate, func() error {
@@ -32,19 +31,19 @@ func (j *job) registerHandlers() error {
 				return refuse(contract.ErrNotRunning, "job %s is %s; only a running job can be paused", j.in.Job, j.st.State)
 			}
 			return nil
-		}, func() { j.setState(contract.StatePaused) }},
+		}, func(ctx workflow.Context) { j.setState(ctx, contract.StatePaused) }},
 		{contract.ResumeUpdate, func() error {
 			if j.st.State != contract.StatePaused {
 				return refuse(contract.ErrNotPaused, "job %s is %s; only a paused job can be resumed", j.in.Job, j.st.State)
 			}
 			return nil
-		}, func() { j.setState(contract.StateRunning) }},
+		}, func(ctx workflow.Context) { j.setState(ctx, contract.StateRunning) }},
 		{contract.AbortUpdate, func() error {
 			if contract.Ended(j.st.State) || j.abort {
 				return refuse(contract.ErrJobEnded, "job %s is %s already", j.in.Job, j.st.State)
 			}
 			return nil
-		}, func() { j.abort = true }},
+		}, func(workflow.Context) { j.abort = true }},
 		{contract.RedriveUpdate, func() error {
 			switch {
 			case contract.Ended(j.st.State) || j.abort:
@@ -53,15 +52,15 @@ func (j *job) registerHandlers() error {
 				return refuse(contract.ErrNothingToRedrive, "job %s is a dry run; it has nothing to redrive", j.in.Job)
 			}
 			return nil
-		}, func() { j.st.RedriveRequested = true }},
+		}, func(workflow.Context) { j.st.RedriveRequested = true }},
 	}
 	for _, c := range controls {
 		err := workflow.SetUpdateHandlerWithOptions(ctx, c.name,
 			func(ctx workflow.Context) (contract.Status, error) {
-				c.apply()
+				c.apply(ctx)
 				j.wake.SendAsync(struct{}{})
-				j.details()
-				return j.status(), nil
+				j.details(ctx)
+				return j.status(ctx), nil
 			},
 			workflow.UpdateHandlerOptions{Validator: func(workflow.Context) error { return c.validate() }})
 		if err != nil {
@@ -79,21 +78,21 @@ func refuse(errType, format string, args ...any) error {
 
 // setState changes the job's state and publishes it in the memo, which
 // `migrate list` reads without asking the job.
-func (j *job) setState(s string) {
+func (j *job) setState(ctx workflow.Context, s string) {
 	if j.st.State == s {
 		return
 	}
 	j.st.State = s
-	_ = workflow.UpsertMemo(j.ctx, map[string]any{
+	_ = workflow.UpsertMemo(ctx, map[string]any{
 		contract.MemoState:   s,
 		contract.MemoAccount: j.account(),
 		contract.MemoSummary: fmt.Sprintf("%s → %s", j.in.Source, j.in.Dest),
 	})
-	j.details()
+	j.details(ctx)
 }
 
 // status is the job as `migrate status` shows it.
-func (j *job) status() contract.Status {
+func (j *job) status(ctx workflow.Context) contract.Status {
 	st := j.st
 	s := contract.Status{
 		Job: j.in.Job, State: st.State, Account: j.account(), Execution: st.Execution,
@@ -112,16 +111,16 @@ func (j *job) status() contract.Status {
 		}
 	}
 	if contract.Ended(st.State) {
-		now := workflow.Now(j.ctx)
+		now := workflow.Now(ctx)
 		s.Ended = &now
 	}
-	j.waitingStatus(&s)
+	j.waitingStatus(ctx, &s)
 	return s
 }
 
 // details is the job's live summary in the Web UI.
-func (j *job) details() {
-	s := j.status()
+func (j *job) details(ctx workflow.Context) {
+	s := j.status(ctx)
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** — %s\n\n%s → %s\n\n", s.Job, s.State, s.Source, s.Dest)
 	fmt.Fprintf(&b, "listed %d (%s)%s · copied %d (%s) · skipped %d · failed %d",
@@ -149,5 +148,5 @@ func (j *job) details() {
 	if s.Error != "" {
 		fmt.Fprintf(&b, "\n\n**error**: %s", s.Error)
 	}
-	workflow.SetCurrentDetails(j.ctx, b.String())
+	workflow.SetCurrentDetails(ctx, b.String())
 }

@@ -17,10 +17,10 @@ import (
 // schedule starts what may start now: the next listing (copy or redrive)
 // while the pages in flight leave room, and a redrive pass once the copy is
 // done. Nothing starts while the job is paused.
-func (j *job) schedule() {
+func (j *job) schedule(ctx workflow.Context) {
 	st := j.st
 	if st.Waiting != nil {
-		j.armProbe() // nothing new starts while a store is down
+		j.armProbe(ctx) // nothing new starts while a store is down
 		return
 	}
 	if st.State != contract.StateRunning {
@@ -28,7 +28,7 @@ func (j *job) schedule() {
 	}
 	if !st.Listing.Done {
 		if !j.listing && st.Pages.InFlight() < j.set.PagesInFlight && st.Pages.Span() < j.set.PageSpan {
-			j.listNext()
+			j.listNext(ctx)
 		}
 		return
 	}
@@ -36,16 +36,16 @@ func (j *job) schedule() {
 		st.Passes++
 		st.RedriveRequested = false
 		st.Redrive = &contract.RedrivePass{Pass: st.Passes}
-		j.details()
+		j.details(ctx)
 	}
 	if r := st.Redrive; r != nil {
 		if r.Listing.Done && r.Items.AllDone() && !j.listing {
 			st.Redrive = nil
-			j.details()
+			j.details(ctx)
 			return
 		}
 		if !r.Listing.Done && !j.listing && r.Items.InFlight() < j.set.PagesInFlight && r.Items.Span() < j.set.PageSpan {
-			j.listDeadPages()
+			j.listDeadPages(ctx)
 		}
 	}
 }
@@ -53,29 +53,29 @@ func (j *job) schedule() {
 // listNext lists the page the cursor points at. Its answer is accepted only
 // for that page number, so a listing retried or answered twice is never
 // scheduled twice.
-func (j *job) listNext() {
+func (j *job) listNext(ctx workflow.Context) {
 	st := j.st
 	size := j.set.PageSize
 	if ramped := migrate.RampedPageSize(st.Listing.Seq, size); ramped < size &&
-		workflow.GetVersion(j.ctx, "ramp-first-pages", workflow.DefaultVersion, 1) == 1 {
+		workflow.GetVersion(ctx, "ramp-first-pages", workflow.DefaultVersion, 1) == 1 {
 		// Small first pages: copying starts after a short listing.
 		size = ramped
 	}
 	in := contract.ListInput{Job: j.in.Job, Execution: st.Execution, Seq: st.Listing.Seq, Token: st.Listing.Token,
 		Source: j.in.Source, KeyList: j.in.KeyList, Range: j.in.Range, PageSize: size}
 	j.listing = true
-	f := listPage(j.activityOptions(), in)
+	f := listPage(j.activityOptions(ctx), in)
 	j.sel.AddFuture(f, func(f workflow.Future) {
 		j.listing = false
 		var res contract.ListResult
-		if err := f.Get(j.ctx, &res); err != nil {
-			if d, ok := storeDown(err); ok && j.enterWait(d) {
+		if err := f.Get(ctx, &res); err != nil {
+			if d, ok := storeDown(err); ok && j.enterWait(ctx, d) {
 				return // listed again, from the same cursor, once the source is back
 			}
 			j.failure = fmt.Errorf("list page %d of %s: %w", in.Seq, j.in.Source, err)
 			return
 		}
-		if (st.State != contract.StateRunning || st.Waiting != nil) && workflow.GetVersion(j.ctx, "relist-after-pause", workflow.DefaultVersion, 1) == 1 {
+		if (st.State != contract.StateRunning || st.Waiting != nil) && workflow.GetVersion(ctx, "relist-after-pause", workflow.DefaultVersion, 1) == 1 {
 			// Paused (or aborted) while the listing ran: nothing new may
 			// start, so the answer is dropped with the cursor where it was,
 			// and the page is listed again on resume (a listing is
@@ -94,15 +94,15 @@ func (j *job) listNext() {
 		if res.Count == 0 {
 			st.Pages.MarkDone(res.Seq)
 		} else {
-			j.startPage(0, res.Seq, res.Seq, 0)
+			j.startPage(ctx, 0, res.Seq, res.Seq, 0)
 		}
-		j.details()
+		j.details(ctx)
 	})
 }
 
 // listDeadPages finds the next pages holding dead letters for the redrive
 // pass; each becomes an item, numbered in order.
-func (j *job) listDeadPages() {
+func (j *job) listDeadPages(ctx workflow.Context) {
 	r := j.st.Redrive
 	after := -1
 	if r.Listing.Token != "" {
@@ -111,11 +111,11 @@ func (j *job) listDeadPages() {
 	in := contract.DeadPagesInput{Job: j.in.Job, Execution: j.st.Execution, After: after, Max: j.set.PagesInFlight}
 	seq := r.Listing.Seq
 	j.listing = true
-	f := deadPages(j.activityOptions(), in)
+	f := deadPages(j.activityOptions(ctx), in)
 	j.sel.AddFuture(f, func(f workflow.Future) {
 		j.listing = false
 		var res contract.DeadPagesResult
-		if err := f.Get(j.ctx, &res); err != nil {
+		if err := f.Get(ctx, &res); err != nil {
 			j.failure = fmt.Errorf("find dead letters: %w", err)
 			return
 		}
@@ -133,7 +133,7 @@ func (j *job) listDeadPages() {
 			item := r.Items.Scheduled
 			_ = r.Items.Schedule(item)
 			r.Seqs[item] = s
-			j.startPage(r.Pass, s, item, 0)
+			j.startPage(ctx, r.Pass, s, item, 0)
 		}
 	})
 }
@@ -142,7 +142,7 @@ func (j *job) listDeadPages() {
 // letters). Children are abandoned on continue-as-new and report by signal
 // to whichever run is current; their result, when this run sees it, is the
 // same report, and only the first of the two counts.
-func (j *job) startPage(pass, seq, item, restart int) {
+func (j *job) startPage(ctx workflow.Context, pass, seq, item, restart int) {
 	in := contract.PageInput{
 		Job: j.in.Job, Execution: j.st.Execution, Pass: pass, Seq: seq, Item: item,
 		Source: j.in.Source, Dest: j.in.Dest, Map: j.in.KeyMap(), Overwrite: j.in.Overwrite,
@@ -153,7 +153,7 @@ func (j *job) startPage(pass, seq, item, restart int) {
 	if pass > 0 {
 		summary = fmt.Sprintf("%s: redrive %d of page %d", j.in.Job, pass, seq)
 	}
-	cctx := workflow.WithChildOptions(j.ctx, workflow.ChildWorkflowOptions{
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, pass, seq),
 		TaskQueue:             contract.TaskQueue,
 		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
@@ -168,16 +168,16 @@ func (j *job) startPage(pass, seq, item, restart int) {
 	j.pendingStarts++
 	j.sel.AddFuture(child.GetChildWorkflowExecution(), func(f workflow.Future) {
 		j.pendingStarts--
-		if err := f.Get(j.ctx, nil); err != nil && !isAlreadyStarted(err) {
+		if err := f.Get(ctx, nil); err != nil && !isAlreadyStarted(err) {
 			j.failure = fmt.Errorf("start %s: %w", summary, err)
 		}
 	})
 	j.sel.AddFuture(child, func(f workflow.Future) {
 		var rep contract.PageReport
-		err := f.Get(j.ctx, &rep)
+		err := f.Get(ctx, &rep)
 		switch {
 		case err == nil:
-			j.record(rep)
+			j.record(ctx, rep)
 		case isAlreadyStarted(err):
 			// A run of this page is already going (started by an earlier
 			// run of the job): its signal will report it.
@@ -198,7 +198,7 @@ func (j *job) reported(pass, seq, item int) bool {
 
 // record counts a page's report once: reports of another execution of the
 // job, of pages never scheduled, or already counted change nothing.
-func (j *job) record(r contract.PageReport) {
+func (j *job) record(ctx workflow.Context, r contract.PageReport) {
 	st := j.st
 	if r.Execution != st.Execution {
 		return
@@ -215,7 +215,7 @@ func (j *job) record(r contract.PageReport) {
 		}
 		delete(rp.Seqs, r.Item)
 	}
-	j.lastReport = workflow.Now(j.ctx)
+	j.lastReport = workflow.Now(ctx)
 	c := r.Counters
 	c.Listed, c.ListedBytes = 0, 0 // the listing counted them
 	st.Counters.Add(c)
@@ -223,8 +223,8 @@ func (j *job) record(r contract.PageReport) {
 	if r.Error != "" && j.failure == nil && !r.Aborted {
 		j.failure = fmt.Errorf("page %d: %s", r.Seq, r.Error)
 	}
-	st.Rate.Add(migrate.Sample{At: workflow.Now(j.ctx), Objects: st.Counters.Done(), Bytes: st.Counters.Bytes})
-	j.details()
+	st.Rate.Add(migrate.Sample{At: workflow.Now(ctx), Objects: st.Counters.Done(), Bytes: st.Counters.Bytes})
+	j.details(ctx)
 }
 
 func (j *job) outstanding() int {
@@ -240,22 +240,22 @@ func (j *job) outstanding() int {
 // its unreported pages (a report lost on the way, or sent to a run that no
 // longer exists) and counts them; pages with no outcome are started again,
 // which either finds their child still running or copies what is missing.
-func (j *job) armWatchdog() {
+func (j *job) armWatchdog(ctx workflow.Context) {
 	if j.watching || j.outstanding() == 0 {
 		return
 	}
 	j.watching = true
-	j.sel.AddFuture(workflow.NewTimer(j.ctx, j.set.WatchEvery), func(workflow.Future) {
+	j.sel.AddFuture(workflow.NewTimer(ctx, j.set.WatchEvery), func(workflow.Future) {
 		j.watching = false
-		if workflow.Now(j.ctx).Sub(j.lastReport) < j.set.WatchEvery || j.abort || j.failure != nil || j.st.Waiting != nil {
+		if workflow.Now(ctx).Sub(j.lastReport) < j.set.WatchEvery || j.abort || j.failure != nil || j.st.Waiting != nil {
 			return
 		}
-		j.recoverLost()
-		j.lastReport = workflow.Now(j.ctx)
+		j.recoverLost(ctx)
+		j.lastReport = workflow.Now(ctx)
 	})
 }
 
-func (j *job) recoverLost() {
+func (j *job) recoverLost(ctx workflow.Context) {
 	st := j.st
 	pass, seqs := 0, st.Pages.Outstanding()
 	items := map[int]int{} // seq → item, for a redrive pass
@@ -272,13 +272,13 @@ func (j *job) recoverLost() {
 		return
 	}
 	in := contract.FindReportsInput{Job: j.in.Job, Execution: st.Execution, Pass: pass, Seqs: seqs}
-	found, err := findReports(j.activityOptions(), in)
+	found, err := findReports(j.activityOptions(ctx), in)
 	if err != nil {
 		j.failure = fmt.Errorf("look for lost page reports: %w", err)
 		return
 	}
 	for _, r := range found {
-		j.record(r)
+		j.record(ctx, r)
 	}
 	for _, s := range seqs {
 		item := s
@@ -292,16 +292,16 @@ func (j *job) recoverLost() {
 			st.Restarts = map[int]int{}
 		}
 		st.Restarts[s]++
-		workflow.GetLogger(j.ctx).Warn("page reported nothing; starting it again", "page", s, "pass", pass, "restart", st.Restarts[s])
-		j.startPage(pass, s, item, st.Restarts[s])
+		workflow.GetLogger(ctx).Warn("page reported nothing; starting it again", "page", s, "pass", pass, "restart", st.Restarts[s])
+		j.startPage(ctx, pass, s, item, st.Restarts[s])
 	}
 }
 
 // cancelOutstanding asks every unreported page child to stop: a failed or
 // aborted job must not keep copying.
-func (j *job) cancelOutstanding() {
+func (j *job) cancelOutstanding(ctx workflow.Context) {
 	var pending []workflow.Future
-	ctx, _ := workflow.NewDisconnectedContext(j.ctx)
+	ctx, _ = workflow.NewDisconnectedContext(ctx)
 	for _, s := range j.st.Pages.Outstanding() {
 		pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, 0, s), ""))
 	}

@@ -34,9 +34,9 @@ func TestRecordHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	replaytest.StartWorker(t, c, contract.TaskQueue, func(pipeline worker.Worker) {
-		publish.Register(pipeline)
-		registerRecordingStubs(pipeline)
+	replaytest.StartWorker(t, c, contract.TaskQueue, func(pool worker.Worker) {
+		publish.Register(pool)
+		registerRecordingStubs(pool)
 	})
 	replaytest.StartWorker(t, c, contract.CompressTaskQueue, func(compress worker.Worker) {
 		compress.RegisterActivityWithOptions(recordProcessBatch, activity.RegisterOptions{Name: contract.CompressBatchActivity})

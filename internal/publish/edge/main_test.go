@@ -50,7 +50,7 @@ func runTests(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	mi, err := devstack.StartMinIO(ctx, devstack.MinIOOptions{DataDir: dir, AccessKey: "edgetest", SecretKey: "edgetest-secret-key"})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "internal/cdn tests need a real MinIO and could not start one: %v\n"+
+		fmt.Fprintf(os.Stderr, "internal/publish/edge tests need a real MinIO and could not start one: %v\n"+
 			"Build it with `make tools` (it installs .tools/bin/minio) or set EDGEFLOW_MINIO_BIN.\n", err)
 		return 1
 	}
