@@ -30,7 +30,7 @@ func TestCommandLine(t *testing.T) {
 
 // The process wiring needs no store: the stores connect lazily, and neither
 // /healthz nor a rejected path touches them. Serving from the buckets is
-// covered by internal/cdn's tests on a real MinIO.
+// covered by internal/publish/edge's tests on a real MinIO.
 func TestRunServesHealthAndShutsDownGracefully(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
