@@ -1,13 +1,11 @@
 package console
 
 import (
-	"bytes"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
+	"github.com/edgeflow/edgeflow/internal/testenv/syncbuf"
 )
 
 // refusingS3 is a job store endpoint that refuses every request, naming
@@ -62,7 +61,7 @@ func TestInternalErrorsAreLoggedNotAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(tc.Close)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	srv := httptest.NewServer(New(Options{Tokens: testTokens(t), Temporal: tc, Timeout: 2 * time.Second,
 		JobStore: migrate.JobStoreConfig{S3: s3.Config{Endpoint: endpoint, AccessKey: "k", SecretKey: "secret-key-0123"}, Bucket: bucket},
 		Log:      slog.New(slog.NewTextHandler(&logs, nil))}).Handler())
@@ -109,22 +108,4 @@ func TestInternalErrorsAreLoggedNotAnswered(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,38 +1,19 @@
 package web
 
 import (
-	"bytes"
 	"html"
 	"log/slog"
 	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	"github.com/edgeflow/edgeflow/internal/testenv/syncbuf"
 )
-
-// lockedBuffer is a log sink safe for the pages' goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 var requestID = regexp.MustCompile(`\(request ([0-9a-f]+);`)
 
@@ -57,7 +38,7 @@ func TestPagesNameAFailureButNotItsCause(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(tc.Close)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	now := time.Now()
 	o := testPages(&now).o
 	o.Rooms, o.Log, o.Timeout = roomclient.Client{C: tc}, slog.New(slog.NewTextHandler(&logs, nil)), 2*time.Second
