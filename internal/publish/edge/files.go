@@ -176,6 +176,7 @@ func (s *Server) serveRepresentation(w http.ResponseWriter, r *http.Request, sf 
 	h["Content-Length"] = contentLength
 	w.WriteHeader(status)
 	if body.stream == nil {
+		coalesceHeaders(r, len(body.data))
 		_, _ = writeBody(w, body.data, s.cfg.WriteIdle)
 		return
 	}
