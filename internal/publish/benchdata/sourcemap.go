@@ -45,14 +45,18 @@ func SourceMap(w io.Writer, seed uint64, size int64) error {
 	if written+int64(len(tail)) > size {
 		return fmt.Errorf("source map of %d bytes: too small for its %d bytes of sources", size, written)
 	}
-	// Segments of 4 or 5 characters, a line (";") every few dozen.
+	// Segments as bundlers write them: a column delta, then mostly small
+	// deltas of source, line and column ("AAAA", "SAAS", "CAAC"), a line
+	// (";") every few dozen.
 	left := size - written - int64(len(tail))
 	buf := make([]byte, 0, 64<<10)
+	small := "AAAAAAACCCDDEGIK"
 	for left > 0 {
 		buf = buf[:0]
 		for int64(len(buf)) < min(left, 60<<10) {
-			for range 4 + r.IntN(2) {
-				buf = append(buf, vlqAlphabet[r.IntN(16)+r.IntN(2)*26]) // small deltas, as real maps have
+			buf = append(buf, vlqAlphabet[r.IntN(32)], small[r.IntN(len(small))], small[r.IntN(len(small))], small[r.IntN(len(small))])
+			if r.IntN(8) == 0 {
+				buf = append(buf, vlqAlphabet[r.IntN(32)]) // a name
 			}
 			if r.IntN(24) == 0 {
 				buf = append(buf, ';')

@@ -19,21 +19,23 @@ var LegacyLevels = Levels{Brotli: 11, Gzip: 9}
 
 // levelSteps step compression down with size, so that compressing one file
 // (brotli and gzip, on one core) stays within MaxFileCompressSeconds. At
-// the slowest speeds BenchmarkCompressionLevels measured on the loaded
-// 2-core machine the tests run on (docs/benchmarks.md) — brotli 11 at 0.10
-// MB/s, 9 at 2.3, 5 at 11.7, 3 at 44; gzip 9 at 11, 6 at 60 — each step's
-// largest file takes: 4 MiB at 11/9 42 s, 64 MiB at 9/9 35 s, 256 MiB at
-// 5/6 28 s, 1 GiB (MaxFileSizeLimit) at 3/6 42 s. brotli 10 (0.3 MB/s)
-// would take 54 s for 16 MiB: no step uses it. They determine output
-// bytes, so Fingerprint names them; changing them changes the fingerprint.
+// the slowest speeds, in MB per CPU second, that BenchmarkCompressionLevels
+// measured on this project's 2-core test machine (docs/benchmarks.md), on
+// generated and real source maps and library code — brotli 11 at 0.28, 9
+// at 1.55, 5 at 8.8, 3 at 27.9; gzip 9 at 8.3, 6 at 60.6, 5 at 76.9 — each
+// step's largest file takes: 4 MiB at 11/9 16 s, 32 MiB at 9/9 26 s, 256
+// MiB at 5/6 35 s, 1 GiB (MaxFileSizeLimit) at 3/5 53 s
+// (TestLevelStepsKeepTheBound). brotli 10 (0.56) would take 60 s for 32
+// MiB: no step uses it. They determine output bytes, so Fingerprint names
+// them; changing them changes the fingerprint.
 var levelSteps = []struct {
 	upTo   int64
 	levels Levels
 }{
 	{4 << 20, Levels{Brotli: 11, Gzip: 9}},
-	{64 << 20, Levels{Brotli: 9, Gzip: 9}},
+	{32 << 20, Levels{Brotli: 9, Gzip: 9}},
 	{256 << 20, Levels{Brotli: 5, Gzip: 6}},
-	{math.MaxInt64, Levels{Brotli: 3, Gzip: 6}},
+	{math.MaxInt64, Levels{Brotli: 3, Gzip: 5}},
 }
 
 // MaxFileCompressSeconds is the bound levelSteps keep: the CPU seconds, on
@@ -52,7 +54,7 @@ func LevelsFor(size int64) Levels {
 }
 
 // levelTable names levelSteps for Fingerprint, e.g.
-// "11/9<=4Mi,9/9<=64Mi,5/6<=256Mi,3/6".
+// "11/9<=4Mi,9/9<=32Mi,5/6<=256Mi,3/5".
 func levelTable() string {
 	parts := make([]string, len(levelSteps))
 	for i, s := range levelSteps {

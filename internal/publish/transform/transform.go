@@ -59,7 +59,7 @@ func (e *PanicError) Error() string {
 
 // Fingerprint names the tool versions and settings that determine output
 // bytes, e.g. "process=2;minify=v2.24.25;parse=v2.8.20;brotli=v1.3.0;
-// compress=v1.20.4;levels=11/9<=4Mi,9/9<=64Mi,5/6<=256Mi,3/6;brwin=fit10-22;
+// compress=v1.20.4;levels=11/9<=4Mi,9/9<=32Mi,5/6<=256Mi,3/5;brwin=fit10-22;
 // max=536870912;js=es2009;css=3". Outputs of an earlier version are reused
 // only when its fingerprint is equal.
 func Fingerprint(opts Options) string {
