@@ -7,6 +7,7 @@ package publish
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/plan"
 	"github.com/edgeflow/edgeflow/internal/publish/registry"
@@ -55,16 +57,23 @@ type Publish struct {
 	// long; 0 means the activity's heartbeat timeout.
 	StallTimeout time.Duration
 	Batch        plan.BatchLimits // zero: plan.DefaultBatchLimits
-	FirstImport  int              // versions imported for a package new to the catalog; 0 means 10
-	Now          func() time.Time // for document timestamps; time.Now when nil
-	TempDir      string           // scratch space for archives; os.TempDir when empty
-	metrics      *publishMetrics  // set by RegisterPublish
+	// MaxFileSize is the catalog-wide limit on the files processed (a
+	// library's maxFileSize overrides it): a larger file is stored as is
+	// and listed as skipped. 0 means catalog.DefaultMaxFileSize.
+	MaxFileSize int64
+	FirstImport int              // versions imported for a package new to the catalog; 0 means 10
+	Now         func() time.Time // for document timestamps; time.Now when nil
+	TempDir     string           // scratch space for archives; os.TempDir when empty
+	metrics     *publishMetrics  // set by RegisterPublish
 }
 
 // Compress is the compress pool's activity: minify, compress and hash.
 type Compress struct {
 	Stores
 	CPU *transform.Limiter // bounds concurrent compressions in this process
+	// TempDir holds a streamed file and its twins while they are stored;
+	// os.TempDir when empty.
+	TempDir string
 	// Process replaces transform.File (tests); nil means transform.File.
 	Process func(path string, data []byte, opts transform.Options, shipped func(string) bool) ([]transform.Output, []string, error) `json:"-"`
 	metrics *compressMetrics                                                                                                        // set by RegisterCompress
@@ -163,6 +172,8 @@ type PublishConfig struct {
 	// TarballHosts are hosts, beside the registries', that archive
 	// downloads may be redirected to.
 	TarballHosts string
+	// MaxFileSize is the catalog-wide file size limit, in bytes.
+	MaxFileSize int64
 }
 
 // RegisterFlags adds the publish pool's flags to fs.
@@ -173,10 +184,15 @@ func (c *PublishConfig) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.GitHubURL, "github-api", config.Env("GITHUB_API", "https://api.github.com"), "GitHub API base URL (env GITHUB_API; token from GITHUB_TOKEN)")
 	fs.IntVar(&c.FirstImport, "first-import", config.EnvInt("FIRST_IMPORT", 10), "versions imported for a package new to the catalog (env FIRST_IMPORT)")
 	fs.StringVar(&c.TarballHosts, "tarball-hosts", config.Env("TARBALL_HOSTS", DefaultTarballHosts), "comma-separated hosts, beside the registries', that archive downloads may be redirected to (env TARBALL_HOSTS)")
+	fs.Int64Var(&c.MaxFileSize, "max-file-size", int64(config.EnvInt("MAX_FILE_SIZE", catalog.DefaultMaxFileSize)),
+		"catalog-wide limit, in bytes, on the files compressed: a larger one is stored as is and listed as skipped; a library's maxFileSize overrides it (env MAX_FILE_SIZE)")
 }
 
 // Build connects to the stores and returns the publish pool's activities.
 func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
+	if c.MaxFileSize < 1 || c.MaxFileSize > catalog.MaxFileSizeLimit {
+		return nil, fmt.Errorf("--max-file-size (MAX_FILE_SIZE): %d is not a usable limit: give bytes from 1 to %d (1 GiB)", c.MaxFileSize, catalog.MaxFileSizeLimit)
+	}
 	stores, err := c.open(ctx)
 	if err != nil {
 		return nil, err
@@ -193,6 +209,7 @@ func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
 		HTTP:        httpClient,
 		Extract:     tarx.DefaultLimits,
 		FirstImport: c.FirstImport,
+		MaxFileSize: c.MaxFileSize,
 	}, nil
 }
 

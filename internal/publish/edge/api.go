@@ -302,7 +302,9 @@ func (s *Server) apiPackage(w http.ResponseWriter, r *http.Request) (*packageInf
 }
 
 // versionAssets is cdnjs's description of one version: every file, the files
-// as shipped (without generated minified twins), and each file's SRI.
+// as shipped (without generated minified twins), and each file's SRI; then,
+// only when there are any, the files whose processing was skipped, with
+// why (stored as is over the library's size limit, or not minified).
 func versionAssets(ver *metadata.Version) jsonObject {
 	files := make([]string, 0, len(ver.Files))
 	raw := make([]string, 0, len(ver.Files))
@@ -316,13 +318,17 @@ func versionAssets(ver *metadata.Version) jsonObject {
 			sri = append(sri, jsonMember{f.Path, f.SRI})
 		}
 	}
-	return jsonObject{
+	assets := jsonObject{
 		{"name", ver.Name},
 		{"version", ver.Version},
 		{"files", files},
 		{"rawFiles", raw},
 		{"sri", sri},
 	}
+	if len(ver.Skipped) > 0 {
+		assets = append(assets, jsonMember{"skipped", ver.Skipped})
+	}
+	return assets
 }
 
 // apiStats serves GET /stats.
