@@ -233,4 +233,3 @@ func TestFollowerResumesFromItsInput(t *testing.T) {
 		t.Errorf("continued with %+v", next)
 	}
 }
-
