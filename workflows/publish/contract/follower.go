@@ -29,6 +29,10 @@ func FollowerCheckWorkflowID(registry string, n int) string {
 	return RegistryFollowerWorkflowID(registry) + "/check-" + strconv.Itoa(n)
 }
 
+// HookCheckWorkflowID is the check (a PackageUpdates of one package) a
+// webhook delivery starts: a redelivery finds it instead of checking again.
+func HookCheckWorkflowID(name, delivery string) string { return "publish-hook/" + name + "/" + delivery }
+
 // FollowerSummary is the follower's static summary in the Web UI.
 func FollowerSummary(registry string) string {
 	return "Follows the " + registry + " registry's changes feed and checks the catalog packages that change"
