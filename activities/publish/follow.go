@@ -95,13 +95,15 @@ func (a *Publish) FollowRegistry(ctx context.Context, in contract.FollowInput) (
 // npmTargets maps each npm package the catalog follows to the catalog
 // entries that follow it (usually one), read again every catalogTTL.
 func (a *Publish) npmTargets() (map[string][]string, error) {
-	a.targets.mu.Lock()
-	defer a.targets.mu.Unlock()
-	if a.targets.byName != nil && time.Since(a.targets.read) < catalogTTL {
-		return a.targets.byName, nil
-	}
 	if a.CatalogDir == "" {
 		return nil, temporal.NewNonRetryableApplicationError("no catalog configured on the worker (CATALOG_DIR)", contract.ErrInvalidPackage, nil)
+	}
+	v, _ := targetCache.LoadOrStore(a.CatalogDir, &catalogTargets{})
+	cache := v.(*catalogTargets)
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	if cache.byName != nil && time.Since(cache.read) < catalogTTL {
+		return cache.byName, nil
 	}
 	// Entries that do not load are left out: the Schedule's check reports them.
 	pkgs, _ := catalog.Load(a.CatalogDir)
@@ -116,9 +118,12 @@ func (a *Publish) npmTargets() (map[string][]string, error) {
 			byName[p.Autoupdate.Target] = append(byName[p.Autoupdate.Target], p.Name)
 		}
 	}
-	a.targets.byName, a.targets.read = byName, time.Now()
+	cache.byName, cache.read = byName, time.Now()
 	return byName, nil
 }
+
+// targetCache holds npmTargets' map per catalog directory.
+var targetCache sync.Map
 
 // catalogTargets caches npmTargets.
 type catalogTargets struct {

@@ -62,7 +62,6 @@ type Publish struct {
 	Now          func() time.Time // for document timestamps; time.Now when nil
 	TempDir      string           // scratch space for archives; os.TempDir when empty
 	metrics      *publishMetrics  // set by RegisterPublish
-	targets      catalogTargets   // the follower's map of npm names to catalog entries
 }
 
 // Compress is the compress pool's activity: minify, compress and hash.
