@@ -39,7 +39,9 @@ func (a *Publish) FollowRegistry(ctx context.Context, in contract.FollowInput) (
 	if err != nil {
 		return nil, err
 	}
-	defer heartbeat.Every(ctx, 5*time.Second, nil)()
+	// The follower's heartbeat timeout is 10 s: a dead worker's poll is
+	// given up that soon.
+	defer heartbeat.Every(ctx, 3*time.Second, nil)()
 	deadline := time.Now().Add(in.Wait)
 	res := &contract.FollowResult{LastSeq: in.Since}
 	var names []string

@@ -22,8 +22,8 @@ const (
 	// it counts as stalled.
 	pollGrace = 30 * time.Second
 	// pollHeartbeat bounds how long a killed worker holds a poll: the
-	// activity heartbeats every few seconds while it waits.
-	pollHeartbeat = 20 * time.Second
+	// activity heartbeats every 3 s while it waits.
+	pollHeartbeat = 10 * time.Second
 	// The back-off after a failed or stalled poll doubles from
 	// backoffFirst to backoffMax.
 	backoffFirst = time.Second
