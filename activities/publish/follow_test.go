@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	publishacts "github.com/edgeflow/edgeflow/activities/publish"
+	"github.com/edgeflow/edgeflow/internal/metrics"
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"github.com/edgeflow/edgeflow/internal/publish/registry"
 	"github.com/edgeflow/edgeflow/internal/publish/registry/registrytest"
@@ -59,6 +60,26 @@ func TestFollowRegistryKeepsOnlyCatalogPackages(t *testing.T) {
 	}
 	if strings.Join(res.Names, ",") != "lib-a,lib-b-renamed" || res.LastSeq != "5" || res.Changes != 4 {
 		t.Fatalf("changes of catalog packages: %+v", res)
+	}
+	// The worker exports the follower's lag, from the last answer that
+	// left nothing behind, and counts its polls.
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]float64{}
+	for _, fam := range families {
+		for _, m := range fam.GetMetric() {
+			if fam.GetName() == "edgeflow_publish_follower_lag_seconds" {
+				found["lag"] = m.GetGauge().GetValue()
+			}
+			if fam.GetName() == "edgeflow_publish_follower_polls_total" && len(m.GetLabel()) == 2 && m.GetLabel()[1].GetValue() == "ok" {
+				found["ok"] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if lag, ok := found["lag"]; !ok || lag < 0 || lag > 60 || found["ok"] < 2 {
+		t.Errorf("metrics: %v", found)
 	}
 }
 

@@ -45,14 +45,14 @@ func (l Libraries) Follower(ctx context.Context, registry string) (Follower, err
 	if l.Temporal == nil {
 		return f, errors.New("follower: no Temporal client configured")
 	}
-	d, err := l.Temporal.DescribeWorkflowExecution(ctx, f.WorkflowID, "")
+	d, err := l.Temporal.DescribeWorkflow(ctx, f.WorkflowID, "")
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
 		return f, nil
 	case err != nil:
 		return f, fmt.Errorf("follower %s: %w", f.WorkflowID, err)
-	case d.GetWorkflowExecutionInfo().GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING:
+	case d.RawResponse.GetWorkflowExecutionInfo().GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		return f, nil
 	}
 	f.Running = true

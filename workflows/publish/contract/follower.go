@@ -31,7 +31,9 @@ func FollowerCheckWorkflowID(registry string, n int) string {
 
 // HookCheckWorkflowID is the check (a PackageUpdates of one package) a
 // webhook delivery starts: a redelivery finds it instead of checking again.
-func HookCheckWorkflowID(name, delivery string) string { return "publish-hook/" + name + "/" + delivery }
+func HookCheckWorkflowID(name, delivery string) string {
+	return "publish-hook/" + name + "/" + delivery
+}
 
 // FollowerSummary is the follower's static summary in the Web UI.
 func FollowerSummary(registry string) string {
