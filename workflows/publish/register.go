@@ -2,9 +2,10 @@
 // I/O, no wall clock, no randomness, no goroutines. PackageUpdates checks
 // the catalog and hands new versions to their package's PackageLane, which
 // runs them in order; RegistryFollower follows a registry's changes feed
-// and checks the packages that change; PublishVersion publishes one version, ProcessBatch runs
-// one batch of it on the compress pool. Side effects are activities
-// (activities/publish); names, IDs and types are in the contract.
+// and checks the packages that change; PublishVersion publishes one
+// version, ProcessBatch runs one batch of it on the compress pool. Side
+// effects are activities (activities/publish); names, IDs and types are in
+// the contract.
 package publish
 
 import (

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -48,8 +49,8 @@ type ChangesPage struct {
 // smaller).
 const MaxChangesBytes = 32 << 20
 
-// Poll asks for at most limit changes after since ("" or "now": only those
-// from now on), waiting up to wait for the first. A feed that does not
+// Poll asks for at most limit changes after since ("": only those from
+// now on, after the database's update_seq), waiting up to wait for the first. A feed that does not
 // answer within wait plus the stall bound, or answers with an error status,
 // is an error saying so.
 func (c *Changes) Poll(ctx context.Context, since string, wait time.Duration, limit int) (*ChangesPage, error) {
@@ -63,7 +64,7 @@ func (c *Changes) Poll(ctx context.Context, since string, wait time.Duration, li
 		return nil, fmt.Errorf("%s: bad URL %s: %w", what, redactURL(feed), withoutURL(err))
 	}
 	if since == "" {
-		since = "now"
+		since = c.latest(ctx, u)
 	}
 	q := u.Query()
 	q.Set("since", since)
@@ -111,6 +112,42 @@ func (c *Changes) Poll(ctx context.Context, since string, wait time.Duration, li
 		return nil, err
 	}
 	return parseChanges(body, what)
+}
+
+// latest is the feed's current sequence, for a follower's first poll: the
+// database's update_seq (GET on the feed's parent, as CouchDB and npm
+// answer it), or CouchDB's "now" when that cannot be read.
+func (c *Changes) latest(ctx context.Context, feed *url.URL) string {
+	root := *feed
+	root.Path = strings.TrimSuffix(root.Path, "_changes")
+	root.RawQuery = ""
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root.String(), nil)
+	if err != nil {
+		return "now"
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("npm-replication-opt-in", "true")
+	resp, err := httpClient(c.Client).Do(req)
+	if err != nil {
+		return "now"
+	}
+	defer resp.Body.Close()
+	body, err := readLimited(resp.Body, 1<<20, "registry database")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return "now"
+	}
+	var info struct {
+		UpdateSeq json.RawMessage `json:"update_seq"`
+	}
+	if json.Unmarshal(body, &info) != nil {
+		return "now"
+	}
+	if seq, err := seqString(info.UpdateSeq); err == nil && seq != "" {
+		return seq
+	}
+	return "now"
 }
 
 // parseChanges reads a normal or long-poll answer:

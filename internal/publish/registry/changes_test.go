@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,33 @@ func TestChangesContinuousFeed(t *testing.T) {
 	}
 	if len(lines) != 3 || lines[0]["id"] != "a" || lines[1]["id"] != "b" || lines[2]["last_seq"] != float64(2) {
 		t.Fatalf("continuous: %v", lines)
+	}
+}
+
+// A follower's first poll starts at the database's update_seq (what came
+// before is the Schedule's), or at CouchDB's "now" where that is not
+// served.
+func TestChangesFirstPollStartsAtTheLatestSequence(t *testing.T) {
+	npm := registrytest.New()
+	defer npm.Close()
+	npm.Add("old", "1.0.0", nil)
+	npm.Add("older", "1.0.0", nil)
+	page, err := (&registry.Changes{URL: npm.URL + "/_changes"}).Poll(context.Background(), "", time.Millisecond, 0)
+	if err != nil || len(page.Results) != 0 || page.LastSeq != "2" {
+		t.Fatalf("first poll: %+v %v", page, err)
+	}
+	var asked string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/db/_changes" {
+			http.NotFound(w, r)
+			return
+		}
+		asked = r.URL.Query().Get("since")
+		w.Write([]byte(`{"results":[],"last_seq":"7-abc"}`))
+	}))
+	defer srv.Close()
+	page, err = (&registry.Changes{URL: srv.URL + "/db/_changes"}).Poll(context.Background(), "", time.Millisecond, 0)
+	if err != nil || asked != "now" || page.LastSeq != "7-abc" {
+		t.Fatalf("no update_seq served: asked since=%q, got %+v %v", asked, page, err)
 	}
 }

@@ -140,6 +140,15 @@ func (d *feed) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"results": nonNil(results), "last_seq": last})
 }
 
+// info answers the database's information: its latest sequence.
+func (d *feed) info(w http.ResponseWriter) {
+	d.mu.Lock()
+	seq := int64(len(d.log))
+	d.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"db_name": "registry", "update_seq": seq})
+}
+
 // since reads the since parameter: a sequence, "now", or none (0).
 func (d *feed) since(v string) (int64, error) {
 	switch v {

@@ -68,6 +68,10 @@ func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
 		f.feed.serve(w, r) // waits without holding the registry's lock
 		return
 	}
+	if r.URL.Path == "/" || r.URL.Path == "/registry/" {
+		f.feed.info(w) // the database's update_seq
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	path := strings.TrimPrefix(r.URL.Path, "/")
