@@ -48,8 +48,11 @@ type Publish struct {
 	CatalogDir string
 	NPM        *registry.NPM
 	GitHub     *registry.GitHub
-	HTTP       *http.Client // for archive downloads
-	Extract    tarx.Limits
+	// Changes is the npm registry's changes feed the follower reads; nil:
+	// FollowRegistry refuses.
+	Changes *registry.Changes
+	HTTP    *http.Client // for archive downloads
+	Extract tarx.Limits
 	// MaxTarballBytes bounds a release archive as downloaded; 0 means
 	// registry.DefaultMaxTarballBytes.
 	MaxTarballBytes int64
@@ -112,6 +115,7 @@ func publishActivities(a *Publish) []namedActivity {
 		{contract.RebuildMetadataActivity, a.RebuildMetadata},
 		{contract.ListPublishedActivity, a.ListPublished},
 		{contract.FetchOriginalActivity, a.FetchOriginal},
+		{contract.FollowRegistryActivity, a.FollowRegistry},
 	}
 }
 
@@ -167,6 +171,7 @@ type PublishConfig struct {
 	StorageFlags
 	CatalogDir  string
 	NPMURL      string
+	ChangesURL  string
 	GitHubURL   string
 	FirstImport int
 	// TarballHosts are hosts, beside the registries', that archive
@@ -181,6 +186,7 @@ func (c *PublishConfig) RegisterFlags(fs *pflag.FlagSet) {
 	c.StorageFlags.register(fs)
 	fs.StringVar(&c.CatalogDir, "catalog", config.Env("CATALOG_DIR", "catalog"), "catalog directory (env CATALOG_DIR)")
 	fs.StringVar(&c.NPMURL, "npm-registry", config.Env("NPM_REGISTRY", registry.DefaultNPMURL), "npm registry base URL (env NPM_REGISTRY)")
+	fs.StringVar(&c.ChangesURL, "npm-changes", config.Env("NPM_CHANGES_URL", registry.DefaultChangesURL), "the npm registry's changes feed the follower reads (env NPM_CHANGES_URL)")
 	fs.StringVar(&c.GitHubURL, "github-api", config.Env("GITHUB_API", "https://api.github.com"), "GitHub API base URL (env GITHUB_API; token from GITHUB_TOKEN)")
 	fs.IntVar(&c.FirstImport, "first-import", config.EnvInt("FIRST_IMPORT", 10), "versions imported for a package new to the catalog (env FIRST_IMPORT)")
 	fs.StringVar(&c.TarballHosts, "tarball-hosts", config.Env("TARBALL_HOSTS", DefaultTarballHosts), "comma-separated hosts, beside the registries', that archive downloads may be redirected to (env TARBALL_HOSTS)")
@@ -202,10 +208,12 @@ func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
 	hosts := append([]string{c.NPMURL, c.GitHubURL}, strings.Split(c.TarballHosts, ",")...)
 	httpClient := &http.Client{Timeout: 10 * time.Minute, CheckRedirect: registry.RedirectPolicy(hosts...)}
 	return &Publish{
-		Stores:      stores,
-		CatalogDir:  c.CatalogDir,
-		NPM:         &registry.NPM{BaseURL: c.NPMURL, Client: httpClient},
-		GitHub:      &registry.GitHub{BaseURL: c.GitHubURL, Token: config.Env("GITHUB_TOKEN", ""), Client: httpClient},
+		Stores:     stores,
+		CatalogDir: c.CatalogDir,
+		NPM:        &registry.NPM{BaseURL: c.NPMURL, Client: httpClient},
+		GitHub:     &registry.GitHub{BaseURL: c.GitHubURL, Token: config.Env("GITHUB_TOKEN", ""), Client: httpClient},
+		// A long-poll is bounded by its own wait, not the downloads' timeout.
+		Changes:     &registry.Changes{URL: c.ChangesURL, Client: &http.Client{CheckRedirect: registry.RedirectPolicy(c.ChangesURL)}},
 		HTTP:        httpClient,
 		Extract:     tarx.DefaultLimits,
 		FirstImport: c.FirstImport,

@@ -25,6 +25,8 @@ import (
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/payloadcodec"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
+	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
+	"github.com/edgeflow/edgeflow/internal/publish/registry"
 	"github.com/edgeflow/edgeflow/internal/publish/schedules"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
@@ -119,8 +121,8 @@ func stopSaying(o Output, p *Process, grace time.Duration) {
 // RunStack runs the whole system on one machine until ctx is cancelled
 // (see cmd/devstack): Temporal, MinIO and Redis, the buckets and key files,
 // the worker pools, the edge and the gate in front of a demo origin, the
-// package-update Schedule and the demo room. It supervises the children and
-// stops them in order when it returns.
+// package-update Schedule, npm's registry follower and the demo room. It
+// supervises the children and stops them in order when it returns.
 func RunStack(ctx context.Context, c StackConfig, o Output) error {
 	if err := c.CheckPorts(); err != nil {
 		return err
@@ -282,6 +284,13 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 		verb = "created"
 	}
 	o.Say("schedule %q %s (every %s: a 5%% sample of published files, repairing)", contract.AuditScheduleID, verb, schedules.DefaultAuditEvery)
+	// The follower finds npm releases within seconds; the Schedule above
+	// stays, the safety net for a feed that stalls.
+	fopts, ftype, fin := pubclient.FollowerStart(contract.RegistryNPM)
+	if _, err := tcl.ExecuteWorkflow(ctx, fopts, ftype, fin); err != nil {
+		return fmt.Errorf("registry follower: %w", err)
+	}
+	o.Say("registry follower %q follows npm's changes feed (NPM_CHANGES_URL, default %s): a catalog package's release is checked at once", fopts.ID, registry.DefaultChangesURL)
 	demo := DemoRoom()
 	switch _, err := (roomclient.Client{C: tcl}).Create(ctx, demo, roomclient.CreateOptions{}); {
 	case err == nil:

@@ -1,6 +1,7 @@
 // Package registrytest is a local npm registry (and the two GitHub API calls
 // a git source needs) for tests: it serves abbreviated package documents with
-// ETags, so unchanged packages get 304, and tarballs the tests build.
+// ETags, so unchanged packages get 304, tarballs the tests build, and the
+// changes feed (feed.go) as npm's replication API does.
 package registrytest
 
 import (
@@ -29,11 +30,15 @@ type Registry struct {
 	// 304 and with a document.
 	NotModified atomic.Int64
 	Documents   atomic.Int64
+	requests    map[string]int // document requests by package name
+
+	feed feed
 }
 
 // New starts a registry; Close stops it.
 func New() *Registry {
-	f := &Registry{packages: map[string]map[string][]byte{}}
+	f := &Registry{packages: map[string]map[string][]byte{}, requests: map[string]int{}}
+	f.feed.init()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -47,9 +52,26 @@ func (f *Registry) Add(name, version string, tarball []byte) {
 		f.packages[name] = map[string][]byte{}
 	}
 	f.packages[name][version] = tarball
+	f.feed.changed(name)
+}
+
+// DocumentRequests counts the requests for package name's document (a
+// check of the package makes one).
+func (f *Registry) DocumentRequests(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests[name]
 }
 
 func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/_changes") {
+		f.feed.serve(w, r) // waits without holding the registry's lock
+		return
+	}
+	if r.URL.Path == "/" || r.URL.Path == "/registry/" {
+		f.feed.info(w) // the database's update_seq
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	path := strings.TrimPrefix(r.URL.Path, "/")
@@ -68,6 +90,7 @@ func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	f.requests[path]++
 	versions, ok := f.packages[path]
 	if !ok {
 		http.Error(w, `{"error":"Not found"}`, http.StatusNotFound)
