@@ -78,8 +78,8 @@ func TestLargeAndUncompressedFilesPublish(t *testing.T) {
 	}
 	wantSkipped := []metadata.SkippedFile{{Path: "vendor.js", Size: int64(len(overLimit)),
 		Reason: "over the library's size limit (18 MiB): stored as is, without a minified twin, brotli or gzip"}}
-	if got, _ := json.Marshal(doc.Skipped); string(got) != string(mustJSON(wantSkipped)) {
-		t.Errorf("skipped %s, want %s", got, mustJSON(wantSkipped))
+	if got, want := mustJSON(t, doc.Skipped), mustJSON(t, wantSkipped); got != want {
+		t.Errorf("skipped %s, want %s", got, want)
 	}
 	twins := map[string]bool{"app.js.map": true, "index.js": true, "index.min.js": true}
 	for name, data := range want {
@@ -125,12 +125,4 @@ func TestLargeAndUncompressedFilesPublish(t *testing.T) {
 	if err != nil || !bytes.Equal(again, br) {
 		t.Errorf("the twin made again at the recorded level differs (%d bytes, stored %d): %v", len(again), len(br), err)
 	}
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
