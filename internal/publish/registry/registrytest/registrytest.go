@@ -29,11 +29,12 @@ type Registry struct {
 	// 304 and with a document.
 	NotModified atomic.Int64
 	Documents   atomic.Int64
+	requests    map[string]int64 // by URL path
 }
 
 // New starts a registry; Close stops it.
 func New() *Registry {
-	f := &Registry{packages: map[string]map[string][]byte{}}
+	f := &Registry{packages: map[string]map[string][]byte{}, requests: map[string]int64{}}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -52,6 +53,7 @@ func (f *Registry) Add(name, version string, tarball []byte) {
 func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.requests[r.URL.Path]++
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	if strings.HasPrefix(path, "repos/") {
 		f.serveGitHub(w, r, strings.Split(strings.TrimPrefix(path, "repos/"), "/"))
@@ -96,6 +98,17 @@ func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/vnd.npm.install-v1+json")
 	w.Write(body)
 }
+
+// Requests is how many requests path has had: "/name" for a package's
+// document, "/tarballs/name/version.tgz" for a tarball (TarballPath).
+func (f *Registry) Requests(path string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests[path]
+}
+
+// TarballPath is the path of a version's tarball.
+func TarballPath(name, version string) string { return "/tarballs/" + name + "/" + version + ".tgz" }
 
 // Entry is one member of a test tarball; Link makes it a symlink. Names
 // starting with "/" or "../" are written as they are (hostile entries).
