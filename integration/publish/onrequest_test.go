@@ -19,8 +19,10 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"github.com/edgeflow/edgeflow/internal/publish/edge"
+	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/onrequest"
 	"github.com/edgeflow/edgeflow/internal/publish/registry"
 	"github.com/edgeflow/edgeflow/internal/publish/registry/registrytest"
@@ -103,6 +105,21 @@ func (s *onRequestStack) edgeWith(t *testing.T, cfg onrequest.Config, ecfg edge.
 	return srv.URL
 }
 
+// publishFromCatalog publishes name@version as the update check does, from
+// the workers' catalog, and waits for it: a library on-request tests ask
+// a new version of has been imported already.
+func publishFromCatalog(t *testing.T, name, version string) {
+	t.Helper()
+	run, err := env.Client.ExecuteWorkflow(testContext(t), versionStart(name, version), contract.WorkflowTypePublishVersion,
+		contract.PublishInput{VersionRef: contract.VersionRef{PackageRef: contract.PackageRef{Name: name}, Version: version}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(testContext(t), nil); err != nil {
+		t.Fatalf("publish %s@%s: %v", name, version, err)
+	}
+}
+
 // response is what a test reads of an answer.
 type response struct {
 	status int
@@ -179,15 +196,7 @@ func TestOnRequestPublishesAVersionOnItsFirstRequest(t *testing.T) {
 	const name = "onreq-first"
 	stack := startOnRequestStack(t, onRequestPackage(name))
 	addRelease(name, "1.0.0", 20)
-	// 1.0.0 as the update check publishes it: from the workers' catalog.
-	run, err := env.Client.ExecuteWorkflow(testContext(t), versionStart(name, "1.0.0"), contract.WorkflowTypePublishVersion,
-		contract.PublishInput{VersionRef: contract.VersionRef{PackageRef: contract.PackageRef{Name: name}, Version: "1.0.0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := run.Get(testContext(t), nil); err != nil {
-		t.Fatalf("publish 1.0.0: %v", err)
-	}
+	publishFromCatalog(t, name, "1.0.0")
 	// More starts a minute than the default, for the tries below.
 	base := stack.edge(t, onrequest.Config{PerLibrary: 100}, edge.DefaultWaitForPublish)
 	if r := get(t, base+"/ajax/libs/"+name+"/1.0.0/file03.js"); r.status != http.StatusOK {
@@ -233,16 +242,18 @@ func TestOnRequestPublishesAVersionOnItsFirstRequest(t *testing.T) {
 func TestOnRequestStartsOnePublishForManyRequests(t *testing.T) {
 	const name, version = "onreq-crowd", "2.0.0"
 	stack := startOnRequestStack(t, onRequestPackage(name))
+	addRelease(name, "1.0.0", 1)
+	publishFromCatalog(t, name, "1.0.0")
 	files := addRelease(name, version, 20)
 	// Two edges, each with its own publisher, as two processes would be;
 	// a wait long enough that every request sees the publish end.
 	edges := []string{stack.edge(t, onrequest.Config{}, time.Minute), stack.edge(t, onrequest.Config{}, time.Minute)}
-	// A third edge that learns now that the library has no document, and
-	// keeps believing it: asked after the publish, it must not start the
-	// version again.
-	stale := stack.edgeWith(t, onrequest.Config{}, edge.Config{WaitForPublish: time.Minute, MetaTTL: time.Hour, NegativeTTL: time.Hour})
-	if r := get(t, stale+"/libraries/"+name); r.status != http.StatusNotFound {
-		t.Fatalf("the library before its first version: %d %s", r.status, r.body)
+	// A third edge that reads the package document now, without 2.0.0,
+	// and keeps believing it: asked after the publish, it must not start
+	// the version again.
+	stale := stack.edgeWith(t, onrequest.Config{}, edge.Config{WaitForPublish: time.Minute, MetaTTL: time.Hour})
+	if r := get(t, stale+"/libraries/"+name); r.status != http.StatusOK || strings.Contains(r.body, version) {
+		t.Fatalf("the library before %s: %d %s", version, r.status, r.body)
 	}
 
 	const requests = 200
@@ -348,20 +359,21 @@ func TestOnRequestRefusesWhatTheRulesRefuse(t *testing.T) {
 func TestOnRequestLimitsStartsPerLibrary(t *testing.T) {
 	const name = "onreq-limit"
 	stack := startOnRequestStack(t, onRequestPackage(name))
-	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0"} {
+	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0", "1.3.0"} {
 		addRelease(name, v, 1)
 	}
+	publishFromCatalog(t, name, "1.0.0")
 	base := stack.edge(t, onrequest.Config{PerLibrary: 2}, time.Minute)
-	for _, v := range []string{"1.0.0", "1.1.0"} {
+	for _, v := range []string{"1.1.0", "1.2.0"} {
 		if r := get(t, base+"/ajax/libs/"+name+"/"+v+"/file00.js"); r.status != http.StatusOK {
 			t.Fatalf("%s within the limit: %d %s", v, r.status, r.body)
 		}
 	}
-	r := get(t, base+"/ajax/libs/"+name+"/1.2.0/file00.js")
+	r := get(t, base+"/ajax/libs/"+name+"/1.3.0/file00.js")
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || r.header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("past the limit: %d, Retry-After %q, Cache-Control %q, want 503 with Retry-After, no-store", r.status, r.header.Get("Retry-After"), r.header.Get("Cache-Control"))
 	}
-	neverStarted(t, name, "1.2.0")
+	neverStarted(t, name, "1.3.0")
 }
 
 // Without a publisher (no Temporal configured) a version not published is
@@ -370,6 +382,8 @@ func TestOnRequestLimitsStartsPerLibrary(t *testing.T) {
 func TestOnRequestWithoutTemporal(t *testing.T) {
 	const name = "onreq-notemporal"
 	stack := startOnRequestStack(t, onRequestPackage(name))
+	addRelease(name, "0.9.0", 1)
+	publishFromCatalog(t, name, "0.9.0")
 	addRelease(name, "1.0.0", 1)
 
 	plain := httptest.NewServer(edge.New(edge.Config{Primary: env.Store, Mirror: env.Store, Buckets: buckets}))
@@ -395,4 +409,33 @@ func TestOnRequestWithoutTemporal(t *testing.T) {
 		t.Errorf("Temporal unreachable: %d %s, Retry-After %q, Cache-Control %q; want 503 with Retry-After, no-store", r.status, r.body, r.header.Get("Retry-After"), r.header.Get("Cache-Control"))
 	}
 	neverStarted(t, name, "1.0.0")
+}
+
+// A library the catalog has never imported is imported whole on the first
+// request for one of its versions: its check runs (keeping the first
+// import's window), the request is a 503 with Retry-After meanwhile, and
+// every version of the first import is published, not the one asked for
+// alone.
+func TestOnRequestImportsANewLibrary(t *testing.T) {
+	const name = "onreq-new"
+	stack := startOnRequestStack(t, onRequestPackage(name))
+	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0"} {
+		addRelease(name, v, 1)
+	}
+	base := stack.edge(t, onrequest.Config{}, edge.DefaultWaitForPublish)
+	r := get(t, base+"/ajax/libs/"+name+"/1.2.0/file00.js")
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" || r.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("a version of a library never imported: %d %s (Retry-After %q, Cache-Control %q), want 503 with Retry-After, no-store",
+			r.status, r.body, r.header.Get("Retry-After"), r.header.Get("Cache-Control"))
+	}
+	for _, v := range []string{"1.2.0", "1.0.0"} {
+		eventually(t, 2*time.Minute, name+"@"+v+" is served", func() (bool, string) {
+			r := get(t, base+"/ajax/libs/"+name+"/"+v+"/file00.js")
+			return r.status == http.StatusOK, fmt.Sprintf("%d %s", r.status, r.body)
+		})
+	}
+	var window struct{ Floor string }
+	if _, err := objectstore.GetJSON(testContext(t), env.Store, buckets.Meta, metadata.ImportWindowKey(name), &window); err != nil || window.Floor != "1.0.0" {
+		t.Errorf("the first import's window: %+v (%v), want it kept from 1.0.0", window, err)
+	}
 }

@@ -199,17 +199,29 @@ func (p *Publisher) request(ctx context.Context, name, version string, published
 	if reason := f.rules.Refusal(version, f.available, published); reason != "" {
 		return Answer{Kind: Refused, Reason: reason}
 	}
+	if len(published) == 0 && f.rules.Window == nil {
+		return p.firstImport(ctx, name, version)
+	}
 	w, limited := p.watches.startOrJoin(key, p.cfg.Now(), p.limiter.take, name, func(w *watch) {
-		deadline, ok := ctx.Deadline()
-		if !ok {
-			deadline = p.cfg.Now().Add(p.cfg.LookupTimeout)
-		}
-		go p.watch(w, name, version, f.listing[version], deadline)
+		go p.watch(w, name, version, f.listing[version], p.startBy(ctx))
 	})
 	if w == nil {
-		return Answer{Kind: NotReady, RetryAfter: limited, Reason: "too many versions are being published on request; try again later"}
+		return limitedAnswer(limited)
 	}
 	return p.await(ctx, w, name, version)
+}
+
+func limitedAnswer(retryAfter time.Duration) Answer {
+	return Answer{Kind: NotReady, RetryAfter: retryAfter, Reason: "too many versions are being published on request; try again later"}
+}
+
+// startBy is when a start made for the request of ctx must be accepted:
+// the request's deadline.
+func (p *Publisher) startBy(ctx context.Context) time.Time {
+	if deadline, ok := ctx.Deadline(); ok {
+		return deadline
+	}
+	return p.cfg.Now().Add(p.cfg.LookupTimeout)
 }
 
 // await waits for the watch's outcome until ctx ends.
