@@ -217,6 +217,8 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 		"TEMPORAL_ADDRESS="+temporal.HostPort, "S3_ENDPOINT="+minio.Endpoint,
 		"S3_ACCESS_KEY="+c.AccessKey, "S3_SECRET_KEY="+c.SecretKey,
 		"CATALOG_DIR="+c.CatalogDir,
+		// The edge publishes a catalog version on its first request.
+		"EDGE_CATALOG_DIR="+c.CatalogDir,
 		"EDGE_ADDR="+c.EdgeAddr,
 		"GATE_ADDR="+c.GateAddr, "GATE_HEALTH_ADDR="+c.GateHealthAddr, "GATE_ORIGIN=http://"+originLn.Addr().String(),
 		"GATE_DATA_CENTER="+c.GateDataCenter, "GATE_REDIS_URL="+redis.URL,

@@ -167,6 +167,17 @@ func (p *Package) AddVersion(entry catalog.Package, version string, at time.Time
 	p.UpdatedAt = at
 }
 
+// Published is what the update check counts as published, by version: every
+// listed version, true unless its commit stopped part way (such a version
+// is offered again, so that its run finishes it).
+func (p *Package) Published() map[string]bool {
+	out := make(map[string]bool, len(p.Versions))
+	for _, v := range p.Versions {
+		out[v] = !slices.Contains(p.Incomplete, v)
+	}
+	return out
+}
+
 // MarkIncomplete records that version's commit has steps left to do.
 func (p *Package) MarkIncomplete(version string) {
 	if !slices.Contains(p.Incomplete, version) {

@@ -30,14 +30,15 @@ type Registry struct {
 	// 304 and with a document.
 	NotModified atomic.Int64
 	Documents   atomic.Int64
-	requests    map[string]int // document requests by package name
+	documents   map[string]int   // document requests by package name
+	requests    map[string]int64 // every request by URL path
 
 	feed feed
 }
 
 // New starts a registry; Close stops it.
 func New() *Registry {
-	f := &Registry{packages: map[string]map[string][]byte{}, requests: map[string]int{}}
+	f := &Registry{packages: map[string]map[string][]byte{}, documents: map[string]int{}, requests: map[string]int64{}}
 	f.feed.init()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
@@ -60,7 +61,7 @@ func (f *Registry) Add(name, version string, tarball []byte) {
 func (f *Registry) DocumentRequests(name string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.requests[name]
+	return f.documents[name]
 }
 
 func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
@@ -74,6 +75,7 @@ func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.requests[r.URL.Path]++
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	if strings.HasPrefix(path, "repos/") {
 		f.serveGitHub(w, r, strings.Split(strings.TrimPrefix(path, "repos/"), "/"))
@@ -90,7 +92,7 @@ func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	f.requests[path]++
+	f.documents[path]++
 	versions, ok := f.packages[path]
 	if !ok {
 		http.Error(w, `{"error":"Not found"}`, http.StatusNotFound)
@@ -119,6 +121,17 @@ func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/vnd.npm.install-v1+json")
 	w.Write(body)
 }
+
+// Requests is how many requests path has had: "/name" for a package's
+// document, "/tarballs/name/version.tgz" for a tarball (TarballPath).
+func (f *Registry) Requests(path string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests[path]
+}
+
+// TarballPath is the path of a version's tarball.
+func TarballPath(name, version string) string { return "/tarballs/" + name + "/" + version + ".tgz" }
 
 // Entry is one member of a test tarball; Link makes it a symlink. Names
 // starting with "/" or "../" are written as they are (hostile entries).
