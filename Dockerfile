@@ -83,7 +83,10 @@ EXPOSE 8094
 ENTRYPOINT ["/usr/local/bin/admit"]
 
 # ---- edge ------------------------------------------------------------------
+# It carries the publish workers' catalog: a version of a catalog library
+# not yet published is published on its first request (EDGE_CATALOG_DIR).
 FROM runtime AS edge
+COPY catalog /catalog
 COPY --from=build /out/cmd/edge /usr/local/bin/edge
 ENV EDGE_ADDR=0.0.0.0:8080
 EXPOSE 8080

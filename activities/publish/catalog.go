@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -65,11 +64,7 @@ func (a *Publish) checkPackage(ctx context.Context, ref contract.PackageRef) con
 	published := map[string]bool{}
 	var doc metadata.Package
 	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.PackageKey(pkg.Name), &doc); err == nil {
-		for _, v := range doc.Versions {
-			// A version whose commit stopped part way is offered again, so
-			// that its run finishes it.
-			published[v] = !slices.Contains(doc.Incomplete, v)
-		}
+		published = doc.Published()
 	} else if !errors.Is(err, objectstore.ErrNotFound) {
 		res.Problem = err.Error()
 		return res
@@ -81,13 +76,7 @@ func (a *Publish) checkPackage(ctx context.Context, ref contract.PackageRef) con
 	}
 	available := make([]string, 0, len(listing))
 	for v := range listing {
-		if !rejected[v] {
-			available = append(available, v)
-		}
-	}
-	firstImport := a.FirstImport
-	if firstImport <= 0 {
-		firstImport = 10
+		available = append(available, v)
 	}
 	var window *versions.Window
 	var w versions.Window
@@ -98,7 +87,8 @@ func (a *Publish) checkPackage(ctx context.Context, ref contract.PackageRef) con
 		res.Problem = err.Error()
 		return res
 	}
-	offered, decided := versions.NewVersionsIn(available, published, pkg.Autoupdate.IgnoreVersions, firstImport, window)
+	rules := versions.Rules{Ignore: pkg.Autoupdate.IgnoreVersions, Rejected: rejected, FirstImport: a.firstImport(), Window: window}
+	offered, decided := rules.Offer(available, published)
 	if decided != nil {
 		// The first import's window holds for every later check.
 		if err := objectstore.PutJSON(ctx, a.Primary, a.Buckets.Meta, metadata.ImportWindowKey(pkg.Name), decided); err != nil {
@@ -162,17 +152,18 @@ func (a *Publish) sentPackage(ref contract.PackageRef) (catalog.Package, error) 
 }
 
 // rejectedVersions returns the versions the package's rejection markers
-// still hold for (metadata.Rejections, which the console reads too).
-func (a *Publish) rejectedVersions(ctx context.Context, pkg catalog.Package) (map[string]bool, error) {
-	markers, err := metadata.Rejections(ctx, a.Primary, a.Buckets.Meta, pkg.Name, pkg.Selection())
-	if err != nil {
-		return nil, err
+// still hold for, with their reasons (metadata.RejectedVersions, which the
+// console and the edge read too).
+func (a *Publish) rejectedVersions(ctx context.Context, pkg catalog.Package) (map[string]string, error) {
+	return metadata.RejectedVersions(ctx, a.Primary, a.Buckets.Meta, pkg.Name, pkg.Selection())
+}
+
+// firstImport is how many versions a package new to the catalog takes.
+func (a *Publish) firstImport() int {
+	if a.FirstImport <= 0 {
+		return versions.DefaultFirstImport
 	}
-	rejected := make(map[string]bool, len(markers))
-	for _, r := range markers {
-		rejected[r.Version] = true
-	}
-	return rejected, nil
+	return a.FirstImport
 }
 
 // listVersions asks the package's source for its versions with the cached

@@ -59,6 +59,7 @@ func (a *Publish) Commit(ctx context.Context, in contract.PackageVersion) (*cont
 	doc.Stats.ReusedFiles = reused
 	doc.Stats.Processed = len(processed)
 	doc.Stats.SkippedFiles = len(p.Skipped)
+	doc.Skipped = p.NotProcessed
 	doc.PublishedAt = a.now()
 	var existing metadata.Version
 	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.VersionKey(p.Name, p.Version), &existing); err == nil {

@@ -1,7 +1,6 @@
 package publish
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,16 +33,37 @@ func (c *Compress) CompressBatch(ctx context.Context, in contract.BatchInput) (*
 		// come from those tools. Retryable, so a matching worker takes it.
 		return nil, fmt.Errorf("this compress worker processes as %q, the plan assumed %q", fp, in.Fingerprint)
 	}
-	data, _, err := objectstore.ReadAll(ctx, c.Primary, c.Buckets.Incoming, metadata.BatchKey(in.Name, in.Version, in.Batch))
+	body, _, err := c.Primary.Get(ctx, c.Buckets.Incoming, metadata.BatchKey(in.Name, in.Version, in.Batch))
 	if err != nil {
 		return nil, err
 	}
-	files, err := plan.ReadBatch(bytes.NewReader(data))
-	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrBadArchive, nil)
-	}
+	defer func() { _ = body.Close() }() // read-only
 	var done atomic.Int64
 	defer heartbeat.Every(ctx, 5*time.Second, func() any { return done.Load() })()
+	batch, err := plan.OpenBatch(markedBody{body})
+	if err != nil {
+		return nil, batchError(err)
+	}
+	if len(batch.Files) == 1 && batch.Files[0].Streamed {
+		// One file too large to hold: processed as it streams in.
+		f, r, err := batch.Next()
+		if err != nil {
+			return nil, batchError(err)
+		}
+		result, summary, err := c.compressStreamed(ctx, in, opts, f, r, func(n int64) { done.Store(n) })
+		if err != nil {
+			return nil, err
+		}
+		if err := objectstore.PutJSON(ctx, c.Primary, c.Buckets.Incoming, metadata.ResultKey(in.Name, in.Version, in.Batch), []plan.FileResult{result}); err != nil {
+			return nil, err
+		}
+		return &summary, nil
+	}
+	files, err := batch.ReadAll()
+	if err != nil {
+		return nil, batchError(err)
+	}
+	_ = body.Close() // every file is in memory: the connection can go
 
 	results := make([]plan.FileResult, len(files))
 	var summary contract.BatchSummary
@@ -88,6 +108,12 @@ func (c *Compress) CompressBatch(ctx context.Context, in contract.BatchInput) (*
 			for _, o := range outs {
 				meta := metadata.File{Path: o.Path, Size: int64(len(o.Data)), SRI: o.SRI, ContentType: o.ContentType,
 					BrotliSize: int64(len(o.Brotli)), GzipSize: int64(len(o.Gzip)), MinifiedFrom: o.MinifiedFrom}
+				if o.Brotli != nil {
+					meta.BrotliLevel = o.Levels.Brotli
+				}
+				if o.Gzip != nil {
+					meta.GzipLevel = o.Levels.Gzip
+				}
 				if err := c.writeOutput(gctx, in.Name, in.Version, o); err != nil {
 					return err
 				}
@@ -127,6 +153,15 @@ func (c *Compress) CompressBatch(ctx context.Context, in contract.BatchInput) (*
 		return nil, err
 	}
 	return &summary, nil
+}
+
+// batchError classifies an error met reading a batch: one from the
+// store's stream is retried, one in the batch's content fails for good.
+func batchError(err error) error {
+	if _, read := errors.AsType[*bodyError](err); read {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrBadArchive, nil)
 }
 
 // process is transform.File, or the test seam Process.

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -74,6 +75,8 @@ func (m *compressMetrics) observe(codec string, in, out int) {
 type publishMetrics struct {
 	staged    *prometheus.CounterVec
 	committed prometheus.Counter
+	polls     *prometheus.CounterVec
+	lag       *followerLag
 }
 
 func newPublishMetrics() *publishMetrics {
@@ -84,6 +87,12 @@ func newPublishMetrics() *publishMetrics {
 				[]string{"disposition"}, []string{"reused"}, []string{"new"}),
 			committed: metrics.NewCounter(prometheus.CounterOpts{Name: "edgeflow_publish_versions_committed_total",
 				Help: "Versions committed (listed in their package document, so served)."}),
+			polls: metrics.NewCounterVec(prometheus.CounterOpts{Name: "edgeflow_publish_follower_polls_total",
+				Help: "Requests the registry follower made to a changes feed, by registry and result (ok, or failed: refused, stalled, malformed)."},
+				[]string{"registry", "result"}, []string{"npm", "ok"}, []string{"npm", "failed"}),
+			lag: metrics.Register(&followerLag{caughtUp: map[string]time.Time{}, desc: prometheus.NewDesc("edgeflow_publish_follower_lag_seconds",
+				"Seconds since the registry follower last saw every change of a registry's feed (now minus the last answer that left nothing behind); exported by the processes that polled the feed, so the lowest value is the follower's.",
+				[]string{"registry"}, nil)}),
 		}
 	})
 	return publishM
@@ -100,5 +109,49 @@ func (m *publishMetrics) planned(toProcess, reused int) {
 func (m *publishMetrics) commit() {
 	if m != nil {
 		m.committed.Inc()
+	}
+}
+
+func (m *publishMetrics) poll(registry string, err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "failed"
+	}
+	m.polls.WithLabelValues(registry, result).Inc()
+}
+
+func (m *publishMetrics) caughtUp(registry string, at time.Time) {
+	if m != nil {
+		m.lag.set(registry, at)
+	}
+}
+
+// followerLag is the follower's lag, computed when scraped from the last
+// moment this process saw the feed caught up; a registry this process never
+// polled has no series.
+type followerLag struct {
+	mu       sync.Mutex
+	caughtUp map[string]time.Time
+	desc     *prometheus.Desc
+}
+
+func (l *followerLag) set(registry string, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if at.After(l.caughtUp[registry]) {
+		l.caughtUp[registry] = at
+	}
+}
+
+func (l *followerLag) Describe(ch chan<- *prometheus.Desc) { ch <- l.desc }
+
+func (l *followerLag) Collect(ch chan<- prometheus.Metric) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for registry, at := range l.caughtUp {
+		ch <- prometheus.MustNewConstMetric(l.desc, prometheus.GaugeValue, max(time.Since(at).Seconds(), 0), registry)
 	}
 }

@@ -20,7 +20,7 @@ func TestActivitiesAreRegisteredUnderContractNames(t *testing.T) {
 	}{
 		{func(e *testsuite.TestActivityEnvironment) { publishacts.RegisterPublish(e, &publishacts.Publish{}) }, []string{
 			contract.ListCatalogActivity, contract.CheckPackagesActivity, contract.StageVersionActivity, contract.CommitActivity,
-			contract.MaterializeActivity, contract.FindBatchResultsActivity, contract.RebuildMetadataActivity, contract.ListPublishedActivity, contract.FetchOriginalActivity}},
+			contract.MaterializeActivity, contract.FindBatchResultsActivity, contract.RebuildMetadataActivity, contract.ListPublishedActivity, contract.FetchOriginalActivity, contract.FollowRegistryActivity}},
 		{func(e *testsuite.TestActivityEnvironment) { publishacts.RegisterCompress(e, &publishacts.Compress{}) }, []string{
 			contract.CompressBatchActivity, contract.AuditPackageActivity}},
 	}

@@ -7,6 +7,7 @@ package publish
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/plan"
 	"github.com/edgeflow/edgeflow/internal/publish/registry"
@@ -46,8 +48,11 @@ type Publish struct {
 	CatalogDir string
 	NPM        *registry.NPM
 	GitHub     *registry.GitHub
-	HTTP       *http.Client // for archive downloads
-	Extract    tarx.Limits
+	// Changes is the npm registry's changes feed the follower reads; nil:
+	// FollowRegistry refuses.
+	Changes *registry.Changes
+	HTTP    *http.Client // for archive downloads
+	Extract tarx.Limits
 	// MaxTarballBytes bounds a release archive as downloaded; 0 means
 	// registry.DefaultMaxTarballBytes.
 	MaxTarballBytes int64
@@ -55,16 +60,23 @@ type Publish struct {
 	// long; 0 means the activity's heartbeat timeout.
 	StallTimeout time.Duration
 	Batch        plan.BatchLimits // zero: plan.DefaultBatchLimits
-	FirstImport  int              // versions imported for a package new to the catalog; 0 means 10
-	Now          func() time.Time // for document timestamps; time.Now when nil
-	TempDir      string           // scratch space for archives; os.TempDir when empty
-	metrics      *publishMetrics  // set by RegisterPublish
+	// MaxFileSize is the catalog-wide limit on the files processed (a
+	// library's maxFileSize overrides it): a larger file is stored as is
+	// and listed as skipped. 0 means catalog.DefaultMaxFileSize.
+	MaxFileSize int64
+	FirstImport int              // versions imported for a package new to the catalog; 0 means 10
+	Now         func() time.Time // for document timestamps; time.Now when nil
+	TempDir     string           // scratch space for archives; os.TempDir when empty
+	metrics     *publishMetrics  // set by RegisterPublish
 }
 
 // Compress is the compress pool's activity: minify, compress and hash.
 type Compress struct {
 	Stores
 	CPU *transform.Limiter // bounds concurrent compressions in this process
+	// TempDir holds a streamed file and its twins while they are stored;
+	// os.TempDir when empty.
+	TempDir string
 	// Process replaces transform.File (tests); nil means transform.File.
 	Process func(path string, data []byte, opts transform.Options, shipped func(string) bool) ([]transform.Output, []string, error) `json:"-"`
 	metrics *compressMetrics                                                                                                        // set by RegisterCompress
@@ -103,6 +115,7 @@ func publishActivities(a *Publish) []namedActivity {
 		{contract.RebuildMetadataActivity, a.RebuildMetadata},
 		{contract.ListPublishedActivity, a.ListPublished},
 		{contract.FetchOriginalActivity, a.FetchOriginal},
+		{contract.FollowRegistryActivity, a.FollowRegistry},
 	}
 }
 
@@ -158,11 +171,14 @@ type PublishConfig struct {
 	StorageFlags
 	CatalogDir  string
 	NPMURL      string
+	ChangesURL  string
 	GitHubURL   string
 	FirstImport int
 	// TarballHosts are hosts, beside the registries', that archive
 	// downloads may be redirected to.
 	TarballHosts string
+	// MaxFileSize is the catalog-wide file size limit, in bytes.
+	MaxFileSize int64
 }
 
 // RegisterFlags adds the publish pool's flags to fs.
@@ -170,13 +186,19 @@ func (c *PublishConfig) RegisterFlags(fs *pflag.FlagSet) {
 	c.StorageFlags.register(fs)
 	fs.StringVar(&c.CatalogDir, "catalog", config.Env("CATALOG_DIR", "catalog"), "catalog directory (env CATALOG_DIR)")
 	fs.StringVar(&c.NPMURL, "npm-registry", config.Env("NPM_REGISTRY", registry.DefaultNPMURL), "npm registry base URL (env NPM_REGISTRY)")
+	fs.StringVar(&c.ChangesURL, "npm-changes", config.Env("NPM_CHANGES_URL", registry.DefaultChangesURL), "the npm registry's changes feed the follower reads (env NPM_CHANGES_URL)")
 	fs.StringVar(&c.GitHubURL, "github-api", config.Env("GITHUB_API", "https://api.github.com"), "GitHub API base URL (env GITHUB_API; token from GITHUB_TOKEN)")
 	fs.IntVar(&c.FirstImport, "first-import", config.EnvInt("FIRST_IMPORT", 10), "versions imported for a package new to the catalog (env FIRST_IMPORT)")
 	fs.StringVar(&c.TarballHosts, "tarball-hosts", config.Env("TARBALL_HOSTS", DefaultTarballHosts), "comma-separated hosts, beside the registries', that archive downloads may be redirected to (env TARBALL_HOSTS)")
+	fs.Int64Var(&c.MaxFileSize, "max-file-size", int64(config.EnvInt("MAX_FILE_SIZE", catalog.DefaultMaxFileSize)),
+		"catalog-wide limit, in bytes, on the files compressed: a larger one is stored as is and listed as skipped; a library's maxFileSize overrides it (env MAX_FILE_SIZE)")
 }
 
 // Build connects to the stores and returns the publish pool's activities.
 func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
+	if c.MaxFileSize < 1 || c.MaxFileSize > catalog.MaxFileSizeLimit {
+		return nil, fmt.Errorf("--max-file-size (MAX_FILE_SIZE): %d is not a usable limit: give bytes from 1 to %d (1 GiB)", c.MaxFileSize, catalog.MaxFileSizeLimit)
+	}
 	stores, err := c.open(ctx)
 	if err != nil {
 		return nil, err
@@ -186,13 +208,16 @@ func (c *PublishConfig) Build(ctx context.Context) (*Publish, error) {
 	hosts := append([]string{c.NPMURL, c.GitHubURL}, strings.Split(c.TarballHosts, ",")...)
 	httpClient := &http.Client{Timeout: 10 * time.Minute, CheckRedirect: registry.RedirectPolicy(hosts...)}
 	return &Publish{
-		Stores:      stores,
-		CatalogDir:  c.CatalogDir,
-		NPM:         &registry.NPM{BaseURL: c.NPMURL, Client: httpClient},
-		GitHub:      &registry.GitHub{BaseURL: c.GitHubURL, Token: config.Env("GITHUB_TOKEN", ""), Client: httpClient},
+		Stores:     stores,
+		CatalogDir: c.CatalogDir,
+		NPM:        &registry.NPM{BaseURL: c.NPMURL, Client: httpClient},
+		GitHub:     &registry.GitHub{BaseURL: c.GitHubURL, Token: config.Env("GITHUB_TOKEN", ""), Client: httpClient},
+		// A long-poll is bounded by its own wait, not the downloads' timeout.
+		Changes:     &registry.Changes{URL: c.ChangesURL, Client: &http.Client{CheckRedirect: registry.RedirectPolicy(c.ChangesURL)}},
 		HTTP:        httpClient,
 		Extract:     tarx.DefaultLimits,
 		FirstImport: c.FirstImport,
+		MaxFileSize: c.MaxFileSize,
 	}, nil
 }
 

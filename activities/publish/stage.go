@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,7 +95,7 @@ func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (_ *
 		return nil, err
 	}
 
-	opts := transform.Options{MinifyJS: pkg.MinifyJS(), MinifyCSS: pkg.MinifyCSS()}
+	opts := a.processingOptions(pkg)
 	fingerprint := transform.Fingerprint(opts)
 	var reuse plan.ReuseIndex
 	if _, err := objectstore.GetJSON(ctx, a.Primary, a.Buckets.Meta, metadata.ReuseIndexKey(pkg.Name), &reuse); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
@@ -108,12 +109,14 @@ func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (_ *
 		limits = plan.BatchLimits(*l)
 	}
 	shipped := make(map[string]bool, len(files))
+	sizes := make(map[string]int64, len(files))
 	for _, f := range files {
-		shipped[f.Path] = true
+		shipped[f.Path], sizes[f.Path] = true, f.Size
 	}
-	wantsTwin := func(p string) bool { return opts.WantsTwin(p, shipped) }
+	wantsTwin := func(p string) bool { return opts.WantsTwin(p, sizes[p], shipped) }
 	p := plan.BuildPlan(pkg.Name, in.Version, fingerprint, files, &reuse, wantsTwin, transform.Class, limits)
 	p.Package = pkg
+	p.NotProcessed = notProcessed(opts, files, shipped)
 	for i, s := range extracted.Skipped {
 		p.Skipped = append(p.Skipped, plan.Skip{Path: s.Path, Reason: s.Reason})
 		if i < 20 {
@@ -136,6 +139,34 @@ func (a *Publish) StageVersion(ctx context.Context, in contract.VersionRef) (_ *
 	activity.GetLogger(ctx).Info("planned", "package", pkg.Name, "version", in.Version, "files", len(files),
 		"process", toProcess, "reuse", reused, "batches", p.Batches, "skipped", len(p.Skipped))
 	return res, nil
+}
+
+// processingOptions are how the files of pkg are processed: its minify
+// switches, and its size limit (its own maxFileSize, else the pool's).
+func (a *Publish) processingOptions(pkg catalog.Package) transform.Options {
+	opts := transform.Options{MinifyJS: pkg.MinifyJS(), MinifyCSS: pkg.MinifyCSS(), MaxFileSize: a.MaxFileSize}
+	if limit := pkg.FileSizeLimit(); limit > 0 {
+		opts.MaxFileSize = limit
+	}
+	return opts
+}
+
+// notProcessed lists, with why, the selected files not processed as their
+// type would be: over the library's size limit (stored as is), or a script
+// or stylesheet too large to minify that would otherwise get a twin.
+func notProcessed(opts transform.Options, files []plan.SourceFile, shipped map[string]bool) []metadata.SkippedFile {
+	var out []metadata.SkippedFile
+	for _, f := range files {
+		reason := opts.PlanFor(f.Path, f.Size).SkipReason
+		if reason == "" && opts.WantsTwin(f.Path, 0, shipped) && !opts.WantsTwin(f.Path, f.Size, shipped) {
+			reason = transform.NotMinifiedReason
+		}
+		if reason != "" {
+			out = append(out, metadata.SkippedFile{Path: f.Path, Size: f.Size, Reason: reason})
+		}
+	}
+	slices.SortFunc(out, func(x, y metadata.SkippedFile) int { return strings.Compare(x.Path, y.Path) })
+	return out
 }
 
 // extract unpacks the archive under root; a hostile or corrupt archive
@@ -347,7 +378,9 @@ func (a *Publish) putFile(ctx context.Context, prog *progressBeat, bucket, key, 
 	return err
 }
 
-// stageBatches packs each batch's files into one tar object.
+// stageBatches packs each batch's files into one tar object. A file over
+// plan.OwnBatchBytes is alone in its batch and streamed from the disk into
+// its object (stageStreamed), never held whole.
 func (a *Publish) stageBatches(ctx context.Context, prog *progressBeat, p *plan.Plan, sourceOf map[string]string) error {
 	byBatch := make([][]plan.PlanEntry, p.Batches)
 	for _, e := range p.Entries {
@@ -360,6 +393,12 @@ func (a *Publish) stageBatches(ctx context.Context, prog *progressBeat, p *plan.
 	g.SetLimit(4)
 	for b, entries := range byBatch {
 		g.Go(func() error {
+			if len(entries) == 1 && entries[0].Size > plan.OwnBatchBytes {
+				e := entries[0]
+				f := plan.BatchFile{Path: e.Path, TwinWanted: e.TwinWanted, Size: e.Size,
+					Blocked: plan.Blocked(e.Path, e.TwinWanted, occupied, transform.MinifiedPath)}
+				return a.stageStreamed(gctx, prog, metadata.BatchKey(p.Name, p.Version, b), f, sourceOf[e.Path])
+			}
 			files := make([]plan.BatchFile, len(entries))
 			for i, e := range entries {
 				data, err := os.ReadFile(sourceOf[e.Path])
@@ -379,6 +418,25 @@ func (a *Publish) stageBatches(ctx context.Context, prog *progressBeat, p *plan.
 		})
 	}
 	return g.Wait()
+}
+
+// stageStreamed writes the batch of one large file from the disk to key,
+// as a multipart upload holding one part at a time.
+func (a *Publish) stageStreamed(ctx context.Context, prog *progressBeat, key string, f plan.BatchFile, source string) error {
+	file, err := os.Open(source)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = file.Close() }() // read-only
+	pr, pw := io.Pipe()
+	go func() {
+		src := &progressReader{r: file, report: func(n int64) { prog.advance("staging "+f.Path, n) }}
+		pw.CloseWithError(plan.WriteStreamedBatch(pw, f, src))
+	}()
+	_, err = objectstore.UploadStream(ctx, a.Primary, a.Buckets.Incoming, key, pr,
+		objectstore.PutOptions{Metadata: objectstore.Metadata{ContentType: "application/x-tar"}}, 0)
+	pr.CloseWithError(err) // ends the writer if the upload stopped first
+	return err
 }
 
 // isListed reports whether the package document lists the version.

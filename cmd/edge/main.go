@@ -37,6 +37,7 @@ type settings struct {
 	addr, opsAddr, publicURL, logLevel                            string
 	cacheMiB, maxCachedKiB, inflightMiB                           int
 	metaTTL, metaTimeout, primaryTimeout, writeIdle, writeTimeout time.Duration
+	onRequest                                                     onRequestSettings
 }
 
 // newRootCommand is the edge's command line. It serves until SIGINT or
@@ -55,7 +56,8 @@ process shares). It serves until SIGINT or SIGTERM, letting requests in flight
 finish.`,
 		Example: `  edge
   edge --addr 0.0.0.0:8080 --ops-addr 0.0.0.0:8090 --s3-endpoint minio:9000 --mirror-endpoint mirror:9000
-  edge --public-url https://cdn.example.com --cache-mib 1024`,
+  edge --public-url https://cdn.example.com --cache-mib 1024
+  edge --catalog catalog --address temporal:7233 --wait-for-publish 15s   # publish catalog versions on first request`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := cli.ServeContext(cmd.Context())
@@ -77,6 +79,7 @@ finish.`,
 	fs.DurationVar(&s.writeIdle, "write-idle", config.EnvDuration("EDGE_WRITE_IDLE", edge.DefaultWriteIdle), "time a client has to accept each 64 KiB of a file (env EDGE_WRITE_IDLE)")
 	fs.DurationVar(&s.writeTimeout, "write-timeout", config.EnvDuration("EDGE_WRITE_TIMEOUT", time.Minute), "deadline for writing any other response (env EDGE_WRITE_TIMEOUT)")
 	fs.IntVar(&s.inflightMiB, "inflight-mib", config.EnvInt("EDGE_INFLIGHT_MIB", edge.DefaultInflightBytes>>20), "file bodies held in memory for slow clients beyond the cache, MiB (env EDGE_INFLIGHT_MIB)")
+	s.onRequest.register(fs)
 	fs.StringVar(&s.logLevel, "log-level", config.Env("EDGE_LOG_LEVEL", config.Env("LOG_LEVEL", "info")), "debug, info, warn or error (env EDGE_LOG_LEVEL, LOG_LEVEL)")
 	return cmd
 }
@@ -85,6 +88,9 @@ finish.`,
 func serve(ctx context.Context, s settings, stderr io.Writer, ready func(addr string)) error {
 	if s.cacheMiB < 0 || s.maxCachedKiB <= 0 {
 		return cli.Fail(cli.ExitUsage, "edge: --cache-mib must be >= 0 and --max-cached-file-kib > 0 (got %d and %d)", s.cacheMiB, s.maxCachedKiB)
+	}
+	if err := s.onRequest.check(s.writeTimeout); err != nil {
+		return err
 	}
 	logHandler, err := logging.Handler(stderr, logging.Options{Level: s.logLevel})
 	if err != nil {
@@ -105,7 +111,14 @@ func serve(ctx context.Context, s settings, stderr io.Writer, ready func(addr st
 	if err != nil {
 		return err
 	}
+	onRequest, closeTemporal, err := s.onRequest.build(primary, s.storage.Buckets.Meta, logger)
+	if err != nil {
+		return err
+	}
+	defer closeTemporal()
 	srv := edge.New(edge.Config{
+		OnRequest:      onRequest,
+		WaitForPublish: s.onRequest.wait,
 		Primary:        primary,
 		Mirror:         mirror,
 		Buckets:        s.storage.Buckets,

@@ -96,6 +96,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		"negative cache":  {"-cache-mib", "-1"},
 		"zero file limit": {"-max-cached-file-kib", "0"},
 		"bad address":     {"-addr", "127.0.0.1:notaport"},
+		// A wait the server's write deadline would cut short.
+		"wait past the write timeout": {"--catalog", "catalog", "--wait-for-publish", "2m", "--write-timeout", "1m"},
+		"no starts allowed":           {"--catalog", "catalog", "--on-request-total", "0"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

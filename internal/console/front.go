@@ -20,7 +20,7 @@ const CodeThrottled = 10002
 // the client's address and scheme (a trusted proxy's X-Forwarded-For and
 // X-Forwarded-Proto, else the TCP peer and the connection), and throttles
 // the doors a secret is guessed at (/api/v1's bearer tokens, the sign-in
-// form) by failures per client address.
+// form, the GitHub hook's signatures) by failures per client address.
 type front struct {
 	trusted []netip.Prefix
 	limiter *failureLimiter
@@ -50,9 +50,12 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		secs := int(math.Ceil(wait.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		msg := fmt.Sprintf("too many failed attempts from this address; try again in %d s", secs)
-		if door == doorAPI {
+		switch door {
+		case doorAPI:
 			writeError(w, fail(http.StatusTooManyRequests, CodeThrottled, "Authorization: %s", msg))
-		} else {
+		case doorHook:
+			http.Error(w, "webhook: "+msg, http.StatusTooManyRequests)
+		default:
 			http.Error(w, "sign-in: "+msg, http.StatusTooManyRequests)
 		}
 		return
@@ -72,6 +75,8 @@ func guardedDoor(r *http.Request) string {
 		return doorAPI
 	case r.Method == http.MethodPost && r.URL.Path == "/signin":
 		return doorSignIn
+	case r.URL.Path == "/hooks/github":
+		return doorHook
 	}
 	return ""
 }

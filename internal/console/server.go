@@ -5,7 +5,9 @@
 package console
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +16,7 @@ import (
 	"os"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
@@ -25,6 +28,8 @@ import (
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/migrate/jobclient"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
+	"github.com/edgeflow/edgeflow/internal/publish/catalog"
+	"github.com/edgeflow/edgeflow/internal/publish/hook"
 	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
 )
 
@@ -53,6 +58,9 @@ type Options struct {
 	// Endpoints is what migrations started here may reach; nil: read from
 	// the environment on each start (tests), as Run reads it once.
 	Endpoints *jobclient.EndpointPolicy
+	// HookSecret verifies GitHub's webhook deliveries at POST
+	// /hooks/github (PUBLISH_WEBHOOK_SECRET); nil: the hook refuses them.
+	HookSecret []byte
 }
 
 // New builds the API's routes.
@@ -78,6 +86,9 @@ func New(o Options) *Server {
 	s.mux.Handle("/api/v1/", s.api(func(http.ResponseWriter, *http.Request) (int, any, *ResultInfo, error) {
 		return 0, nil, nil, fail(http.StatusNotFound, CodeNotFound, "path: no such route (GET /api/v1/openapi.json lists them)")
 	}))
+	// GitHub's deliveries carry their own proof (an HMAC of the body), not
+	// a token: the hook is outside /api/v1 and the pages.
+	s.mux.Handle("/hooks/github", s.githubHook(o))
 	s.mux.Handle("/", s.pages(o))
 	s.front = &front{trusted: o.TrustForwarded, limiter: newFailureLimiter(o.Throttle), metrics: newThrottleMetrics(), next: s.mux}
 	return s
@@ -96,6 +107,35 @@ func (s *Server) pages(o Options) http.Handler {
 		Migrations: web.Migrations{Temporal: o.Temporal, JobStore: o.JobStore, Start: s.migrations.startForm},
 		Libraries:  o.Libraries,
 	}).Handler()
+}
+
+// githubHook starts a library's check when its repository's release or tag
+// is delivered (internal/publish/hook).
+func (s *Server) githubHook(o Options) http.Handler {
+	return &hook.GitHub{
+		Secret: o.HookSecret,
+		Log:    o.Log,
+		Catalog: func() ([]catalog.Package, error) {
+			if o.Libraries.CatalogDir == "" {
+				return nil, errors.New("no catalog directory configured (CATALOG_DIR)")
+			}
+			return catalog.Load(o.Libraries.CatalogDir)
+		},
+		Start: func(ctx context.Context, name, delivery string) (string, error) {
+			ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+			defer cancel()
+			opts, workflowType, input := pubclient.HookCheck(name, delivery)
+			run, err := o.Temporal.ExecuteWorkflow(ctx, opts, workflowType, input)
+			var started *serviceerror.WorkflowExecutionAlreadyStarted
+			if errors.As(err, &started) {
+				return opts.ID, nil // a redelivery: its check ran already
+			}
+			if err != nil {
+				return "", err
+			}
+			return run.GetID(), nil
+		},
+	}
 }
 
 // Settings are cmd/console's.
@@ -137,13 +177,17 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 		return fmt.Errorf("S3_ENDPOINT: %w", err)
 	}
 	libs := pubclient.Libraries{Store: meta, Meta: st.MetaBucket, CatalogDir: st.CatalogDir}
+	hookSecret, hookFrom, err := hook.SecretFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
 	tlsConf, err := TLSFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
 		Handler: New(Options{Temporal: tc, Tokens: tokens, JobStore: st.JobStore, Endpoints: endpoints, Log: log, WebUI: cli.UIURL(), Namespace: st.Temporal.Namespace,
-			Libraries: libs, TrustForwarded: st.TrustForwarded}).Handler(),
+			Libraries: libs, TrustForwarded: st.TrustForwarded, HookSecret: hookSecret}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 	}
 	ln, err := Listen(st.Addr, tlsConf)
@@ -165,7 +209,8 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 	}
 	return cli.ServeHTTP(ctx, srv, func() error { return srv.Serve(ln) }, 30*time.Second, log, func() {
 		log.Info("serving the API and the console", "url", scheme+"://"+addr+"/api/v1/", "console", scheme+"://"+addr+"/",
-			"callers", len(tokens), "callers_from", from, "trusted_proxies", len(st.TrustForwarded))
+			"callers", len(tokens), "callers_from", from, "trusted_proxies", len(st.TrustForwarded),
+			"github_hook", scheme+"://"+addr+"/hooks/github", "github_hook_secret_from", cmp.Or(hookFrom, "none: deliveries refused"))
 		if ready != nil {
 			ready(addr)
 		}

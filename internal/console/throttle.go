@@ -138,6 +138,7 @@ func (l *failureLimiter) size() int {
 const (
 	doorAPI    = "api"    // a bearer token on /api/v1
 	doorSignIn = "signin" // the web console's sign-in form
+	doorHook   = "hook"   // a GitHub webhook delivery's signature
 )
 
 // throttleMetrics are the console's (edgeflow_console_*), registered by the
@@ -153,15 +154,15 @@ var (
 
 func newThrottleMetrics() *throttleMetrics {
 	throttleMetricsOnce.Do(func() {
-		doors := [][]string{{doorAPI}, {doorSignIn}}
+		doors := [][]string{{doorAPI}, {doorSignIn}, {doorHook}}
 		failures := metrics.NewCounterVec(prometheus.CounterOpts{Name: "edgeflow_console_auth_failures_total",
-			Help: "Failed attempts to authenticate to the console: an unknown bearer token (door api) or sign-in token (door signin)."},
+			Help: "Failed attempts to authenticate to the console: an unknown bearer token (door api), sign-in token (door signin) or a GitHub webhook delivery's bad signature (door hook)."},
 			[]string{"door"}, doors...)
 		throttled := metrics.NewCounterVec(prometheus.CounterOpts{Name: "edgeflow_console_auth_throttled_total",
 			Help: "Requests refused with 429 because their client address had too many failed attempts, by door."},
 			[]string{"door"}, doors...)
 		throttleM = &throttleMetrics{failures: map[string]prometheus.Counter{}, throttled: map[string]prometheus.Counter{}}
-		for _, d := range []string{doorAPI, doorSignIn} {
+		for _, d := range []string{doorAPI, doorSignIn, doorHook} {
 			throttleM.failures[d] = failures.WithLabelValues(d)
 			throttleM.throttled[d] = throttled.WithLabelValues(d)
 		}

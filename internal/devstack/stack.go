@@ -25,6 +25,8 @@ import (
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/payloadcodec"
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
+	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
+	"github.com/edgeflow/edgeflow/internal/publish/registry"
 	"github.com/edgeflow/edgeflow/internal/publish/schedules"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
@@ -119,8 +121,8 @@ func stopSaying(o Output, p *Process, grace time.Duration) {
 // RunStack runs the whole system on one machine until ctx is cancelled
 // (see cmd/devstack): Temporal, MinIO and Redis, the buckets and key files,
 // the worker pools, the edge and the gate in front of a demo origin, the
-// package-update Schedule and the demo room. It supervises the children and
-// stops them in order when it returns.
+// package-update Schedule, npm's registry follower and the demo room. It
+// supervises the children and stops them in order when it returns.
 func RunStack(ctx context.Context, c StackConfig, o Output) error {
 	if err := c.CheckPorts(); err != nil {
 		return err
@@ -215,6 +217,8 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 		"TEMPORAL_ADDRESS="+temporal.HostPort, "S3_ENDPOINT="+minio.Endpoint,
 		"S3_ACCESS_KEY="+c.AccessKey, "S3_SECRET_KEY="+c.SecretKey,
 		"CATALOG_DIR="+c.CatalogDir,
+		// The edge publishes a catalog version on its first request.
+		"EDGE_CATALOG_DIR="+c.CatalogDir,
 		"EDGE_ADDR="+c.EdgeAddr,
 		"GATE_ADDR="+c.GateAddr, "GATE_HEALTH_ADDR="+c.GateHealthAddr, "GATE_ORIGIN=http://"+originLn.Addr().String(),
 		"GATE_DATA_CENTER="+c.GateDataCenter, "GATE_REDIS_URL="+redis.URL,
@@ -282,6 +286,13 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 		verb = "created"
 	}
 	o.Say("schedule %q %s (every %s: a 5%% sample of published files, repairing)", contract.AuditScheduleID, verb, schedules.DefaultAuditEvery)
+	// The follower finds npm releases within seconds; the Schedule above
+	// stays, the safety net for a feed that stalls.
+	fopts, ftype, fin := pubclient.FollowerStart(contract.RegistryNPM)
+	if _, err := tcl.ExecuteWorkflow(ctx, fopts, ftype, fin); err != nil {
+		return fmt.Errorf("registry follower: %w", err)
+	}
+	o.Say("registry follower %q follows npm's changes feed (NPM_CHANGES_URL, default %s): a catalog package's release is checked at once", fopts.ID, registry.DefaultChangesURL)
 	demo := DemoRoom()
 	switch _, err := (roomclient.Client{C: tcl}).Create(ctx, demo, roomclient.CreateOptions{}); {
 	case err == nil:

@@ -53,6 +53,10 @@ func NewCounterVec(opts prometheus.CounterOpts, labels []string, initial ...[]st
 	return v
 }
 
+// Register registers a collector of one's own (a metric computed when
+// scraped), or returns the equal one registered before.
+func Register[C prometheus.Collector](c C) C { return register(c) }
+
 // NewCounter registers a counter (exported at zero from the start).
 func NewCounter(opts prometheus.CounterOpts) prometheus.Counter {
 	return register(prometheus.NewCounter(opts))

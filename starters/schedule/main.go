@@ -6,12 +6,14 @@
 //	go run ./starters/schedule trigger
 //	go run ./starters/schedule describe [--json]
 //	go run ./starters/schedule delete
+//	go run ./starters/schedule follow   (starts npm's registry follower, or finds it running)
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
+	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
 	"github.com/edgeflow/edgeflow/internal/publish/schedules"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
@@ -104,7 +107,30 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 3 Temporal unreachable.`,
 		func(ctx context.Context, c client.Client, id string) error {
 			return report(c.ScheduleClient().GetHandle(ctx, id).Delete(ctx), "deleted schedule %s", id)
 		})
-	root.AddCommand(create, update, pauseCmd, unpauseCmd, trigger, describeCmd, deleteCmd)
+	follow := &cobra.Command{
+		Use:   "follow",
+		Short: "Start npm's registry follower, or find it running",
+		Long: `Start the RegistryFollower of npm's changes feed (ID registry-follower/npm), or find
+the one running: it checks each catalog package that changes at once, and the
+Schedule stays as the safety net. The workers read the feed at NPM_CHANGES_URL.`,
+		Example: "  schedule follow", Args: cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			ctx := cli.Trace(context.Background(), "edgeflow-schedule-starter", "schedule follow")
+			c, err := st.tc.Dial(nil)
+			if err != nil {
+				return cli.Fail(cli.ExitUnavailable, "schedule: %v", err)
+			}
+			defer c.Close()
+			opts, workflowType, input := pubclient.FollowerStart(contract.RegistryNPM)
+			run, err := c.ExecuteWorkflow(ctx, opts, workflowType, input)
+			if err != nil {
+				return cli.Fail(cli.ExitFailed, "schedule: follow: %v", err)
+			}
+			fmt.Printf("following npm's changes: %s (run %s)\n  %s/namespaces/%s/workflows/%s\n", run.GetID(), run.GetRunID(), cli.UIURL(), st.tc.Namespace, url.PathEscape(run.GetID()))
+			return nil
+		},
+	}
+	root.AddCommand(create, update, pauseCmd, unpauseCmd, trigger, describeCmd, deleteCmd, follow)
 	return root
 }
 

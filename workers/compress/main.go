@@ -1,8 +1,9 @@
 // Command compress is the worker pool of the `compress` task queue: minify,
-// brotli 11, gzip 9 and SRI for every file. It is CPU-bound; scale it alone
-// (e.g. `docker compose up --scale compress=4`). Each process runs several
-// batches at once so bucket I/O overlaps, while its CPU limiter keeps no more
-// compressions running than it has cores.
+// brotli and gzip (11 and 9, stepping down for large files) and SRI for every
+// file. It is CPU-bound; scale it alone (e.g. `docker compose up --scale
+// compress=4`). Each process runs several batches at once so bucket I/O
+// overlaps, while its CPU limiter keeps no more compressions running than it
+// has cores.
 package main
 
 import (
@@ -25,11 +26,13 @@ func newRootCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compress",
 		Short: "The worker pool of the compress task queue: minify, brotli, gzip and SRI for every file",
-		Long: `The worker pool of the compress task queue: minify, brotli 11, gzip 9 and SRI
-for every file Publish publishes. It is CPU-bound: scale it alone. Each process
-runs several batches at once so bucket I/O overlaps, while its CPU limiter keeps
-no more compressions running than it has cores (--cpus). It serves until SIGINT
-or SIGTERM, then lets its activities in flight finish.`,
+		Long: `The worker pool of the compress task queue: minify, brotli 11, gzip 9 (lower
+levels for files over 4 MiB, docs/publish.md) and SRI for every file Publish
+publishes; a file over 16 MiB is processed as it streams in, never whole in
+memory. It is CPU-bound: scale it alone. Each process runs several batches at
+once so bucket I/O overlaps, while its CPU limiter keeps no more compressions
+running than it has cores (--cpus). It serves until SIGINT or SIGTERM, then lets
+its activities in flight finish.`,
 		Example: `  compress
   compress --cpus 4 --s3-endpoint minio:9000 --ops-addr 0.0.0.0:8092`,
 		Args: cli.NoArgs,

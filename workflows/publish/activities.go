@@ -59,8 +59,9 @@ func findBatchResults(ctx workflow.Context, in contract.BatchResultsInput) (foun
 func compressBatch(ctx workflow.Context, in contract.BatchInput) (summary contract.BatchSummary, err error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue: contract.CompressTaskQueue,
-		// A batch holds at most a few MB, but one file can be 25 MiB and
-		// brotli 11 runs at well under 1 MB/s per core.
+		// A batch holds at most a few MB, but one file can be 1 GiB; its
+		// compression levels step down with size so that one file takes
+		// about a minute of one core at most (transform.levelSteps).
 		StartToCloseTimeout: time.Hour,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{

@@ -28,6 +28,8 @@ var recorded = map[string]replaytest.Expect{
 	"package_lane.json":                        {Type: "PackageLane", ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
 	"publish_version_already_published.json":   {Type: "PublishVersion", ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED},
 	"publish_version_batch_failed.json":        {Type: "PublishVersion", ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED},
+	// TestRecordFollowerHistories writes this one.
+	"registry_follower.json": {Type: "RegistryFollower", ClosedBy: enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW},
 }
 
 // TestReplayRecordedHistories replays every recorded history against the

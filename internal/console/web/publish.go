@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/edgeflow/edgeflow/internal/publish/catalog"
 	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
@@ -32,6 +33,7 @@ func addPublishPages(out map[string]*template.Template, funcs template.FuncMap) 
 
 // librariesView is a page of the catalog.
 type librariesView struct {
+	Follower          *followerView // nil: not known here (no Temporal client)
 	Libraries         []pubclient.Library
 	Page, Pages       int
 	Total             int
@@ -55,6 +57,7 @@ func (p *Pages) libraries(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	lv := librariesView{Libraries: libs, Page: page, Total: total, Pages: max(1, (total+librariesPerPage-1)/librariesPerPage)}
+	lv.Follower = p.follower(r, contract.RegistryNPM)
 	if len(libs) > 0 {
 		lv.FirstRow, lv.LastRow = (page-1)*librariesPerPage+1, (page-1)*librariesPerPage+len(libs)
 	}
@@ -138,4 +141,50 @@ func (p *Pages) publishNow(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	http.Redirect(w, r, "/publish/"+url.PathEscape(name)+"?started="+url.QueryEscape(run.GetID()), http.StatusSeeOther)
+}
+
+// followerView is the Publish page's freshness line: how far behind the
+// registry's changes the follower is, or why it is not following.
+type followerView struct {
+	Registry, Link        string
+	Running, Stalled      bool
+	Lag, CaughtUpAt       string
+	Checking              string
+	Checks, Changed       int
+	StalledSince, RetryAt string
+	LastError, Error      string
+}
+
+func (p *Pages) follower(r *http.Request, registry string) *followerView {
+	read := p.o.Follower
+	if read == nil {
+		if p.o.Libraries.Temporal == nil {
+			return nil
+		}
+		read = p.o.Libraries.Follower
+	}
+	ctx, cancel := p.ctx(r)
+	defer cancel()
+	f, err := read(ctx, registry)
+	v := &followerView{Registry: registry, Running: f.Running}
+	if p.o.WebUI != "" {
+		v.Link = p.workflowURL(contract.RegistryFollowerWorkflowID(registry))
+	}
+	if err != nil {
+		v.Error = p.hide(r, err)
+		return v
+	}
+	st := f.Status
+	v.Checks, v.Changed, v.Checking = st.Stats.Checks, st.Stats.Changed, strings.Join(st.Checking, ", ")
+	v.Lag = "not yet caught up"
+	if !st.CaughtUpAt.IsZero() {
+		v.Lag = f.Lag.Round(time.Second).String() + " behind"
+		v.CaughtUpAt = st.CaughtUpAt.UTC().Format("2006-01-02 15:04:05")
+	}
+	if !st.StalledSince.IsZero() {
+		v.Stalled, v.LastError = true, st.LastError
+		v.StalledSince = st.StalledSince.UTC().Format("2006-01-02 15:04:05")
+		v.RetryAt = st.RetryAt.UTC().Format("15:04:05")
+	}
+	return v
 }

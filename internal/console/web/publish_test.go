@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/publish/pubclient"
+	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
 // The Publish pages' refusals, before anything reaches the store or
@@ -46,5 +48,44 @@ func TestPublishPagesRefusals(t *testing.T) {
 	rec = do(t, h, "GET", "/publish", nil, c)
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "The catalog has no libraries.") {
 		t.Errorf("the empty catalog: %d\n%s", rec.Code, rec.Body)
+	}
+}
+
+// The Publish page says how far behind the registry's changes the follower
+// is, that the feed is failing and the Schedule covers meanwhile, or that
+// no follower runs.
+func TestPublishPageShowsTheFollower(t *testing.T) {
+	now := time.Now()
+	p := testPages(&now)
+	p.o.Libraries = pubclient.Libraries{CatalogDir: t.TempDir()}
+	caught := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var f pubclient.Follower
+	var ferr error
+	p.o.Follower = func(_ context.Context, registry string) (pubclient.Follower, error) {
+		f.Registry = registry
+		return f, ferr
+	}
+	h := p.Handler()
+	c := signIn(t, h, secret)
+	page := func() string {
+		t.Helper()
+		rec := do(t, h, "GET", "/publish", nil, c)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET /publish: %d\n%s", rec.Code, rec.Body)
+		}
+		return rec.Body.String()
+	}
+	f = pubclient.Follower{Running: true, Lag: 3200 * time.Millisecond, Status: contract.FollowerStatus{CaughtUpAt: caught, Checking: []string{"lib-a"},
+		Stats: contract.FollowerStats{Checks: 4, Changed: 5}}}
+	if body := page(); !strings.Contains(body, `<span class="lag">3s behind</span> (every change seen up to 2026-05-01 12:00:00 UTC); checking lib-a. 4 checks started for 5 changes`) {
+		t.Errorf("a following follower:\n%s", body)
+	}
+	f.Status.StalledSince, f.Status.RetryAt, f.Status.LastError = caught, caught.Add(8*time.Second), "registry changes feed stalled"
+	if body := page(); !strings.Contains(body, "The npm changes feed is failing since 2026-05-01 12:00:00 UTC (registry changes feed stalled); the follower retries at 12:00:08 UTC, and the package-updates Schedule finds new versions meanwhile.") {
+		t.Errorf("a stalled feed:\n%s", body)
+	}
+	f = pubclient.Follower{}
+	if body := page(); !strings.Contains(body, "No follower of the npm registry's changes runs: new versions are found by the package-updates Schedule only.") {
+		t.Errorf("no follower:\n%s", body)
 	}
 }

@@ -8,6 +8,7 @@
 package web
 
 import (
+	"context"
 	"embed"
 	"html/template"
 	"io"
@@ -47,6 +48,9 @@ type Options struct {
 	// Libraries reads Publish's catalog and runs; its Temporal client
 	// starts the publish form's runs.
 	Libraries pubclient.Libraries
+	// Follower reads a registry follower's state for the Publish page;
+	// nil: Libraries.Follower (none shown without a Temporal client).
+	Follower func(ctx context.Context, registry string) (pubclient.Follower, error)
 }
 
 // Pages serve the console's web pages.

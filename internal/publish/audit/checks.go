@@ -88,10 +88,20 @@ func Decode(suffix string, data []byte, limit int64) ([]byte, error) {
 	return out, nil
 }
 
-// Encode makes a twin from the file's right bytes, as publishing does.
-func Encode(suffix string, data []byte) ([]byte, error) {
-	if suffix == metadata.BrotliSuffix {
-		return transform.Brotli(data)
+// Encode makes a twin of file f from its right bytes, as publishing did:
+// at the level its version document records (brotli 11 and gzip 9 where it
+// records none, the levels of every file before they stepped down with
+// size), so the twin is byte for byte the one published.
+func Encode(f metadata.File, suffix string, data []byte) ([]byte, error) {
+	levels := transform.LegacyLevels
+	if f.BrotliLevel > 0 {
+		levels.Brotli = f.BrotliLevel
 	}
-	return transform.Gzip(data)
+	if f.GzipLevel > 0 {
+		levels.Gzip = f.GzipLevel
+	}
+	if suffix == metadata.BrotliSuffix {
+		return transform.BrotliAt(data, levels.Brotli)
+	}
+	return transform.GzipAt(data, levels.Gzip)
 }

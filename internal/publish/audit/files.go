@@ -165,7 +165,7 @@ func (a *Auditor) repairFromStores(ctx context.Context, fa *fileAudit) error {
 		twin := fa.twinGood[fd.suffix]
 		if twin == nil && fa.good != nil {
 			var err error
-			if cerr := a.cpu(ctx, func() { twin, err = Encode(fd.suffix, fa.good) }); cerr != nil {
+			if cerr := a.cpu(ctx, func() { twin, err = Encode(fa.f, fd.suffix, fa.good) }); cerr != nil {
 				return cerr
 			}
 			if err != nil {

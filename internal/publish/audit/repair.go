@@ -88,7 +88,7 @@ func (a *Auditor) reprocess(ctx context.Context, pkg *metadata.Package, version 
 	for _, s := range selected {
 		shipped[s.Output] = true
 	}
-	opts := transform.Options{MinifyJS: pkg.MinifyJS(), MinifyCSS: pkg.MinifyCSS()}
+	opts := transform.Options{MinifyJS: pkg.MinifyJS(), MinifyCSS: pkg.MinifyCSS(), MaxFileSize: pkg.FileSizeLimit()}
 	out := map[string][]byte{}
 	for _, s := range selected {
 		twin, hasTwin := transform.MinifiedPath(s.Output)

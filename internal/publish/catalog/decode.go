@@ -112,8 +112,12 @@ func (w *shapeWalker) value(t reflect.Type, path string) {
 			w.addMistyped(path, "a string", want)
 		}
 	case json.Number:
-		if !isNumberKind(t.Kind()) {
+		switch {
+		case !isNumberKind(t.Kind()):
 			w.addMistyped(path, "a number", want)
+		case isIntegerKind(t.Kind()) && !isInteger(tok):
+			// encoding/json leaves the field unset: say so, not 0.
+			w.addMistyped(path, "the number "+tok.String(), "a whole number")
 		}
 	case bool:
 		if t.Kind() != reflect.Bool {
@@ -251,6 +255,16 @@ func isNumberKind(k reflect.Kind) bool {
 		return true
 	}
 	return false
+}
+
+func isIntegerKind(k reflect.Kind) bool {
+	return isNumberKind(k) && k != reflect.Float32 && k != reflect.Float64
+}
+
+// isInteger reports a number an int64 holds.
+func isInteger(n json.Number) bool {
+	_, err := n.Int64()
+	return err == nil
 }
 
 // joinPath appends a member name to a field path.

@@ -22,6 +22,31 @@ type Package struct {
 	// entry loads and its published versions stay served.
 	Autoupdate   Autoupdate    `json:"autoupdate,omitzero"`
 	Optimization *Optimization `json:"optimization,omitempty"`
+	// MaxFileSize overrides, for this library, the catalog-wide limit on
+	// the files Publish processes (512 MiB unless the publish pool sets
+	// another): a larger file is stored as is, without a minified twin,
+	// brotli or gzip, and listed as skipped. In bytes, 1 to
+	// MaxFileSizeLimit. An edgeflow field: cdnjs's format has none.
+	MaxFileSize *int64 `json:"maxFileSize,omitempty"`
+}
+
+// Limits of the maxFileSize field (transform's, which processes the files).
+const (
+	// DefaultMaxFileSize is the catalog-wide limit unless the publish pool
+	// is given another.
+	DefaultMaxFileSize = 512 << 20
+	// MaxFileSizeLimit is the largest maxFileSize: files up to it compress
+	// within the bound the compression levels keep (docs/publish.md).
+	MaxFileSizeLimit = 1 << 30
+)
+
+// FileSizeLimit is the library's own maxFileSize, or 0 when it has none
+// (the catalog-wide limit holds).
+func (p *Package) FileSizeLimit() int64 {
+	if p.MaxFileSize == nil {
+		return 0
+	}
+	return *p.MaxFileSize
 }
 
 // Updatable reports whether the library has an autoupdate block: one

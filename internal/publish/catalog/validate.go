@@ -103,6 +103,9 @@ func validateContent(p Package, withAutoupdate bool) []Problem {
 	if p.Filename == "" {
 		warn("filename", "missing: the library has no default file, so the API's latest and filename are empty")
 	}
+	if p.MaxFileSize != nil && (*p.MaxFileSize < 1 || *p.MaxFileSize > MaxFileSizeLimit) {
+		add("maxFileSize", "%d is not a usable limit: give the largest file to compress, in bytes, from 1 to %d (1 GiB); larger files are stored as is", *p.MaxFileSize, MaxFileSizeLimit)
+	}
 	if withAutoupdate {
 		problems = append(problems, validateAutoupdate(p.Autoupdate)...)
 	}

@@ -193,6 +193,27 @@ func TestValidate(t *testing.T) {
 			).Replace(validEntry)},
 			want: nil,
 		},
+		{
+			name:  "a library's own size limit",
+			files: map[string]string{"l/lib.json": strings.Replace(validEntry, `"name": "lib",`, `"name": "lib", "maxFileSize": 1073741824,`, 1)},
+		},
+		{
+			name: "a size limit that is no size",
+			files: map[string]string{
+				"a/a.json": strings.Replace(renamed(validEntry, "a"), `"name": "a",`, `"name": "a", "maxFileSize": 0,`, 1),
+				"b/b.json": strings.Replace(renamed(validEntry, "b"), `"name": "b",`, `"name": "b", "maxFileSize": 2147483648,`, 1),
+				"c/c.json": strings.Replace(renamed(validEntry, "c"), `"name": "c",`, `"name": "c", "maxFileSize": 1.5e6,`, 1),
+				"d/d.json": strings.Replace(renamed(validEntry, "d"), `"name": "d",`, `"name": "d", "maxFileSize": "512MiB",`, 1),
+				"e/e.json": strings.Replace(renamed(validEntry, "e"), `"name": "e",`, `"name": "e", "maxFilesize": 1000,`, 1),
+			},
+			want: []string{
+				`catalog/a/a.json: maxFileSize: 0 is not a usable limit: give the largest file to compress, in bytes, from 1 to 1073741824 (1 GiB); larger files are stored as is`,
+				`catalog/b/b.json: maxFileSize: 2147483648 is not a usable limit: give the largest file to compress, in bytes, from 1 to 1073741824 (1 GiB); larger files are stored as is`,
+				`catalog/c/c.json: maxFileSize: the number 1.5e6 where a whole number was expected`,
+				`catalog/d/d.json: maxFileSize: a string where a number was expected`,
+				`catalog/e/e.json: maxFilesize: warning: unknown field, ignored (did you mean "maxFileSize"?)`,
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

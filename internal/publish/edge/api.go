@@ -251,24 +251,45 @@ func (s *Server) apiLibrary(w http.ResponseWriter, r *http.Request) {
 
 // apiVersion serves GET /libraries/<name>/<version>. A range or tag is
 // resolved and answered with a short cache lifetime; an exact published
-// version is immutable.
+// version is immutable. A catalog version not published yet is published
+// on request (publishOnRequest).
 func (s *Server) apiVersion(w http.ResponseWriter, r *http.Request) {
-	pkg, ok := s.apiPackage(w, r)
+	name, version := r.PathValue("name"), r.PathValue("version")
+	pkg, found, ok := s.apiPackageOrNone(w, r)
 	if !ok {
 		return
 	}
-	version := r.PathValue("version")
+	if !found {
+		fresh, answered := s.publishOnRequest(w, r, name, version, nil, true)
+		if answered {
+			return
+		}
+		if fresh == nil {
+			writeJSONError(w, http.StatusNotFound, "Library not found")
+			return
+		}
+		pkg = fresh
+	}
 	cacheControl := immutableCacheControl
 	if !pkg.hasVersion(version) {
 		resolved, ok := "", false
 		if validVersionSpec(version) {
 			resolved, ok = versions.Resolve(pkg.doc.Versions, version)
 		}
-		if !ok || !pkg.hasVersion(resolved) {
-			writeJSONError(w, http.StatusNotFound, "Version not found")
-			return
+		switch {
+		case ok && resolved != version && pkg.hasVersion(resolved):
+			version, cacheControl = resolved, apiCacheControl
+		default:
+			fresh, answered := s.publishOnRequest(w, r, name, version, pkg, true)
+			if answered {
+				return
+			}
+			if fresh == nil {
+				writeJSONError(w, http.StatusNotFound, "Version not found")
+				return
+			}
+			pkg = fresh
 		}
-		version, cacheControl = resolved, apiCacheControl
 	}
 	ver, found, err := s.meta.Version(pkg, version)
 	if err != nil {
@@ -284,25 +305,34 @@ func (s *Server) apiVersion(w http.ResponseWriter, r *http.Request) {
 
 // apiPackage reads the package named in the path or answers 404/503.
 func (s *Server) apiPackage(w http.ResponseWriter, r *http.Request) (*packageInfo, bool) {
+	pkg, found, ok := s.apiPackageOrNone(w, r)
+	if ok && !found {
+		writeJSONError(w, http.StatusNotFound, "Library not found")
+		return nil, false
+	}
+	return pkg, ok
+}
+
+// apiPackageOrNone reads the package named in the path: found is false when
+// it has no document; ok is false when it has answered (a bad name, 503).
+func (s *Server) apiPackageOrNone(w http.ResponseWriter, r *http.Request) (pkg *packageInfo, found, ok bool) {
 	name := r.PathValue("name")
 	if !validName(name) {
 		writeJSONError(w, http.StatusNotFound, "Library not found")
-		return nil, false
+		return nil, false, false
 	}
 	pkg, found, err := s.meta.Package(name)
 	if err != nil {
 		s.unavailable(w, r, err)
-		return nil, false
+		return nil, false, false
 	}
-	if !found {
-		writeJSONError(w, http.StatusNotFound, "Library not found")
-		return nil, false
-	}
-	return pkg, true
+	return pkg, found, true
 }
 
 // versionAssets is cdnjs's description of one version: every file, the files
-// as shipped (without generated minified twins), and each file's SRI.
+// as shipped (without generated minified twins), and each file's SRI; then,
+// only when there are any, the files whose processing was skipped, with
+// why (stored as is over the library's size limit, or not minified).
 func versionAssets(ver *metadata.Version) jsonObject {
 	files := make([]string, 0, len(ver.Files))
 	raw := make([]string, 0, len(ver.Files))
@@ -316,13 +346,17 @@ func versionAssets(ver *metadata.Version) jsonObject {
 			sri = append(sri, jsonMember{f.Path, f.SRI})
 		}
 	}
-	return jsonObject{
+	assets := jsonObject{
 		{"name", ver.Name},
 		{"version", ver.Version},
 		{"files", files},
 		{"rawFiles", raw},
 		{"sri", sri},
 	}
+	if len(ver.Skipped) > 0 {
+		assets = append(assets, jsonMember{"skipped", ver.Skipped})
+	}
+	return assets
 }
 
 // apiStats serves GET /stats.

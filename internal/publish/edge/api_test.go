@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -311,5 +312,43 @@ func TestMetadataUnavailableIs503(t *testing.T) {
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || resp.Header.Get("Cache-Control") != "no-store" {
 			t.Errorf("%s: status %d, headers %v", u, resp.StatusCode, resp.Header)
 		}
+	}
+}
+
+// A version whose processing skipped files lists them, with why, in its
+// API entry (and only there: the library's assets keep cdnjs's shape);
+// a file stored without twins (a font, or one over the library's limit) is
+// served as it is stored, whatever the client accepts.
+func TestAPIVersionListsSkippedFiles(t *testing.T) {
+	ctx := t.Context()
+	st, b := testEnv.store, testEnv.buckets
+	pkg := catalog.Package{Name: "skiplib", Description: "has files stored as is", Filename: "a.js"}
+	font := []byte("wOF2 not really a font")
+	if err := publishVersion(ctx, st, b, pkg, "1.0.0", []fixtureFile{{Path: "a.js", Data: []byte("var a;")}, {Path: "icons.woff2", Data: font}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	doc := testVersionDoc(t, "skiplib", "1.0.0")
+	doc.Skipped = []metadata.SkippedFile{{Path: "a.js", Size: 6, Reason: "over the library's size limit (1 KiB): stored as is, without a minified twin, brotli or gzip"}}
+	if err := objectstore.PutJSON(ctx, st, b.Meta, metadata.VersionKey("skiplib", "1.0.0"), doc); err != nil {
+		t.Fatal(err)
+	}
+	_, ts, _ := newTestEdge(t, nil)
+	_, body, keys := getJSON(t, ts.URL+"/libraries/skiplib/1.0.0", nil)
+	if !reflect.DeepEqual(keys, []string{"name", "version", "files", "rawFiles", "sri", "skipped"}) {
+		t.Errorf("keys %v", keys)
+	}
+	want := []any{map[string]any{"path": "a.js", "size": float64(6), "reason": doc.Skipped[0].Reason}}
+	if !reflect.DeepEqual(body["skipped"], want) {
+		t.Errorf("skipped %v, want %v", body["skipped"], want)
+	}
+	_, lib, _ := getJSON(t, ts.URL+"/libraries/skiplib", nil)
+	for _, a := range lib["assets"].([]any) {
+		if _, listed := a.(map[string]any)["skipped"]; listed {
+			t.Errorf("the library's assets list skipped files: %v", a)
+		}
+	}
+	resp := get(t, ts.URL+"/ajax/libs/skiplib/1.0.0/icons.woff2", map[string]string{"Accept-Encoding": "br, gzip"})
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "" || !bytes.Equal(resp.body, font) || resp.Header.Get("Content-Type") != "font/woff2" {
+		t.Errorf("woff2: %d, Content-Encoding %q, Content-Type %q, %d bytes", resp.StatusCode, resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type"), len(resp.body))
 	}
 }

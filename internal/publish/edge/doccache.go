@@ -119,3 +119,10 @@ func (c *docCache[T]) costOf(e *docEntry[T]) int64 {
 	}
 	return c.cost(e.value)
 }
+
+// forget drops key, so that the next get fetches it afresh and does not
+// join a fetch already under way (which may return what was there before).
+func (c *docCache[T]) forget(key string) {
+	c.flight.Forget(key)
+	c.entries.Remove(key)
+}

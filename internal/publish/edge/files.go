@@ -43,22 +43,36 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !found {
-		s.fileNotFound(w, "library not found")
-		return
+		fresh, answered := s.publishOnRequest(w, r, name, version, nil, false)
+		if answered {
+			return
+		}
+		if fresh == nil {
+			s.fileNotFound(w, "library not found")
+			return
+		}
+		pkg = fresh
 	}
 	if !pkg.hasVersion(version) {
 		resolved, ok := versions.Resolve(pkg.doc.Versions, version)
-		if !ok || resolved == version {
+		if ok && resolved != version {
+			target := filePath(name, resolved, path)
+			if r.URL.RawQuery != "" {
+				target += "?" + r.URL.RawQuery
+			}
+			h.Set("Cache-Control", redirectCacheControl)
+			http.Redirect(w, r, target, http.StatusFound)
+			return
+		}
+		fresh, answered := s.publishOnRequest(w, r, name, version, pkg, false)
+		if answered {
+			return
+		}
+		if fresh == nil {
 			s.fileNotFound(w, "version not found")
 			return
 		}
-		target := filePath(name, resolved, path)
-		if r.URL.RawQuery != "" {
-			target += "?" + r.URL.RawQuery
-		}
-		h.Set("Cache-Control", redirectCacheControl)
-		http.Redirect(w, r, target, http.StatusFound)
-		return
+		pkg = fresh
 	}
 	// The package document lists the version: a file served before needs
 	// nothing more.

@@ -86,6 +86,10 @@ func (m *metaReader) Package(name string) (*packageInfo, bool, error) {
 	})
 }
 
+// forgetPackage drops the cached package document of name: a version was
+// just published.
+func (m *metaReader) forgetPackage(name string) { m.packages.forget(name) }
+
 // Version returns the version document of name@version if that version is
 // published: its document exists and pkg lists it.
 func (m *metaReader) Version(pkg *packageInfo, version string) (*metadata.Version, bool, error) {

@@ -62,7 +62,14 @@ type Config struct {
 	// streamed from the store in small pieces, so many slow clients cannot
 	// make the edge hold a copy each.
 	InflightBytes int64
-	Logger        *slog.Logger
+	// OnRequest, when set, publishes a catalog library's version that is
+	// not published yet on its first request (onrequest.Publisher); nil:
+	// such a request is a 404, as before.
+	OnRequest OnRequest
+	// WaitForPublish is how long a request waits for that publish before
+	// it is answered 503 with Retry-After (default 15s).
+	WaitForPublish time.Duration
+	Logger         *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
@@ -98,6 +105,7 @@ const (
 	DefaultMaxCachedFile  = 1 << 20
 	DefaultWriteIdle      = 30 * time.Second
 	DefaultInflightBytes  = 64 << 20
+	DefaultWaitForPublish = 15 * time.Second
 )
 
 // New builds a Server. It makes no request to the stores.
@@ -129,6 +137,9 @@ func New(cfg Config) *Server {
 	if cfg.InflightBytes <= 0 {
 		cfg.InflightBytes = DefaultInflightBytes
 	}
+	if cfg.WaitForPublish <= 0 {
+		cfg.WaitForPublish = DefaultWaitForPublish
+	}
 	if cfg.Buckets == (metadata.Buckets{}) {
 		cfg.Buckets = metadata.DefaultBuckets
 	}
@@ -159,6 +170,11 @@ func New(cfg Config) *Server {
 		mux:      http.NewServeMux(),
 		primary:  health,
 		metrics:  newEdgeMetrics(),
+	}
+	if cfg.OnRequest != nil {
+		// The requests that waited for a publish read the package's
+		// document afresh, and so does every request after them.
+		cfg.OnRequest.OnPublished(func(name, _ string) { s.meta.forgetPackage(name) })
 	}
 	s.web = newWebUI(s)
 	s.mux.HandleFunc("GET /ajax/libs/", s.serveFile)

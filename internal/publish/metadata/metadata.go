@@ -53,6 +53,17 @@ type Version struct {
 	// files; outputs are reused across versions only when it matches.
 	Processing string `json:"processing"`
 	Stats      Stats  `json:"stats"`
+	// Skipped lists the selected files not processed as their type would
+	// be, with why: over the library's size limit (stored as is, without
+	// twins), or too large to minify. The API and the console show it.
+	Skipped []SkippedFile `json:"skipped,omitempty"`
+}
+
+// SkippedFile is a file of a version whose processing was skipped, with why.
+type SkippedFile struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Reason string `json:"reason"`
 }
 
 // File describes one published file. BrotliSize/GzipSize are zero when no
@@ -66,6 +77,12 @@ type File struct {
 	GzipSize    int64  `json:"gzipSize,omitempty"`
 	// MinifiedFrom is set on a generated minified twin: the path of its source.
 	MinifiedFrom string `json:"minifiedFrom,omitempty"`
+	// BrotliLevel and GzipLevel are the levels the twins were made at
+	// (they step down with size), so an audit that makes a twin again
+	// makes the same bytes; zero in documents written before they were
+	// recorded, when every twin was brotli 11 and gzip 9.
+	BrotliLevel int `json:"brotliLevel,omitempty"`
+	GzipLevel   int `json:"gzipLevel,omitempty"`
 	// StoredAt is the object key (in Files and Mirror) of bytes an earlier
 	// version already stored, when this file reuses them; its precompressed
 	// representations sit beside it. Empty means FileKey of this version. A
@@ -148,6 +165,17 @@ func (p *Package) AddVersion(entry catalog.Package, version string, at time.Time
 	versions.Sort(p.Versions)
 	p.Latest = versions.Latest(p.Versions)
 	p.UpdatedAt = at
+}
+
+// Published is what the update check counts as published, by version: every
+// listed version, true unless its commit stopped part way (such a version
+// is offered again, so that its run finishes it).
+func (p *Package) Published() map[string]bool {
+	out := make(map[string]bool, len(p.Versions))
+	for _, v := range p.Versions {
+		out[v] = !slices.Contains(p.Incomplete, v)
+	}
+	return out
 }
 
 // MarkIncomplete records that version's commit has steps left to do.

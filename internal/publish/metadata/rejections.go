@@ -36,3 +36,18 @@ func Rejections(ctx context.Context, store objectstore.Store, bucket, name, sele
 	slices.SortFunc(out, func(a, b Rejection) int { return strings.Compare(a.Version, b.Version) })
 	return out, nil
 }
+
+// RejectedVersions is Rejections as a set: each version whose marker holds,
+// with the marker's reason. The update check skips them and the edge
+// refuses them with that reason.
+func RejectedVersions(ctx context.Context, store objectstore.Store, bucket, name, selection string) (map[string]string, error) {
+	markers, err := Rejections(ctx, store, bucket, name, selection)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(markers))
+	for _, r := range markers {
+		out[r.Version] = r.Reason
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package plan_test
 import (
 	"archive/tar"
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -177,4 +178,52 @@ func FuzzReadBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A streamed batch carries its one file's bytes from a reader into the
+// batch and back out of it, never as one slice; OpenBatch checks its size
+// against the manifest.
+func TestStreamedBatchRoundTrip(t *testing.T) {
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	var buf bytes.Buffer
+	f := plan.BatchFile{Path: "dist/big.js.map", Size: int64(len(body)), Blocked: []string{"dist/big.js.map.gz"}}
+	if err := plan.WriteStreamedBatch(&buf, f, bytes.NewReader(body)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := plan.OpenBatch(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Files) != 1 || !b.Files[0].Streamed || b.Files[0].Size != int64(len(body)) || b.Files[0].Blocked[0] != "dist/big.js.map.gz" {
+		t.Fatalf("manifest %+v", b.Files)
+	}
+	got, r, err := b.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(r)
+	if err != nil || got.Path != f.Path || !bytes.Equal(data, body) {
+		t.Errorf("file %q: %d bytes, %v", got.Path, len(data), err)
+	}
+	if _, _, err := b.Next(); err != io.EOF {
+		t.Errorf("after the last file: %v", err)
+	}
+	if _, err := plan.ReadBatch(bytes.NewReader(buf.Bytes())); err == nil || !strings.Contains(err.Error(), "streamed") {
+		t.Errorf("ReadBatch of a streamed batch: %v", err)
+	}
+
+	// A source shorter than the manifest says fails the write.
+	if err := plan.WriteStreamedBatch(io.Discard, f, bytes.NewReader(body[:100])); err == nil {
+		t.Error("a short source was packed")
+	}
+	// A streamed entry whose header disagrees with the manifest is refused.
+	manifest := `[{"path":"a.js","streamed":true,"size":10}]`
+	bad := tarOf(t, tarFile{name: ".edgeflow-batch.json", body: manifest}, tarFile{name: "a.js", body: "0123456789ab"})
+	b, err = plan.OpenBatch(bytes.NewReader(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Next(); err == nil || !strings.Contains(err.Error(), "12 bytes, the manifest says 10") {
+		t.Errorf("size mismatch: %v", err)
+	}
 }

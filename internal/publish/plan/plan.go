@@ -96,6 +96,10 @@ type Plan struct {
 	Entries     []PlanEntry `json:"entries"` // sorted by Path
 	Batches     int         `json:"batches"`
 	Skipped     []Skip      `json:"skipped,omitempty"`
+	// NotProcessed are selected files whose processing was skipped (over
+	// the library's size limit: stored as is; too large to minify), with
+	// why: the version document lists them.
+	NotProcessed []metadata.SkippedFile `json:"notProcessed,omitempty"`
 	// Package is the catalog entry the version was planned with; publishing
 	// writes these fields into the package document.
 	Package catalog.Package `json:"package"`
@@ -114,6 +118,14 @@ type BatchLimits struct {
 	MaxFiles int
 }
 
+// OwnBatchBytes is the size above which a file is processed streamed,
+// never whole in memory: each such file gets a batch of its own, whatever
+// the limits, so the compress pool reads it from the batch to disk and
+// one batch holds at most one file that large. It is
+// transform.MaxMinifySize: the files processed in memory are those that
+// may get a minified twin.
+const OwnBatchBytes = 16 << 20
+
 // DefaultBatchLimits keep a 20 MB release at about 20 batches (enough to keep
 // every core of a compress pool busy) and a 100,000-file release well under
 // Temporal's 2,000 pending children at a time.
@@ -125,7 +137,7 @@ type TwinDecider func(path string) bool
 // BuildPlan decides, for each source file, whether its outputs come from an
 // earlier version (same content and fingerprint), from another path of this
 // version with the same content, or from processing, and packs the files to
-// process into batches.
+// process into batches; a file over OwnBatchBytes gets a batch of its own.
 func BuildPlan(name, version, fingerprint string, files []SourceFile, reuse *ReuseIndex, twin TwinDecider, class Classifier, limits BatchLimits) *Plan {
 	if limits.MaxBytes <= 0 || limits.MaxFiles <= 0 {
 		limits = DefaultBatchLimits
@@ -156,6 +168,16 @@ func BuildPlan(name, version, fingerprint string, files []SourceFile, reuse *Reu
 	// Largest first, each into the batch that is currently smallest: even
 	// batches without knowing how fast each file compresses.
 	sort.SliceStable(toProcess, func(a, b int) bool { return p.Entries[toProcess[a]].Size > p.Entries[toProcess[b]].Size })
+	var own []int
+	for len(toProcess) > 0 && p.Entries[toProcess[0]].Size > OwnBatchBytes {
+		own, toProcess = append(own, toProcess[0]), toProcess[1:]
+	}
+	defer func() {
+		for _, i := range own {
+			p.Entries[i].Batch = p.Batches
+			p.Batches++
+		}
+	}()
 	var total int64
 	for _, i := range toProcess {
 		total += p.Entries[i].Size

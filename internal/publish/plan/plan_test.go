@@ -422,3 +422,20 @@ func TestBuildPlanNoEmptyBatches(t *testing.T) {
 		}
 	}
 }
+
+// A file over OwnBatchBytes gets a batch of its own, after the others'
+// batches, whatever the limits: the compress pool streams it alone.
+func TestLargeFilesGetOwnBatches(t *testing.T) {
+	files := distinctFiles(plan.OwnBatchBytes+1, 10, 200<<20, 20, plan.OwnBatchBytes, 30)
+	limits := plan.BatchLimits{MaxBytes: 1 << 30, MaxFiles: 100}
+	p := plan.BuildPlan("pkg", "1.0.0", "fp", files, nil, noTwins, noClass, limits)
+	if p.Batches != 3 {
+		t.Fatalf("%d batches, want 3 (the small files, then one per large file)", p.Batches)
+	}
+	for _, e := range p.Entries {
+		alone := len(p.BatchEntries(e.Batch)) == 1
+		if large := e.Size > plan.OwnBatchBytes; large != alone || large && e.Batch == 0 {
+			t.Errorf("%s (%d bytes) in batch %d with %d files", e.Path, e.Size, e.Batch, len(p.BatchEntries(e.Batch)))
+		}
+	}
+}

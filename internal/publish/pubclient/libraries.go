@@ -52,6 +52,10 @@ type Version struct {
 	// The version's run (the latest one visibility retains).
 	WorkflowID string `json:"workflow_id,omitempty"`
 	RunID      string `json:"run_id,omitempty"`
+	// Skipped are the files of a published version whose processing was
+	// skipped, with why (its version document's; read for the newest
+	// published versions only).
+	Skipped []metadata.SkippedFile `json:"skipped,omitempty"`
 }
 
 // LibraryDetail is a library with its versions, newest first.

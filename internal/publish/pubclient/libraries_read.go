@@ -143,6 +143,7 @@ func (l Libraries) Get(ctx context.Context, name string) (LibraryDetail, error) 
 	d := LibraryDetail{Library: libraryOf(*pkg, doc, checked, running[name]),
 		Versions: versionsOf(*pkg, doc, rejections, runs, listed)}
 	l.readFailures(ctx, d.Versions)
+	l.readSkipped(ctx, name, d.Versions)
 	return d, nil
 }
 
@@ -244,6 +245,33 @@ func (l Libraries) visit(ctx context.Context, query string, limit int, f func(ru
 			return nil
 		}
 	}
+}
+
+// maxSkippedReads bounds the version documents a library's page reads for
+// their skipped files: the newest published versions'.
+const maxSkippedReads = 10
+
+// readSkipped fills in the skipped files of the newest published versions
+// from their version documents; a document that cannot be read leaves its
+// version's list empty (the page still shows).
+func (l Libraries) readSkipped(ctx context.Context, name string, vs []Version) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	read := 0
+	for i := range vs {
+		if (vs[i].State != StatePublished && vs[i].State != StateIncomplete) || read >= maxSkippedReads {
+			continue
+		}
+		read++
+		g.Go(func() error {
+			var doc metadata.Version
+			if _, err := objectstore.GetJSON(gctx, l.Store, l.Meta, metadata.VersionKey(name, vs[i].Version), &doc); err == nil {
+				vs[i].Skipped = doc.Skipped
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every read is best effort
 }
 
 // readFailures fills in the error of the newest failed versions' runs, as

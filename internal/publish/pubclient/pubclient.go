@@ -39,6 +39,19 @@ func Request(name, version string, pkg *catalog.Package) (client.StartWorkflowOp
 	}, contract.WorkflowTypePackageUpdates, in
 }
 
+// HookCheck is the run a webhook delivery (a release or a tag of the
+// package's repository) starts: a check of the package that does not wait,
+// under the delivery's ID, so a redelivery starts nothing more.
+func HookCheck(name, delivery string) (client.StartWorkflowOptions, string, any) {
+	return client.StartWorkflowOptions{
+		ID: contract.HookCheckWorkflowID(name, delivery), TaskQueue: contract.TaskQueue,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(contract.PackageKey.ValueSet(name)),
+		StaticSummary:            "Check of " + name + " after a release or tag of its repository (GitHub webhook)",
+	}, contract.WorkflowTypePackageUpdates, contract.UpdatesInput{Only: []string{name}}
+}
+
 // versionPattern is what a requested version may be: semver's characters,
 // so it can be part of a workflow ID.
 var versionPattern = regexp.MustCompile(`^[0-9A-Za-z.+-]{1,128}$`)

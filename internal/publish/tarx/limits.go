@@ -20,9 +20,12 @@ type Limits struct {
 	MaxDepth     int
 }
 
-// DefaultLimits suit npm and GitHub releases of front-end libraries.
+// DefaultLimits suit npm and GitHub releases of front-end libraries. No
+// file is too large by itself: one may be as large as the whole archive
+// may extract to (a release's 200 MiB source map is published; how large
+// a file Publish compresses is the catalog's limit, not extraction's).
 var DefaultLimits = Limits{
-	MaxFileSize:   25 << 20,
+	MaxFileSize:   2 << 30,
 	MaxFiles:      200_000,
 	MaxTotalBytes: 2 << 30,
 	MaxPathBytes:  1024,

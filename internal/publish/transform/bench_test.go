@@ -41,7 +41,7 @@ func BenchmarkBrotli11Unpooled(b *testing.B) {
 	benchEach(b, func(b *testing.B, input []byte) {
 		for b.Loop() {
 			var out bytes.Buffer
-			w := brotli.NewWriterLevel(&out, brotliQuality)
+			w := brotli.NewWriterLevel(&out, LegacyLevels.Brotli)
 			if _, err := w.Write(input); err != nil {
 				b.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func BenchmarkBrotli11Unpooled(b *testing.B) {
 // BenchmarkBrotli11Window22 is the window this package used before fitting
 // it to the input: a pooled writer with the library's default 4 MiB window.
 func BenchmarkBrotli11Window22(b *testing.B) {
-	w := brotli.NewWriterOptions(nil, brotli.WriterOptions{Quality: brotliQuality, LGWin: brotliMaxWindowBits})
+	w := brotli.NewWriterOptions(nil, brotli.WriterOptions{Quality: LegacyLevels.Brotli, LGWin: brotliMaxWindowBits})
 	benchEach(b, func(b *testing.B, input []byte) {
 		for b.Loop() {
 			var out bytes.Buffer
@@ -85,7 +85,7 @@ func BenchmarkGzip9Unpooled(b *testing.B) {
 	benchEach(b, func(b *testing.B, input []byte) {
 		for b.Loop() {
 			var out bytes.Buffer
-			w, err := gzip.NewWriterLevel(&out, gzipLevel)
+			w, err := gzip.NewWriterLevel(&out, LegacyLevels.Gzip)
 			if err != nil {
 				b.Fatal(err)
 			}

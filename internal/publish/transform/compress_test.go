@@ -158,7 +158,7 @@ func TestCompressionConcurrentPoolReuse(t *testing.T) {
 func TestBrotliMatchesFreshWriter(t *testing.T) {
 	input := generateJSCorpus(30<<10, 4)
 	var fresh bytes.Buffer
-	w := brotli.NewWriterOptions(&fresh, brotli.WriterOptions{Quality: 11, LGWin: brotliWindowBits(len(input))})
+	w := brotli.NewWriterOptions(&fresh, brotli.WriterOptions{Quality: 11, LGWin: brotliWindowBits(int64(len(input)))})
 	if _, err := w.Write(input); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,10 @@ func TestBrotliMatchesFreshWriter(t *testing.T) {
 }
 
 func TestBrotliWindowFitsInput(t *testing.T) {
-	for _, c := range []struct{ n, bits int }{{0, 10}, {1000, 10}, {1008, 10}, {1009, 11}, {30 << 10, 15}, {4 << 20, 22}, {64 << 20, 22}} {
+	for _, c := range []struct {
+		n    int64
+		bits int
+	}{{0, 10}, {1000, 10}, {1008, 10}, {1009, 11}, {30 << 10, 15}, {4 << 20, 22}, {64 << 20, 22}} {
 		if got := brotliWindowBits(c.n); got != c.bits {
 			t.Errorf("brotliWindowBits(%d) = %d, want %d", c.n, got, c.bits)
 		}

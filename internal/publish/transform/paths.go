@@ -155,12 +155,13 @@ func Class(p string) string {
 	return fmt.Sprintf("%s; compress=%t; minify=%s", ContentType(p), Compressible(p), minifier)
 }
 
-// WantsTwin says whether a generated minified twin of p is wanted: p is a
-// script or stylesheet whose type opts minifies, and the release does not
-// ship the twin's path itself (shipped holds every path it ships).
-func (opts Options) WantsTwin(p string, shipped map[string]bool) bool {
+// WantsTwin says whether a generated minified twin of p, of size bytes, is
+// wanted: p is a script or stylesheet whose type opts minifies, within
+// the minifier's bound and the library's limit (PlanFor), and the release
+// does not ship the twin's path itself (shipped holds every path it ships).
+func (opts Options) WantsTwin(p string, size int64, shipped map[string]bool) bool {
 	twin, ok := MinifiedPath(p)
-	if !ok || shipped[twin] {
+	if !ok || shipped[twin] || !opts.PlanFor(p, size).MayMinify {
 		return false
 	}
 	if extension(p) == "css" {

@@ -120,7 +120,7 @@ func TestWantsTwin(t *testing.T) {
 		{Options{MinifyJS: true, MinifyCSS: true}, "img.png", false},
 		{Options{MinifyJS: true}, "a.min.js", false},
 	} {
-		if got := tc.opts.WantsTwin(tc.path, shipped); got != tc.want {
+		if got := tc.opts.WantsTwin(tc.path, 100, shipped); got != tc.want {
 			t.Errorf("%+v WantsTwin(%s) = %v, want %v", tc.opts, tc.path, got, tc.want)
 		}
 	}

@@ -12,9 +12,12 @@ import (
 	"strings"
 )
 
-// Options selects which minified twins are generated.
+// Options selects which minified twins are generated, and the library's
+// size limit: a larger file is stored as is.
 type Options struct {
 	MinifyJS, MinifyCSS bool
+	// MaxFileSize is the library's limit; 0 means DefaultMaxFileSize.
+	MaxFileSize int64 `json:",omitempty"`
 }
 
 // Output is one file to publish: an original or a generated minified twin.
@@ -23,8 +26,10 @@ type Output struct {
 	Data        []byte
 	SRI         string
 	ContentType string
-	// Brotli and Gzip are nil when the type is not Compressible.
+	// Brotli and Gzip are nil when the type is not Compressible or the
+	// file is stored as is; Levels are what made them (zero without).
 	Brotli, Gzip []byte
+	Levels       Levels
 	// MinifiedFrom is the source path of a generated twin, "" for originals.
 	MinifiedFrom string
 }
@@ -53,9 +58,10 @@ func (e *PanicError) Error() string {
 }
 
 // Fingerprint names the tool versions and settings that determine output
-// bytes, e.g. "process=1;minify=v2.24.25;parse=v2.8.20;brotli=v1.3.0;
-// compress=v1.20.4;br=11/22;gz=9;js=es2009;css=3". Outputs of an earlier
-// version are reused only when its fingerprint is equal.
+// bytes, e.g. "process=2;minify=v2.24.25;parse=v2.8.20;brotli=v1.3.0;
+// compress=v1.20.4;levels=11/9<=4Mi,9/9<=32Mi,5/6<=256Mi,3/5;brwin=fit10-22;
+// max=536870912;js=es2009;css=3". Outputs of an earlier version are reused
+// only when its fingerprint is equal.
 func Fingerprint(opts Options) string {
 	versions := moduleVersions()
 	var b strings.Builder
@@ -63,7 +69,7 @@ func Fingerprint(opts Options) string {
 	for _, m := range outputModules {
 		fmt.Fprintf(&b, ";%s=%s", m.key, versions[m.path])
 	}
-	fmt.Fprintf(&b, ";br=%d/fit%d-%d;gz=%d", brotliQuality, brotliMinWindowBits, brotliMaxWindowBits, gzipLevel)
+	fmt.Fprintf(&b, ";levels=%s;brwin=fit%d-%d;max=%d", levelTable(), brotliMinWindowBits, brotliMaxWindowBits, opts.maxFileSize())
 	b.WriteString(";js=")
 	if opts.MinifyJS {
 		b.WriteString("es" + strconv.Itoa(jsOutputVersion))
@@ -112,10 +118,12 @@ func moduleVersions() map[string]string {
 
 // File prepares one source file for publishing. The first Output is
 // the original, exactly as given. A minified twin follows when MinifiedPath
-// names one, opts enables minifying that type, and the package does not ship
-// a file at the twin's path itself (shipped may be nil: nothing shipped). A
+// names one, opts enables minifying that type, the file is within
+// MaxMinifySize and the library's limit, and the package does not ship a
+// file at the twin's path itself (shipped may be nil: nothing shipped). A
 // failed minify is reported in warnings and the original is still published;
-// err is returned only when compression fails.
+// err is returned only when compression fails. Compression levels step
+// down with size (PlanFor); a file over the library's limit is stored as is.
 func File(path string, data []byte, opts Options, shipped func(path string) bool) (outs []Output, warnings []string, err error) {
 	// A minifier or compressor that panics on some input fails this file,
 	// never the process that runs it.
@@ -125,21 +133,22 @@ func File(path string, data []byte, opts Options, shipped func(path string) bool
 			err = &PanicError{Path: path, Value: fmt.Sprint(v), Stack: string(debug.Stack())}
 		}
 	}()
-	original, err := newOutput(path, data, "")
+	plan := opts.PlanFor(path, int64(len(data)))
+	original, err := newOutput(path, data, "", plan.Levels)
 	if err != nil {
 		return nil, nil, err
 	}
 	outs = append(outs, original)
 
 	twin, ok := MinifiedPath(path)
-	if !ok || !minifyEnabled(path, opts) || (shipped != nil && shipped(twin)) {
+	if !ok || !plan.MayMinify || !minifyEnabled(path, opts) || (shipped != nil && shipped(twin)) {
 		return outs, nil, nil
 	}
 	minified, err := Minify(path, data)
 	if err != nil {
 		return outs, []string{fmt.Sprintf("%s: not minified, original published only: %v", path, err)}, nil
 	}
-	twinOut, err := newOutput(twin, minified, path)
+	twinOut, err := newOutput(twin, minified, path, opts.PlanFor(twin, int64(len(minified))).Levels)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -156,22 +165,25 @@ func minifyEnabled(path string, opts Options) bool {
 	return false
 }
 
-func newOutput(path string, data []byte, minifiedFrom string) (Output, error) {
+// newOutput describes one output and compresses it at levels (zero: stored
+// as is).
+func newOutput(path string, data []byte, minifiedFrom string, levels Levels) (Output, error) {
 	out := Output{
 		Path:         path,
 		Data:         data,
 		SRI:          SRI(data),
 		ContentType:  ContentType(path),
 		MinifiedFrom: minifiedFrom,
+		Levels:       levels,
 	}
-	if !Compressible(path) {
+	if levels == (Levels{}) {
 		return out, nil
 	}
 	var err error
-	if out.Brotli, err = Brotli(data); err != nil {
+	if out.Brotli, err = BrotliAt(data, levels.Brotli); err != nil {
 		return Output{}, fmt.Errorf("compress %s: %w", path, err)
 	}
-	if out.Gzip, err = Gzip(data); err != nil {
+	if out.Gzip, err = GzipAt(data, levels.Gzip); err != nil {
 		return Output{}, fmt.Errorf("compress %s: %w", path, err)
 	}
 	return out, nil

@@ -139,13 +139,13 @@ func TestFingerprint(t *testing.T) {
 	if all != Fingerprint(allMinify) {
 		t.Error("fingerprint is not stable")
 	}
-	for _, part := range []string{"process=", "minify=v", "parse=v", "brotli=v", "compress=v", "br=11/fit10-22", "gz=9", "js=es2009", "css=3"} {
+	for _, part := range []string{"process=", "minify=v", "parse=v", "brotli=v", "compress=v", "levels=11/9<=4Mi,9/9<=32Mi,5/6<=256Mi,3/5", "brwin=fit10-22", "max=536870912", "js=es2009", "css=3"} {
 		if !strings.Contains(all, part) {
 			t.Errorf("fingerprint %q lacks %q", all, part)
 		}
 	}
 	seen := map[string]Options{}
-	for _, opts := range []Options{{}, {MinifyJS: true}, {MinifyCSS: true}, allMinify} {
+	for _, opts := range []Options{{}, {MinifyJS: true}, {MinifyCSS: true}, allMinify, {MaxFileSize: 1 << 20}} {
 		fp := Fingerprint(opts)
 		if prev, dup := seen[fp]; dup {
 			t.Errorf("options %+v and %+v share fingerprint %q", prev, opts, fp)

@@ -89,9 +89,12 @@ type BatchLimits struct {
 	MaxFiles int
 }
 
-// ProcessingOptions select which minified twins a version's files get.
+// ProcessingOptions select which minified twins a version's files get, and
+// the library's size limit (0: the default), above which a file is stored
+// as is.
 type ProcessingOptions struct {
 	MinifyJS, MinifyCSS bool
+	MaxFileSize         int64 `json:",omitempty"`
 }
 
 // PlanSummary is what StageVersion reports: the counts of a version's plan.

@@ -1,6 +1,7 @@
 // Package registrytest is a local npm registry (and the two GitHub API calls
 // a git source needs) for tests: it serves abbreviated package documents with
-// ETags, so unchanged packages get 304, and tarballs the tests build.
+// ETags, so unchanged packages get 304, tarballs the tests build, and the
+// changes feed (feed.go) as npm's replication API does.
 package registrytest
 
 import (
@@ -29,11 +30,16 @@ type Registry struct {
 	// 304 and with a document.
 	NotModified atomic.Int64
 	Documents   atomic.Int64
+	documents   map[string]int   // document requests by package name
+	requests    map[string]int64 // every request by URL path
+
+	feed feed
 }
 
 // New starts a registry; Close stops it.
 func New() *Registry {
-	f := &Registry{packages: map[string]map[string][]byte{}}
+	f := &Registry{packages: map[string]map[string][]byte{}, documents: map[string]int{}, requests: map[string]int64{}}
+	f.feed.init()
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	return f
 }
@@ -47,11 +53,29 @@ func (f *Registry) Add(name, version string, tarball []byte) {
 		f.packages[name] = map[string][]byte{}
 	}
 	f.packages[name][version] = tarball
+	f.feed.changed(name)
+}
+
+// DocumentRequests counts the requests for package name's document (a
+// check of the package makes one).
+func (f *Registry) DocumentRequests(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.documents[name]
 }
 
 func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/_changes") {
+		f.feed.serve(w, r) // waits without holding the registry's lock
+		return
+	}
+	if r.URL.Path == "/" || r.URL.Path == "/registry/" {
+		f.feed.info(w) // the database's update_seq
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.requests[r.URL.Path]++
 	path := strings.TrimPrefix(r.URL.Path, "/")
 	if strings.HasPrefix(path, "repos/") {
 		f.serveGitHub(w, r, strings.Split(strings.TrimPrefix(path, "repos/"), "/"))
@@ -68,6 +92,7 @@ func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	f.documents[path]++
 	versions, ok := f.packages[path]
 	if !ok {
 		http.Error(w, `{"error":"Not found"}`, http.StatusNotFound)
@@ -96,6 +121,17 @@ func (f *Registry) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/vnd.npm.install-v1+json")
 	w.Write(body)
 }
+
+// Requests is how many requests path has had: "/name" for a package's
+// document, "/tarballs/name/version.tgz" for a tarball (TarballPath).
+func (f *Registry) Requests(path string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests[path]
+}
+
+// TarballPath is the path of a version's tarball.
+func TarballPath(name, version string) string { return "/tarballs/" + name + "/" + version + ".tgz" }
 
 // Entry is one member of a test tarball; Link makes it a symlink. Names
 // starting with "/" or "../" are written as they are (hostile entries).
