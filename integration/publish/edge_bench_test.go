@@ -78,7 +78,7 @@ func BenchmarkEdgeOutOfProcess(b *testing.B) {
 	}
 	for _, t := range targets {
 		for _, p := range paths {
-			checkServed(b, t.base+p, t.enc, want(t), filepath.Join(dir, "www", filepath.FromSlash(p)))
+			checkEncodingServed(b, t.base+p, t.enc, want(t), filepath.Join(dir, "www", filepath.FromSlash(p)))
 		}
 	}
 
@@ -273,10 +273,10 @@ func startStaticNginx(b *testing.B, bin, www string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d", ports[0])
 }
 
-// checkServed asks url for a file with Accept-Encoding enc ("identity":
+// checkEncodingServed asks url for a file with Accept-Encoding enc ("identity":
 // none) and fails unless it is served with Content-Encoding want and the
 // bytes of local (+ .gz or .br for a compressed answer).
-func checkServed(b *testing.B, url, enc, want, local string) {
+func checkEncodingServed(b *testing.B, url, enc, want, local string) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		b.Fatal(err)

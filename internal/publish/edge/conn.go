@@ -46,9 +46,12 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 type coalescingConnKey struct{}
 
 // coalescingConn is a TCP connection that can hold one write back and send
-// it with the next. What it holds is sent, at the latest, before the
-// connection is next read, written by ReadFrom or half-closed; the handler
-// asks for it only when its own Write makes net/http write again.
+// it with the next. It holds a write only when another one is sure to
+// follow in the same response (holdNextWrite), so what it holds never
+// waits for the client; a response cut short by a failure loses it with
+// the connection. Reads are left alone: net/http reads in the background
+// while a handler runs, and a read must not send what is held ahead of the
+// write it waits for.
 type coalescingConn struct {
 	*net.TCPConn
 	mu sync.Mutex // held and holdBelow; taken across a write of what is held
@@ -104,13 +107,6 @@ func (c *coalescingConn) flushHeld() error {
 	_, err := c.TCPConn.Write(c.held)
 	c.held = c.held[:0]
 	return err
-}
-
-func (c *coalescingConn) Read(p []byte) (int, error) {
-	if err := c.flushHeld(); err != nil {
-		return 0, err
-	}
-	return c.TCPConn.Read(p)
 }
 
 func (c *coalescingConn) ReadFrom(r io.Reader) (int64, error) {
