@@ -89,7 +89,7 @@ func runNginx(tb testing.TB, bin, dir, conf string, ports []int) error {
 	if err != nil {
 		return err
 	}
-	defer out.Close()
+	defer func() { _ = out.Close() }()
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return err
