@@ -276,7 +276,11 @@ func (s *Server) apiVersion(w http.ResponseWriter, r *http.Request) {
 		if validVersionSpec(version) {
 			resolved, ok = versions.Resolve(pkg.doc.Versions, version)
 		}
+		if !ok || resolved == version {
+			pkg = s.meta.PackageListing(pkg, version)
+		}
 		switch {
+		case pkg.hasVersion(version):
 		case ok && resolved != version && pkg.hasVersion(resolved):
 			version, cacheControl = resolved, apiCacheControl
 		default:

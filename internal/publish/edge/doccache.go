@@ -41,6 +41,7 @@ type docEntry[T any] struct {
 	value   T
 	found   bool
 	expires time.Time // zero: never
+	fetched time.Time // when the store was read (kept across a failed refresh)
 }
 
 func (e *docEntry[T]) fresh(now time.Time) bool {
@@ -91,14 +92,14 @@ func (c *docCache[T]) refresh(key string, fetch func(context.Context) (T, error)
 	now := c.now()
 	switch {
 	case err == nil:
-		e := &docEntry[T]{value: value, found: true}
+		e := &docEntry[T]{value: value, found: true, fetched: now}
 		if c.ttl > 0 {
 			e.expires = now.Add(c.ttl)
 		}
 		c.entries.Add(key, e, c.cost(value)+int64(len(key)))
 		return e, nil
 	case errors.Is(err, objectstore.ErrNotFound):
-		e := &docEntry[T]{expires: now.Add(c.negativeTTL)}
+		e := &docEntry[T]{expires: now.Add(c.negativeTTL), fetched: now}
 		c.entries.Add(key, e, negativeCost+int64(len(key)))
 		return e, nil
 	}
@@ -118,6 +119,26 @@ func (c *docCache[T]) costOf(e *docEntry[T]) int64 {
 		return negativeCost
 	}
 	return c.cost(e.value)
+}
+
+// revalidate reads key afresh, waiting for it, when the cached copy was read
+// from the store at least minAge ago; otherwise it returns the cached copy
+// (ok false when nothing is cached). However many requests ask, the store
+// is read at most once per key and minAge.
+func (c *docCache[T]) revalidate(key string, minAge time.Duration, fetch func(context.Context) (T, error)) (value T, found, ok bool) {
+	e, hit := c.entries.Get(key)
+	if !hit {
+		return value, false, false
+	}
+	if c.now().Sub(e.fetched) < minAge {
+		return e.value, e.found, true
+	}
+	res, err, _ := c.flight.Do(key, func() (any, error) { return c.refresh(key, fetch) })
+	if err != nil {
+		return e.value, e.found, true
+	}
+	e = res.(*docEntry[T])
+	return e.value, e.found, true
 }
 
 // forget drops key, so that the next get fetches it afresh and does not

@@ -64,6 +64,9 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, target, http.StatusFound)
 			return
 		}
+		pkg = s.meta.PackageListing(pkg, version)
+	}
+	if !pkg.hasVersion(version) {
 		fresh, answered := s.publishOnRequest(w, r, name, version, pkg, false)
 		if answered {
 			return

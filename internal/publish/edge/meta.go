@@ -69,7 +69,32 @@ func (m *metaReader) Package(name string) (*packageInfo, bool, error) {
 	if info, found, ok := m.packages.peek(name); ok {
 		return info, found, nil
 	}
-	return m.packages.get(name, func(ctx context.Context) (*packageInfo, error) {
+	return m.packages.get(name, m.fetchPackage(name))
+}
+
+// missRevalidateAfter is how old a cached package document may be before a
+// request for a version it does not list reads it again: a version
+// published a moment ago is served within seconds rather than after the
+// package TTL, and requests for versions that do not exist, however many,
+// read each package document at most once per this period.
+const missRevalidateAfter = 2 * time.Second
+
+// PackageListing returns pkg, or the package document read afresh when pkg
+// does not list version and was read over missRevalidateAfter ago.
+func (m *metaReader) PackageListing(pkg *packageInfo, version string) *packageInfo {
+	if pkg.hasVersion(version) {
+		return pkg
+	}
+	name := pkg.doc.Name
+	fresh, found, ok := m.packages.revalidate(name, missRevalidateAfter, m.fetchPackage(name))
+	if !ok || !found || fresh == nil {
+		return pkg
+	}
+	return fresh
+}
+
+func (m *metaReader) fetchPackage(name string) func(context.Context) (*packageInfo, error) {
+	return func(ctx context.Context) (*packageInfo, error) {
 		var doc metadata.Package
 		bucket, err := m.source.getJSON(ctx, metadata.PackageKey(name), &doc)
 		if err != nil {
@@ -83,7 +108,7 @@ func (m *metaReader) Package(name string) (*packageInfo, bool, error) {
 			info.published[v] = true
 		}
 		return info, nil
-	})
+	}
 }
 
 // forgetPackage drops the cached package document of name: a version was

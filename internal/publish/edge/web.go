@@ -217,6 +217,11 @@ func (ui *webUI) version(w http.ResponseWriter, r *http.Request) {
 	}
 	version := r.PathValue("version")
 	if !pkg.hasVersion(version) {
+		if resolved, ok := versions.Resolve(pkg.doc.Versions, version); !ok || resolved == version {
+			pkg = ui.s.meta.PackageListing(pkg, version)
+		}
+	}
+	if !pkg.hasVersion(version) {
 		if resolved, ok := versions.Resolve(pkg.doc.Versions, version); ok && validVersionSpec(version) && pkg.hasVersion(resolved) {
 			w.Header().Set("Cache-Control", redirectCacheControl)
 			http.Redirect(w, r, browseURL(pkg.doc.Name, resolved), http.StatusFound)
