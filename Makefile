@@ -116,15 +116,17 @@ redis:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
 	}
 
-# BenchmarkGateOutOfProcess compares the gate with Debian's nginx, run with
-# a config of its own on free ports (never the system's); install it when
-# missing. If it cannot be, the benchmark leaves out the nginx rows.
+# BenchmarkGateOutOfProcess and BenchmarkEdgeOutOfProcess compare with
+# Debian's nginx (the edge's with its brotli_static module, Debian's
+# libnginx-mod-http-brotli-static), run with a config of its own on free
+# ports (never the system's); install them when missing. If they cannot be,
+# the benchmarks leave out the nginx rows.
 nginx:
-	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || { \
-		echo ">> installing Debian's nginx for the gate's benchmark"; \
+	@{ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; } && [ -e /usr/lib/nginx/modules/ngx_http_brotli_static_module.so ] || { \
+		echo ">> installing Debian's nginx and its brotli_static module for the out-of-process benchmarks"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		{ $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nginx >/dev/null; } || \
-			echo "!! could not install nginx: BenchmarkGateOutOfProcess leaves out its nginx rows"; \
+		{ $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nginx libnginx-mod-http-brotli-static >/dev/null; } || \
+			echo "!! could not install nginx: BenchmarkGateOutOfProcess and BenchmarkEdgeOutOfProcess leave out their nginx rows"; \
 	}
 
 # go_install builds a pinned module into .tools/bin, showing each package as it

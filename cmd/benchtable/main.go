@@ -51,6 +51,16 @@ var targets = []target{
 	{"BenchmarkGateOutOfProcess", "gate/proxy", false, 0.9},
 	{"BenchmarkGateOutOfProcess", "gate/nginx", false, 0.5},
 	{"BenchmarkGateOutOfProcess", "added_p99_ms", true, 0.5},
+	// The edge as its own process against nginx (one worker, sendfile,
+	// gzip_static, brotli_static) serving the same published files from
+	// disk, one load generator process, hot files of 1–100 KiB, per
+	// Accept-Encoding (issue #37).
+	{"BenchmarkEdgeOutOfProcess", "identity-edge/nginx", false, 0.8},
+	{"BenchmarkEdgeOutOfProcess", "gzip-edge/nginx", false, 0.8},
+	{"BenchmarkEdgeOutOfProcess", "br-edge/nginx", false, 0.8},
+	{"BenchmarkEdgeOutOfProcess", "identity-added_p99_ms", true, 1},
+	{"BenchmarkEdgeOutOfProcess", "gzip-added_p99_ms", true, 1},
+	{"BenchmarkEdgeOutOfProcess", "br-added_p99_ms", true, 1},
 	// One room for 100 data centers × 50 gates (issue #21): every snapshot
 	// within 2 s of its minute, and a history that grows with data centers.
 	{"BenchmarkRoom5000Gates", "snapshot-lag-max-s", true, 2},

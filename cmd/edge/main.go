@@ -144,6 +144,8 @@ func serve(ctx context.Context, s settings, stderr io.Writer, ready func(addr st
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.addr, err)
 	}
+	// A cached file's headers and body leave in one system call.
+	ln = edge.CoalescingListener(ln)
 	metricsURL := "off"
 	if s.opsAddr != "" {
 		ops, err := metrics.ServeOps(s.opsAddr, map[string]http.Handler{
@@ -167,6 +169,7 @@ func serve(ctx context.Context, s settings, stderr io.Writer, ready func(addr st
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(logHandler, slog.LevelWarn),
+		ConnContext:    edge.ConnContext,
 	}
 	return cli.ServeHTTP(ctx, server, func() error { return server.Serve(ln) }, shutdownGrace, logger, func() {
 		logger.Info("edge listening", "addr", ln.Addr().String(), "primary", s.storage.Primary.String(),

@@ -208,7 +208,7 @@ func keys(m map[string]bool) []string {
 
 // buildBinaries builds the packages (paths from the repo root) into a
 // temporary directory, named after their folders.
-func buildBinaries(t *testing.T, pkgs ...string) string {
+func buildBinaries(t testing.TB, pkgs ...string) string {
 	t.Helper()
 	root, err := devstack.RepoRoot()
 	if err != nil {
@@ -226,7 +226,7 @@ func buildBinaries(t *testing.T, pkgs ...string) string {
 // runProcess starts bin with env until the test ends, then interrupts it
 // (so it flushes its spans) and waits; its output is returned as it grows,
 // and shown if the test fails.
-func runProcess(t *testing.T, bin string, env []string) *testenv.SyncBuffer {
+func runProcess(t testing.TB, bin string, env []string) *testenv.SyncBuffer {
 	t.Helper()
 	logs := &testenv.SyncBuffer{}
 	cmd := exec.Command(bin)

@@ -1,13 +1,10 @@
 package gate
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/testenv"
+	"github.com/edgeflow/edgeflow/internal/testenv/loadtest"
 )
 
 // BenchmarkGateOutOfProcess measures the gate as a deployment sees it: the
@@ -23,7 +21,7 @@ import (
 // httputil.ReverseProxy process and nginx (one worker), all three in
 // front of the same origin (nginx serving a 2 KiB page; a Go static
 // server when nginx is missing), driven by one load generator process
-// (testdata/loadgen: keep-alive, benchWorkers closed-loop workers, a fixed
+// (loadtest's: keep-alive, benchWorkers closed-loop workers, a fixed
 // duration a round). Rounds alternate between them in a rotating order,
 // benchRounds each, so that the load other processes put on a shared
 // machine hits all alike; reported are the medians of req/s and p99.
@@ -40,7 +38,7 @@ func BenchmarkGateOutOfProcess(b *testing.B) {
 		b.Skip("needs the dev server")
 	}
 	dir := b.TempDir()
-	loadgen, err := testenv.BuildCommand(dir, "./integration/admit/gate/testdata/loadgen")
+	loadgen, err := loadtest.BuildLoadgen(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +54,7 @@ func BenchmarkGateOutOfProcess(b *testing.B) {
 
 	var origin string
 	targets := []*benchTarget{}
-	if bin := nginxBinary(); bin == "" {
+	if bin := loadtest.NginxBinary(); bin == "" {
 		b.Log("nginx is not installed (`make bench` installs Debian's): no nginx rows; the origin is a Go static server")
 		origin = startPlain(b, plain, "-page", pagePath)
 	} else {
@@ -138,16 +136,16 @@ func BenchmarkGateOutOfProcess(b *testing.B) {
 	proxyRuns := byName(targets, "proxy")
 	nginxRuns := byName(targets, "nginx")
 	report := func(t *benchTarget, prefix string) {
-		b.ReportMetric(t.median(perSecond)/proxyRuns.median(perSecond), prefix+"gate/proxy")
-		b.ReportMetric(t.median(p99)-proxyRuns.median(p99), prefix+"added_p99_ms")
+		b.ReportMetric(t.median(loadtest.PerSecond)/proxyRuns.median(loadtest.PerSecond), prefix+"gate/proxy")
+		b.ReportMetric(t.median(loadtest.P99)-proxyRuns.median(loadtest.P99), prefix+"added_p99_ms")
 		if nginxRuns != nil {
-			b.ReportMetric(t.median(perSecond)/nginxRuns.median(perSecond), prefix+"gate/nginx")
+			b.ReportMetric(t.median(loadtest.PerSecond)/nginxRuns.median(loadtest.PerSecond), prefix+"gate/nginx")
 		}
 	}
 	for _, t := range targets {
-		b.ReportMetric(t.median(perSecond), t.name+"-req/s")
-		b.ReportMetric(t.median(p99), t.name+"-p99_ms")
-		b.Logf("%-15s req/s %v p99 ms %v", t.name, t.values(perSecond), t.values(p99))
+		b.ReportMetric(t.median(loadtest.PerSecond), t.name+"-req/s")
+		b.ReportMetric(t.median(loadtest.P99), t.name+"-p99_ms")
+		b.Logf("%-15s req/s %v p99 ms %v", t.name, loadtest.Values(t.runs, loadtest.PerSecond), loadtest.Values(t.runs, loadtest.P99))
 		if prefix, ok := strings.CutSuffix(t.name, "gate"); ok {
 			report(t, prefix)
 		}
@@ -182,35 +180,11 @@ type benchTarget struct {
 	// window, if set, says whether a round may start at now (else the
 	// round waits until it may).
 	window func(now time.Time) bool
-	runs   []loadResult
+	runs   []loadtest.Result
 }
 
-type loadResult struct {
-	Requests   int         `json:"requests"`
-	Errors     int         `json:"errors"`
-	Statuses   map[int]int `json:"statuses"`
-	SetCookies int         `json:"set_cookies"`
-	PerSecond  float64     `json:"per_second"`
-	P50Ms      float64     `json:"p50_ms"`
-	P99Ms      float64     `json:"p99_ms"`
-	FirstError string      `json:"first_error"`
-}
-
-func perSecond(r loadResult) float64 { return r.PerSecond }
-func p99(r loadResult) float64       { return r.P99Ms }
-
-func (t *benchTarget) values(f func(loadResult) float64) []float64 {
-	var v []float64
-	for _, r := range t.runs {
-		v = append(v, f(r))
-	}
-	return v
-}
-
-func (t *benchTarget) median(f func(loadResult) float64) float64 {
-	v := t.values(f)
-	slices.Sort(v)
-	return v[len(v)/2]
+func (t *benchTarget) median(f func(loadtest.Result) float64) float64 {
+	return loadtest.Median(t.runs, f)
 }
 
 func byName(ts []*benchTarget, name string) *benchTarget {
@@ -229,23 +203,13 @@ func (t *benchTarget) run(b *testing.B, loadgen, dir string) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	args := []string{"-url", t.url, "-workers", fmt.Sprint(benchWorkers), "-duration", benchDuration.String(), "-warmup", benchWarmup.String()}
+	load := loadtest.Load{URLs: []string{t.url}, Workers: benchWorkers, Duration: benchDuration, Warmup: benchWarmup}
 	if t.cookies != nil {
-		file := filepath.Join(dir, t.name+".cookies")
-		if err := os.WriteFile(file, []byte(strings.Join(t.cookies(time.Now()), "\n")), 0o600); err != nil {
-			b.Fatal(err)
-		}
-		args = append(args, "-cookies", file)
+		load.Cookies = t.cookies(time.Now())
 	}
-	cmd := exec.Command(loadgen, args...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
+	r, err := loadtest.Run(loadgen, dir, t.name, load)
 	if err != nil {
-		b.Fatalf("loadgen %s: %v", t.name, err)
-	}
-	var r loadResult
-	if err := json.Unmarshal(out, &r); err != nil {
-		b.Fatalf("loadgen %s: %v: %s", t.name, err, out)
+		b.Fatal(err)
 	}
 	if r.Errors > 0 || r.Requests == 0 || r.Statuses[t.status] != r.Requests {
 		b.Fatalf("%s: %d requests, %d errors (%s), statuses %v, want every one %d", t.name, r.Requests, r.Errors, r.FirstError, r.Statuses, t.status)

@@ -95,7 +95,7 @@ func benchEdge(b *testing.B, cacheBytes int64) *httptest.Server {
 		CacheBytes: cacheBytes,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	ts := httptest.NewServer(s)
+	ts := serveAsDeployed(s, nil)
 	b.Cleanup(ts.Close)
 	return ts
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/objectstore"
-	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 )
 
 // fileCacheKey names one representation of one published file by the object
@@ -19,14 +18,13 @@ type fileCacheKey struct {
 	enc    encoding
 }
 
-func representationKey(ver *metadata.Version, f metadata.File, enc encoding) fileCacheKey {
-	return fileCacheKey{object: f.Key(ver.Name, ver.Version), enc: enc}
-}
-
 // objectKey is the bucket key of the representation.
 func (k fileCacheKey) objectKey() string {
 	return k.object + k.enc.suffix()
 }
+
+// sourceCache is the source of a body the cache held (X-Edge-Source).
+const sourceCache = "cache"
 
 // cacheEntryOverhead approximates the memory of a cache entry beyond its body.
 const cacheEntryOverhead = 256
@@ -37,7 +35,7 @@ const cacheEntryOverhead = 256
 func (s *Server) smallBody(ctx context.Context, key fileCacheKey, size int64) (data []byte, source string, err error) {
 	if data, ok := s.files.Get(key); ok {
 		s.metrics.hits.Inc()
-		return data, "cache", nil
+		return data, sourceCache, nil
 	}
 	s.metrics.misses.Inc()
 	type result struct {

@@ -14,29 +14,30 @@ const deadlineChunk = 64 << 10
 // WriteTimeout covers everything else.
 type deadlineWriter struct {
 	w    http.ResponseWriter
-	rc   *http.ResponseController
 	idle time.Duration
 }
 
 func newDeadlineWriter(w http.ResponseWriter, idle time.Duration) *deadlineWriter {
-	return &deadlineWriter{w: w, rc: http.NewResponseController(w), idle: idle}
+	return &deadlineWriter{w: w, idle: idle}
 }
 
-func (d *deadlineWriter) Write(p []byte) (int, error) {
+func (d *deadlineWriter) Write(p []byte) (int, error) { return writeBody(d.w, p, d.idle) }
+
+// writeBody writes data in chunks of deadlineChunk, moving the
+// connection's write deadline before each, without allocating: a
+// cached body goes out in one Write when it fits a chunk.
+func writeBody(w http.ResponseWriter, data []byte, idle time.Duration) (int, error) {
 	written := 0
-	for len(p) > 0 {
-		chunk := p
-		if len(chunk) > deadlineChunk {
-			chunk = chunk[:deadlineChunk]
-		}
+	for len(data) > 0 {
+		chunk := data[:min(len(data), deadlineChunk)]
 		// Writers that cannot take deadlines (tests' recorders) just write.
-		_ = d.rc.SetWriteDeadline(time.Now().Add(d.idle))
-		n, err := d.w.Write(chunk)
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(idle))
+		n, err := w.Write(chunk)
 		written += n
 		if err != nil {
 			return written, err
 		}
-		p = p[len(chunk):]
+		data = data[len(chunk):]
 	}
 	return written, nil
 }

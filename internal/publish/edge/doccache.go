@@ -73,6 +73,15 @@ func (c *docCache[T]) get(key string, fetch func(context.Context) (T, error)) (v
 	return e.value, e.found, nil
 }
 
+// peek returns the document under key when it is cached and fresh, with
+// ok true: get's hot path, which builds no fetch function.
+func (c *docCache[T]) peek(key string) (value T, found, ok bool) {
+	if e, hit := c.entries.Get(key); hit && e.fresh(c.now()) {
+		return e.value, e.found, true
+	}
+	return value, false, false
+}
+
 // refresh fetches key and stores the outcome. It runs detached from any one
 // request: the requests waiting on it may come and go.
 func (c *docCache[T]) refresh(key string, fetch func(context.Context) (T, error)) (*docEntry[T], error) {

@@ -7,9 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/edgeflow/edgeflow/internal/publish/metadata"
 	"github.com/edgeflow/edgeflow/internal/publish/versions"
 )
 
@@ -76,6 +74,13 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 		}
 		pkg = fresh
 	}
+	// The package document lists the version: a file served before needs
+	// nothing more.
+	key := servedKey{name, version, path}
+	if sf, ok := s.served.Get(key); ok {
+		s.serveRepresentation(w, r, sf)
+		return
+	}
 	ver, found, err := s.meta.Version(pkg, version)
 	if err != nil {
 		s.unavailable(w, r, err)
@@ -96,25 +101,27 @@ func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
 		s.storedAtRefused(w, r, err)
 		return
 	}
-	s.serveRepresentation(w, r, ver, file)
+	sf := newServedFile(ver, file)
+	s.served.Add(key, sf, sf.cost(key))
+	s.serveRepresentation(w, r, sf)
 }
 
 // serveRepresentation answers for one published file: it picks the
 // representation, answers validators and ranges, and sends the body.
-func (s *Server) serveRepresentation(w http.ResponseWriter, r *http.Request, ver *metadata.Version, file metadata.File) {
+func (s *Server) serveRepresentation(w http.ResponseWriter, r *http.Request, sf *servedFile) {
 	h := w.Header()
-	lastModified := ver.PublishedAt.UTC().Truncate(time.Second)
-	identityTag := entityTag(ver, file, encIdentity)
+	file := sf.file
+	identityTag := sf.reps[encIdentity].tag
 
 	// A usable single range selects the identity representation; ranges of a
 	// compressed representation are not offered. Ranges that cannot be used
 	// (several ranges, bad syntax, a stale If-Range) give the whole file.
 	var rng *byteRange
-	if header := r.Header.Get("Range"); header != "" && ifRangeMatches(r.Header.Get("If-Range"), identityTag, lastModified) {
+	if header := r.Header.Get("Range"); header != "" && ifRangeMatches(r.Header.Get("If-Range"), identityTag, sf.lastModified) {
 		var unsatisfiable bool
 		rng, unsatisfiable = parseRange(header, file.Size)
 		if unsatisfiable {
-			s.setFileHeaders(h, ver, file, encIdentity, identityTag, lastModified)
+			sf.setHeaders(h, encIdentity)
 			h.Set("Content-Range", "bytes */"+strconv.FormatInt(file.Size, 10))
 			h.Del("Content-Type")
 			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
@@ -125,12 +132,8 @@ func (s *Server) serveRepresentation(w http.ResponseWriter, r *http.Request, ver
 	if rng == nil {
 		enc = negotiateEncoding(r.Header.Get("Accept-Encoding"), file)
 	}
-	tag := identityTag
-	if enc != encIdentity {
-		tag = entityTag(ver, file, enc)
-	}
-	s.setFileHeaders(h, ver, file, enc, tag, lastModified)
-	if notModified(r, tag, lastModified) {
+	sf.setHeaders(h, enc)
+	if notModified(r, sf.reps[enc].tag, sf.lastModified) {
 		h.Del("Content-Type")
 		h.Del("Content-Encoding")
 		w.WriteHeader(http.StatusNotModified)
@@ -138,33 +141,37 @@ func (s *Server) serveRepresentation(w http.ResponseWriter, r *http.Request, ver
 	}
 
 	status := http.StatusOK
-	size := enc.size(file)
+	rep := &sf.reps[enc]
+	size := rep.size
 	start, length := int64(0), size
+	contentLength := rep.contentLength
 	if rng != nil {
 		status = http.StatusPartialContent
 		start, length = rng.start, rng.length
 		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, start+length-1, size))
+		contentLength = []string{strconv.FormatInt(length, 10)}
 	}
 	if r.Method == http.MethodHead {
-		h.Set("Content-Length", strconv.FormatInt(length, 10))
+		h["Content-Length"] = contentLength
 		w.WriteHeader(status)
 		return
 	}
 
-	key := representationKey(ver, file, enc)
+	key := rep.key
 	body, err := s.openRepresentation(r.Context(), key, size, start, length)
 	if err != nil && enc != encIdentity && r.Context().Err() == nil {
 		// The compressed twin is unreadable everywhere; the original may not be.
 		s.log.Warn("precompressed representation unavailable; serving the original", "key", key.objectKey(), "error", err)
-		s.setFileHeaders(h, ver, file, encIdentity, identityTag, lastModified)
-		key, start, length, size = representationKey(ver, file, encIdentity), 0, file.Size, file.Size
+		sf.setHeaders(h, encIdentity)
+		rep = &sf.reps[encIdentity]
+		key, start, length, size, contentLength = rep.key, 0, file.Size, file.Size, rep.contentLength
 		body, err = s.openRepresentation(r.Context(), key, file.Size, 0, file.Size)
 	}
 	if err != nil {
 		s.bodyUnavailable(w, r, key, err)
 		return
 	}
-	if body.stream == nil && !s.files.Contains(key) {
+	if body.stream == nil && body.source != sourceCache && !s.files.Contains(key) {
 		// A copy of our own (not the cache's) for as long as this client
 		// takes to read it: bounded; past the bound, stream it instead.
 		if !s.inflight.TryAcquire(int64(len(body.data))) {
@@ -178,17 +185,17 @@ func (s *Server) serveRepresentation(w http.ResponseWriter, r *http.Request, ver
 			defer s.inflight.Release(int64(len(body.data)))
 		}
 	}
-	h.Set("X-Edge-Source", body.source)
+	h["X-Edge-Source"] = sourceHeaders[body.source]
 	s.metrics.body(body.source)
-	h.Set("Content-Length", strconv.FormatInt(length, 10))
+	h["Content-Length"] = contentLength
 	w.WriteHeader(status)
-	out := newDeadlineWriter(w, s.cfg.WriteIdle)
 	if body.stream == nil {
-		_, _ = out.Write(body.data)
+		coalesceHeaders(r, len(body.data))
+		_, _ = writeBody(w, body.data, s.cfg.WriteIdle)
 		return
 	}
 	defer body.stream.Close()
-	if n, err := io.CopyBuffer(out, body.stream, make([]byte, deadlineChunk)); err != nil && r.Context().Err() == nil {
+	if n, err := io.CopyBuffer(newDeadlineWriter(w, s.cfg.WriteIdle), body.stream, make([]byte, deadlineChunk)); err != nil && r.Context().Err() == nil {
 		// Headers are gone; the short body (less than Content-Length) makes
 		// the server drop the connection so the client sees the failure.
 		s.log.Error("file body failed mid-stream", "key", key.objectKey(), "source", body.source, "sent", n, "of", length, "error", err)
@@ -215,17 +222,19 @@ func (s *Server) openRepresentation(ctx context.Context, key fileCacheKey, size,
 	return representationBody{stream: stream, source: source}, err
 }
 
-func (s *Server) setFileHeaders(h http.Header, ver *metadata.Version, file metadata.File, enc encoding, tag string, lastModified time.Time) {
-	h["Cache-Control"] = []string{immutableCacheControl}
-	h["Vary"] = []string{"Accept-Encoding"}
-	h["Accept-Ranges"] = []string{"bytes"}
-	h["Content-Type"] = []string{contentTypeOf(file)}
-	h["Etag"] = []string{tag}
-	if !lastModified.IsZero() && !ver.PublishedAt.IsZero() {
-		h["Last-Modified"] = []string{lastModified.Format(http.TimeFormat)}
+// setHeaders sets the headers of the representation in enc, all but
+// Content-Length, from values built once.
+func (sf *servedFile) setHeaders(h http.Header, enc encoding) {
+	h["Cache-Control"] = immutableCacheControlHeader
+	h["Vary"] = varyAcceptEncodingHeader
+	h["Accept-Ranges"] = acceptRangesHeader
+	h["Content-Type"] = sf.contentType
+	h["Etag"] = sf.reps[enc].etag
+	if sf.lastModifiedHeader != nil {
+		h["Last-Modified"] = sf.lastModifiedHeader
 	}
 	if enc != encIdentity {
-		h["Content-Encoding"] = []string{enc.token()}
+		h["Content-Encoding"] = contentEncodingHeaders[enc]
 	} else {
 		delete(h, "Content-Encoding")
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -325,9 +326,25 @@ func newTestEdge(t testing.TB, adjust func(*Config)) (*Server, *httptest.Server,
 		adjust(&cfg)
 	}
 	s := New(cfg)
-	ts := httptest.NewServer(s)
+	ts := serveAsDeployed(s, nil)
 	t.Cleanup(ts.Close)
 	return s, ts, logs
+}
+
+// serveAsDeployed serves h over loopback HTTP as cmd/edge does: through
+// CoalescingListener, with ConnContext; accepted, if set, is called with
+// each connection.
+func serveAsDeployed(h http.Handler, accepted func(net.Conn)) *httptest.Server {
+	ts := httptest.NewUnstartedServer(h)
+	ts.Listener = CoalescingListener(ts.Listener)
+	ts.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if accepted != nil {
+			accepted(c)
+		}
+		return ConnContext(ctx, c)
+	}
+	ts.Start()
+	return ts
 }
 
 // rawClient neither follows redirects nor decompresses, so tests see exactly

@@ -66,6 +66,9 @@ func newMetaReader(source *metaSource, ttl, negativeTTL, fetchTimeout time.Durat
 // Package returns the package document of name; found is false when the
 // library does not exist.
 func (m *metaReader) Package(name string) (*packageInfo, bool, error) {
+	if info, found, ok := m.packages.peek(name); ok {
+		return info, found, nil
+	}
 	return m.packages.get(name, func(ctx context.Context) (*packageInfo, error) {
 		var doc metadata.Package
 		bucket, err := m.source.getJSON(ctx, metadata.PackageKey(name), &doc)

@@ -82,6 +82,9 @@ type Server struct {
 	log   *slog.Logger
 	meta  *metaReader
 	files *lru[fileCacheKey, []byte]
+	// served keeps what serving each published file needs, its headers
+	// built (servedFile), for the files served lately.
+	served *lru[servedKey, *servedFile]
 	// metrics count cache hits and where bodies came from.
 	metrics *edgeMetrics
 	// fileFlight merges concurrent cache misses for one representation.
@@ -163,6 +166,7 @@ func New(cfg Config) *Server {
 		log:      cfg.Logger,
 		meta:     newMetaReader(metaSrc, cfg.MetaTTL, cfg.NegativeTTL, cfg.MetaTimeout, cfg.Logger, cfg.Now),
 		files:    newLRU[fileCacheKey, []byte](cfg.CacheBytes),
+		served:   newLRU[servedKey, *servedFile](servedCacheBudget),
 		mux:      http.NewServeMux(),
 		primary:  health,
 		metrics:  newEdgeMetrics(),
@@ -248,12 +252,12 @@ func (s *Server) rejectPath(w http.ResponseWriter, r *http.Request, status int, 
 
 // setCommonHeaders sets what every edge response carries: open CORS (the
 // files are public and loaded cross-origin with SRI), resource timing for
-// other origins, and no MIME sniffing.
+// other origins, and no MIME sniffing. The values are shared (served.go).
 func setCommonHeaders(h http.Header) {
-	h["Access-Control-Allow-Origin"] = []string{"*"}
-	h["Timing-Allow-Origin"] = []string{"*"}
-	h["Cross-Origin-Resource-Policy"] = []string{"cross-origin"}
-	h["X-Content-Type-Options"] = []string{"nosniff"}
+	h["Access-Control-Allow-Origin"] = wildcardHeader
+	h["Timing-Allow-Origin"] = wildcardHeader
+	h["Cross-Origin-Resource-Policy"] = crossOriginHeader
+	h["X-Content-Type-Options"] = nosniffHeader
 }
 
 func writeTextError(w http.ResponseWriter, status int, message string) {
