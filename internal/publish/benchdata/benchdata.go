@@ -135,6 +135,25 @@ func CSS(seed uint64, size int) []byte {
 // Package returns a release's files: n files of about total bytes, most a few
 // KiB, a few large (up to 500 KiB), 80% JavaScript, 20% CSS.
 func Package(seed uint64, n int, total int) map[string][]byte {
+	sizes := Sizes(seed, n, total)
+	files := make(map[string][]byte, n)
+	for i, s := range sizes {
+		dir := words[i%17]
+		if i%5 == 4 {
+			files[fmt.Sprintf("css/%s/%s-%04d.css", dir, words[i%31], i)] = CSS(seed*1_000_003+uint64(i), s)
+		} else {
+			files[fmt.Sprintf("js/%s/%s-%04d.js", dir, words[i%29], i)] = JS(seed*1_000_003+uint64(i), s)
+		}
+	}
+	return files
+}
+
+// Sizes returns the sizes of a release's n files, about total bytes in all,
+// in the mix Package uses: 2% bundles of 150–500 KiB, 10% modules of 16–64
+// KiB, the rest 1–8 KiB (before scaling to total), largest first. A
+// benchmark that names its own files (after a catalog entry's fileMap)
+// takes their sizes from here.
+func Sizes(seed uint64, n int, total int) []int {
 	r := rand.New(rand.NewPCG(seed, 1))
 	sizes := make([]int, n)
 	large := max(1, n/50)  // 2%: 150–500 KiB bundles
@@ -151,17 +170,10 @@ func Package(seed uint64, n int, total int) map[string][]byte {
 		}
 		sum += sizes[i]
 	}
-	files := make(map[string][]byte, n)
-	for i, s := range sizes {
-		s = s * total / sum
-		dir := words[i%17]
-		if i%5 == 4 {
-			files[fmt.Sprintf("css/%s/%s-%04d.css", dir, words[i%31], i)] = CSS(seed*1_000_003+uint64(i), s)
-		} else {
-			files[fmt.Sprintf("js/%s/%s-%04d.js", dir, words[i%29], i)] = JS(seed*1_000_003+uint64(i), s)
-		}
+	for i := range sizes {
+		sizes[i] = sizes[i] * total / sum
 	}
-	return files
+	return sizes
 }
 
 // NextVersion returns a copy of files with fraction of them changed.
