@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -77,9 +76,8 @@ const freshLibraryCount = 20
 // moments over FRESHNESS_MINUTES (10) while a poller per release asks the
 // edge every 200 ms. First with npm's follower on the registry's changes
 // feed and the package-updates Schedule (every FRESHNESS_SCHEDULE, 10m) as
-// the safety net (and, polled beside the edge as deployed, one with a
-// package-document TTL of 5 s instead of 30: how much of the wait is the
-// edge's); then the same releases again with the follower stopped,
+// the safety net, at an edge as deployed (the package-document TTL 30 s);
+// then the same releases again with the follower stopped,
 // the Schedule alone: the baseline. Last, with neither, a request for each
 // of 20 unpublished 20-file versions at an edge that publishes on first
 // request. The dev server, MinIO and the local registry as for every test;
@@ -116,10 +114,6 @@ func BenchmarkFreshness(b *testing.B) {
 	// must not publish the version itself.
 	plain := httptest.NewServer(edge.New(edge.Config{Primary: env.Store, Mirror: env.Store, Buckets: buckets}))
 	b.Cleanup(plain.Close)
-	// The same with EDGE_META_TTL=5s, polled beside it while the follower
-	// runs: how much of the wait is the edge's cached package document.
-	shortTTL := httptest.NewServer(edge.New(edge.Config{Primary: env.Store, Mirror: env.Store, Buckets: buckets, MetaTTL: shortMetaTTL}))
-	b.Cleanup(shortTTL.Close)
 
 	const scheduleID = "bench-freshness"
 	if _, err := schedules.Upsert(ctx, env.Client, scheduleID, cfg.every); err != nil {
@@ -131,9 +125,9 @@ func BenchmarkFreshness(b *testing.B) {
 
 	plan := planReleases(37, cfg.releases, cfg.window, freshLibraryCount)
 	b.Logf("%d releases over %s, Schedule every %s", len(plan), cfg.window, cfg.every)
-	withFollower := measureReleases(b, reg, plain.URL, shortTTL.URL, libs, plan, 2, cfg)
+	withFollower := measureReleases(b, reg, plain.URL, libs, plan, 2, cfg)
 	stopFollower()
-	scheduleOnly := measureReleases(b, reg, plain.URL, "", libs, plan, 3, cfg)
+	scheduleOnly := measureReleases(b, reg, plain.URL, libs, plan, 3, cfg)
 	deleteSchedule()
 	first := measureFirstRequests(b, reg, dir, libs[freshLibraryCount])
 
@@ -172,19 +166,13 @@ func startFreshFollower(b *testing.B, reg *registrytest.Registry) (stop func()) 
 // version document's publishedAt), by the release's size.
 type releaseTimes struct {
 	served, committed map[bool][]time.Duration // by "has thousandFiles files"
-	// servedShortTTL is served at the edge with shortMetaTTL.
-	servedShortTTL map[bool][]time.Duration
-	failed         int
+	failed            int
 }
-
-// shortMetaTTL is the package documents' TTL of the second edge.
-const shortMetaTTL = 5 * time.Second
 
 // measureReleases puts the planned releases on the registry at their
 // moments (version major.i.0 for the i-th) and polls the edge for each
-// until it serves the release's file with the right SRI; the edge at
-// shortTTLURL too, unless it is "".
-func measureReleases(b *testing.B, reg *registrytest.Registry, edgeURL, shortTTLURL string, libs []freshLibrary, plan []freshRelease, major int, cfg freshnessConfig) releaseTimes {
+// until it serves the release's file with the right SRI.
+func measureReleases(b *testing.B, reg *registrytest.Registry, edgeURL string, libs []freshLibrary, plan []freshRelease, major int, cfg freshnessConfig) releaseTimes {
 	b.Helper()
 	built := make([]builtRelease, len(plan))
 	for i, r := range plan {
@@ -196,7 +184,7 @@ func measureReleases(b *testing.B, reg *registrytest.Registry, edgeURL, shortTTL
 	// it appeared has been missed by the safety net too.
 	giveUp := cfg.every + 5*time.Minute
 	var mu sync.Mutex
-	times := releaseTimes{served: map[bool][]time.Duration{}, committed: map[bool][]time.Duration{}, servedShortTTL: map[bool][]time.Duration{}}
+	times := releaseTimes{served: map[bool][]time.Duration{}, committed: map[bool][]time.Duration{}}
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i, r := range plan {
@@ -205,17 +193,7 @@ func measureReleases(b *testing.B, reg *registrytest.Registry, edgeURL, shortTTL
 			time.Sleep(time.Until(start.Add(r.at)))
 			reg.Add(lib.target(), version, built[i].tarball)
 			released := time.Now()
-			var quick time.Duration
-			var quickErr error
-			var polls sync.WaitGroup
-			if shortTTLURL != "" {
-				polls.Go(func() {
-					quick, quickErr = pollServed(client, shortTTLURL, lib.pkg.Name, version, built[i], released, giveUp)
-				})
-			}
 			served, err := pollServed(client, edgeURL, lib.pkg.Name, version, built[i], released, giveUp)
-			polls.Wait()
-			err = errors.Join(err, quickErr)
 			committed := committedAfter(lib.pkg.Name, version, released)
 			mu.Lock()
 			defer mu.Unlock()
@@ -227,9 +205,6 @@ func measureReleases(b *testing.B, reg *registrytest.Registry, edgeURL, shortTTL
 			big := r.files >= thousandFiles
 			times.served[big] = append(times.served[big], served)
 			times.committed[big] = append(times.committed[big], committed)
-			if shortTTLURL != "" {
-				times.servedShortTTL[big] = append(times.servedShortTTL[big], quick)
-			}
 		})
 	}
 	wg.Wait()
@@ -305,13 +280,6 @@ func (r releaseTimes) report(b *testing.B, phase string) {
 		b.ReportMetric(committed[len(committed)-1].Seconds(), phase+size+"-committed-max-s")
 		b.Logf("%s, %d releases%s: served p50 %v p95 %v max %v; committed p50 %v max %v", phase, len(served), size,
 			nearestRank(served, 50), nearestRank(served, 95), served[len(served)-1], nearestRank(committed, 50), committed[len(committed)-1])
-	}
-	if quick := r.servedShortTTL[false]; len(quick) > 0 {
-		slices.Sort(quick)
-		ttl := fmt.Sprintf("-edge-meta-ttl-%s", shortMetaTTL)
-		b.ReportMetric(nearestRank(quick, 50).Seconds(), phase+ttl+"-p50-s")
-		b.ReportMetric(nearestRank(quick, 95).Seconds(), phase+ttl+"-p95-s")
-		b.ReportMetric(quick[len(quick)-1].Seconds(), phase+ttl+"-max-s")
 	}
 	b.ReportMetric(float64(r.failed), phase+"-not-served")
 }
