@@ -62,5 +62,7 @@ creates; TLS with CONSOLE_TLS_CERT and CONSOLE_TLS_KEY. See docs/console.md.`,
 		"comma-separated CIDRs of the proxies whose X-Forwarded-For (the client's address, for the throttle of failed sign-ins) and X-Forwarded-Proto (https: Secure cookies) are believed; empty: none (env CONSOLE_TRUST_FORWARDED)")
 	fs.StringVar(&s.MetricsAddr, "ops-addr", config.Env("CONSOLE_METRICS_ADDR", ""), "address of /metrics (Prometheus), apart from the console's; empty: none (env CONSOLE_METRICS_ADDR)")
 	config.Alias(fs, "ops-addr", "metrics-addr")
+	fs.StringVar(&s.AdmitRedisURL, "admit-redis-url", config.Env("ADMIT_REDIS_URL", ""),
+		"the gates' Anywhere Redis, where each data center writes its rooms' live view (env ADMIT_REDIS_URL); empty: the live view is shown unavailable")
 	return cmd
 }

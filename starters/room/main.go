@@ -207,7 +207,7 @@ func (c *command) run() error {
 			return c.check(err)
 		}
 		st, err := rc.Status(ctx, room, &d.Snapshot)
-		if err != nil {
+		if err != nil && !errors.Is(err, roomclient.ErrNoLiveSource) {
 			fmt.Fprintf(os.Stderr, "room status: live view: %v\n", err)
 		}
 		c.out(st, "%s\n%s", statusLine(d), liveLine(st.Live))

@@ -26,7 +26,7 @@ var ErrNoLiveSource = errors.New("no Redis given to read the live view from (--r
 // that do not parse are left out, and named in err.
 func (l *LiveSource) Read(ctx context.Context, room string, snap *admit.Snapshot) (*admit.Live, error) {
 	if l == nil || l.Redis == nil {
-		return admit.LiveUnavailable("no live view: the reader has no Redis to read it from"), ErrNoLiveSource
+		return admit.LiveUnavailable("no live view: the reader has no Redis to read it from (ADMIT_REDIS_URL)"), ErrNoLiveSource
 	}
 	// Ages are measured on Redis's clock, the one the writers stamp with.
 	pipe := l.Redis.Pipeline()
