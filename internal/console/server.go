@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
@@ -156,9 +155,10 @@ type Settings struct {
 
 	TrustForwarded []netip.Prefix // --trust-forwarded: Options.TrustForwarded
 	MetricsAddr    string         // /metrics apart from the console's port; empty: none
-	// AdmitRedisURL is the gates' Anywhere Redis, where the rooms' live
-	// views are read (--admit-redis-url, ADMIT_REDIS_URL); empty: none.
-	AdmitRedisURL string
+	// Live reads the rooms' live views: cmd/console opens it on the gates'
+	// Anywhere Redis (--admit-redis-url, ADMIT_REDIS_URL) as a gate
+	// connects (gate.OpenLiveSource); nil: none.
+	Live *roomclient.LiveSource
 }
 
 // Run serves the API until ctx ends; ready, if set, gets the address.
@@ -192,13 +192,9 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 	if err != nil {
 		return err
 	}
-	live, err := gate.OpenLiveSource(st.AdmitRedisURL)
-	if err != nil {
-		return fmt.Errorf("ADMIT_REDIS_URL: %w", err)
-	}
 	srv := &http.Server{
 		Handler: New(Options{Temporal: tc, Tokens: tokens, JobStore: st.JobStore, Endpoints: endpoints, Log: log, WebUI: cli.UIURL(), Namespace: st.Temporal.Namespace,
-			Libraries: libs, TrustForwarded: st.TrustForwarded, HookSecret: hookSecret, Live: live}).Handler(),
+			Libraries: libs, TrustForwarded: st.TrustForwarded, HookSecret: hookSecret, Live: st.Live}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 	}
 	ln, err := Listen(st.Addr, tlsConf)
