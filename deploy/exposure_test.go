@@ -380,7 +380,7 @@ func TestRedisRequiresAuth(t *testing.T) {
 	gates := 0
 	for _, name := range slices.Sorted(maps.Keys(services)) {
 		s := services[name]
-		for _, key := range []string{"GATE_REDIS_URL", "GATE_ANYWHERE_REDIS_URL"} {
+		for _, key := range []string{"GATE_REDIS_URL", "GATE_ANYWHERE_REDIS_URL", "ADMIT_REDIS_URL"} {
 			url, ok := s.Environment[key]
 			if !ok {
 				continue

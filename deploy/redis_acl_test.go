@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgeflow/edgeflow/internal/admit"
 	"github.com/edgeflow/edgeflow/internal/admit/gate"
+	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/keyring"
 )
@@ -207,7 +208,8 @@ func exerciseGateRedis(ctx context.Context, t *testing.T, client *redis.Client) 
 		t.Fatal(err)
 	}
 	signer := gate.NewRedisSigner(ring)
-	agg := &gate.Aggregator{Client: client, DataCenter: "dc1", Holder: "gate-1", Signer: signer, Logger: slog.New(slog.DiscardHandler)}
+	agg := &gate.Aggregator{Client: client, DataCenter: "dc1", Holder: "gate-1", Signer: signer, Logger: slog.New(slog.DiscardHandler),
+		Live: client}
 	rep := admit.Report{Room: room, DataCenter: "dc1", Gate: "gate-1", Minute: minute, Seq: 1, NewVisitors: 1}
 	must("write the data center's counts", agg.Write(ctx, rep, length))
 	must("mark counts sent directly", agg.MarkDirect(ctx, rep, length))
@@ -218,6 +220,11 @@ func exerciseGateRedis(ctx context.Context, t *testing.T, client *redis.Client) 
 		t.Error("the gate user could not take the data center's report lease")
 	}
 	agg.Leave(ctx, now.Add(2*length), rooms, sink)
+	// The holder wrote the room's live view at its tick; room status and
+	// the console read it (with the gate's URL: ADMIT_REDIS_URL).
+	if _, err := (&roomclient.LiveSource{Redis: client}).Read(ctx, room, &admit.Snapshot{}); err != nil {
+		t.Errorf("read the live view: %v", err)
+	}
 
 	rev := &gate.Revocations{Client: client, Rooms: func() []string { return []string{room} }, Signer: signer, Logger: slog.New(slog.DiscardHandler)}
 	rev.Revoke(room, visitor, now.Add(time.Minute), now)

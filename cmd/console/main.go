@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
 	"github.com/edgeflow/edgeflow/internal/console"
@@ -26,7 +27,7 @@ func main() { cli.Execute(newRootCommand(os.Stderr, nil)) }
 // SIGTERM, and ready, if set, gets the listening address.
 func newRootCommand(stderr io.Writer, ready func(addr string)) *cobra.Command {
 	var s console.Settings
-	var trust string
+	var trust, liveURL string
 	cmd := &cobra.Command{
 		Use:   "console",
 		Short: "The console: an HTTP API and web pages over the waiting rooms, Migrate's jobs and publishing",
@@ -42,6 +43,9 @@ creates; TLS with CONSOLE_TLS_CERT and CONSOLE_TLS_KEY. See docs/console.md.`,
 			var err error
 			if s.TrustForwarded, err = console.ParseTrustedProxies(trust); err != nil {
 				return cli.Fail(cli.ExitUsage, "console: %v", err)
+			}
+			if s.Live, err = gate.OpenLiveSource(liveURL); err != nil {
+				return cli.Fail(cli.ExitUsage, "console: --admit-redis-url (env ADMIT_REDIS_URL): %v", err)
 			}
 			ctx, stop := cli.ServeContext(cmd.Context())
 			defer stop()
@@ -62,5 +66,7 @@ creates; TLS with CONSOLE_TLS_CERT and CONSOLE_TLS_KEY. See docs/console.md.`,
 		"comma-separated CIDRs of the proxies whose X-Forwarded-For (the client's address, for the throttle of failed sign-ins) and X-Forwarded-Proto (https: Secure cookies) are believed; empty: none (env CONSOLE_TRUST_FORWARDED)")
 	fs.StringVar(&s.MetricsAddr, "ops-addr", config.Env("CONSOLE_METRICS_ADDR", ""), "address of /metrics (Prometheus), apart from the console's; empty: none (env CONSOLE_METRICS_ADDR)")
 	config.Alias(fs, "ops-addr", "metrics-addr")
+	fs.StringVar(&liveURL, "admit-redis-url", config.Env("ADMIT_REDIS_URL", ""),
+		"the gates' Anywhere Redis, where each data center writes its rooms' live view (env ADMIT_REDIS_URL); empty: the live view is shown unavailable")
 	return cmd
 }

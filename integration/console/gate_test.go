@@ -3,6 +3,7 @@ package console
 import (
 	"os/exec"
 	"regexp"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +17,14 @@ var gateListening = regexp.MustCompile(`msg="gate listening".* addr=(127\.0\.0\.
 // until the test ends, and returns its URL once it listens.
 func runGate(t *testing.T, bin, origin, cookieKeys string, environ []string) string {
 	t.Helper()
+	url, _ := runStoppableGate(t, bin, origin, cookieKeys, environ)
+	return url
+}
+
+// runStoppableGate is runGate, and a function that stops the gate
+// before the test ends (as a supervisor does: SIGINT, then SIGKILL).
+func runStoppableGate(t *testing.T, bin, origin, cookieKeys string, environ []string) (string, func()) {
+	t.Helper()
 	logs := &testenv.SyncBuffer{}
 	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0", "--origin", origin,
 		"--data-center", "local", "--gate-id", "console-it", "--hosts", "127.0.0.1,localhost",
@@ -28,14 +37,20 @@ func runGate(t *testing.T, bin, origin, cookieKeys string, environ []string) str
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+			select {
+			case <-exited:
+			case <-time.After(20 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
+			}
+		})
+	}
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
+		stop()
 		if t.Failed() {
 			t.Logf("gate log:\n%s", logs.String())
 		}
@@ -48,7 +63,7 @@ func runGate(t *testing.T, bin, origin, cookieKeys string, environ []string) str
 		default:
 		}
 		if m := gateListening.FindStringSubmatch(logs.String()); m != nil {
-			return "http://" + m[1]
+			return "http://" + m[1], stop
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the gate did not listen within a minute:\n%s", logs.String())

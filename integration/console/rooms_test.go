@@ -27,7 +27,8 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{Temporal: true, MinIO: true}, &env)
+	// Redis: the gates' shared Redis, where the rooms' live views are read.
+	testenv.Main(m, testenv.Options{Temporal: true, MinIO: true, Redis: true}, &env)
 }
 
 const (
@@ -56,7 +57,8 @@ func start(t *testing.T) *api {
 		t.Fatal(err)
 	}
 	logs := &bytes.Buffer{}
-	srv := httptest.NewServer(console.New(console.Options{Temporal: env.Client, Tokens: tokens, Log: slog.New(slog.NewTextHandler(logs, nil))}).Handler())
+	srv := httptest.NewServer(console.New(console.Options{Temporal: env.Client, Tokens: tokens, Log: slog.New(slog.NewTextHandler(logs, nil)),
+		Live: liveSource(t)}).Handler())
 	t.Cleanup(srv.Close)
 	return &api{t: t, srv: srv, logs: logs}
 }

@@ -22,6 +22,9 @@ type RoomListEntry struct {
 	EstimatedWaitMinutes int    `json:"estimated_wait_minutes"`
 	// Error says why a room that did not answer is listed without figures.
 	Error string `json:"error,omitempty"`
+	// Live is the room's live view (the figures above are the minute
+	// rollup's), absent for a room that did not answer.
+	Live *Live `json:"live,omitempty"`
 }
 
 // StatusUnavailable marks a room listed whose workflow did not answer.

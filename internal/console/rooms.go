@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 type roomAPI struct {
 	rc      roomclient.Client
 	timeout time.Duration // per call to Temporal
+	log     *slog.Logger
 }
 
 func (a roomAPI) routes() []route {
@@ -241,7 +243,12 @@ func (a roomAPI) status(w http.ResponseWriter, r *http.Request) (int, any, *Resu
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	return http.StatusOK, snap.StatusAPI(), nil, nil
+	st, err := a.rc.Status(ctx, name, &snap)
+	if err != nil && !errors.Is(err, roomclient.ErrNoLiveSource) {
+		// The answer's live.error says only that it could not be read.
+		a.log.Warn("the room's live view", "room", name, "err", err)
+	}
+	return http.StatusOK, st, nil, nil
 }
 
 func (a roomAPI) events(w http.ResponseWriter, r *http.Request) (int, any, *ResultInfo, error) {

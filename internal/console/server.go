@@ -61,6 +61,9 @@ type Options struct {
 	// HookSecret verifies GitHub's webhook deliveries at POST
 	// /hooks/github (PUBLISH_WEBHOOK_SECRET); nil: the hook refuses them.
 	HookSecret []byte
+	// Live reads the rooms' live views (the gates' Anywhere Redis,
+	// ADMIT_REDIS_URL); nil: they are shown unavailable.
+	Live *roomclient.LiveSource
 }
 
 // New builds the API's routes.
@@ -75,7 +78,7 @@ func New(o Options) *Server {
 		o.Libraries.Temporal = o.Temporal
 	}
 	s := &Server{tokens: o.Tokens, log: o.Log, mux: http.NewServeMux(),
-		rooms:      roomAPI{rc: roomclient.Client{C: o.Temporal}, timeout: o.Timeout},
+		rooms:      roomAPI{rc: roomclient.Client{C: o.Temporal, LiveSource: o.Live}, timeout: o.Timeout, log: o.Log},
 		migrations: migrationAPI{tc: o.Temporal, jobStore: o.JobStore, timeout: o.Timeout, endpoints: o.Endpoints, log: o.Log},
 		publish:    publishAPI{tc: o.Temporal, libs: o.Libraries, timeout: o.Timeout}}
 	for _, rt := range s.routes() {
@@ -103,7 +106,7 @@ func (s *Server) pages(o Options) http.Handler {
 			t, ok := s.tokens.Authenticate("Bearer " + secret)
 			return t.Name, t.ReadOnly, ok
 		},
-		Rooms: roomclient.Client{C: o.Temporal}, Namespace: o.Namespace, WebUI: o.WebUI, Log: o.Log, Timeout: o.Timeout,
+		Rooms: roomclient.Client{C: o.Temporal, LiveSource: o.Live}, Namespace: o.Namespace, WebUI: o.WebUI, Log: o.Log, Timeout: o.Timeout,
 		Migrations: web.Migrations{Temporal: o.Temporal, JobStore: o.JobStore, Start: s.migrations.startForm},
 		Libraries:  o.Libraries,
 	}).Handler()
@@ -152,6 +155,10 @@ type Settings struct {
 
 	TrustForwarded []netip.Prefix // --trust-forwarded: Options.TrustForwarded
 	MetricsAddr    string         // /metrics apart from the console's port; empty: none
+	// Live reads the rooms' live views: cmd/console opens it on the gates'
+	// Anywhere Redis (--admit-redis-url, ADMIT_REDIS_URL) as a gate
+	// connects (gate.OpenLiveSource); nil: none.
+	Live *roomclient.LiveSource
 }
 
 // Run serves the API until ctx ends; ready, if set, gets the address.
@@ -187,7 +194,7 @@ func Run(ctx context.Context, st Settings, stderr io.Writer, ready func(addr str
 	}
 	srv := &http.Server{
 		Handler: New(Options{Temporal: tc, Tokens: tokens, JobStore: st.JobStore, Endpoints: endpoints, Log: log, WebUI: cli.UIURL(), Namespace: st.Temporal.Namespace,
-			Libraries: libs, TrustForwarded: st.TrustForwarded, HookSecret: hookSecret}).Handler(),
+			Libraries: libs, TrustForwarded: st.TrustForwarded, HookSecret: hookSecret, Live: st.Live}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 	}
 	ln, err := Listen(st.Addr, tlsConf)

@@ -222,6 +222,8 @@ func RunStack(ctx context.Context, c StackConfig, o Output) error {
 		"EDGE_ADDR="+c.EdgeAddr,
 		"GATE_ADDR="+c.GateAddr, "GATE_HEALTH_ADDR="+c.GateHealthAddr, "GATE_ORIGIN=http://"+originLn.Addr().String(),
 		"GATE_DATA_CENTER="+c.GateDataCenter, "GATE_REDIS_URL="+redis.URL,
+		// The console reads the rooms' live view where the gate writes it.
+		"ADMIT_REDIS_URL="+redis.URL,
 		// The names the demo gate is reached by; a room naming another
 		// host is then not bypassed by a request naming a third.
 		"GATE_HOSTS="+c.GateHosts,

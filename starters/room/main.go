@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/internal/cli"
 	"github.com/edgeflow/edgeflow/internal/config"
@@ -42,10 +43,12 @@ type command struct {
 	file   string
 	minute int
 	every  time.Duration
-	sf     settingsFlags
-	ef     eventFlags
-	flags  *pflag.FlagSet // the running command's: which flags were given
-	args   []string
+	// redisURL is the gates' Anywhere Redis, where the live view is read.
+	redisURL string
+	sf       settingsFlags
+	ef       eventFlags
+	flags    *pflag.FlagSet // the running command's: which flags were given
+	args     []string
 }
 
 func main() { cli.Execute(newRootCommand()) }
@@ -90,13 +93,17 @@ which gates read and report to.
 		"  room update shop --queueing-method random\n  room update shop --file room.json", 1)
 	c.sf.register(update.Flags())
 	update.Flags().StringVar(&c.file, "file", "", "read the settings from this JSON file (flags override it)")
-	status := sub("status", "status NAME", "The room's status (--json: the status API; --follow: live)",
-		"  room status shop\n  room status shop --follow --every 5s", 1)
+	status := sub("status", "status NAME", "The room's status: the minute rollup and the live view (--json: the status API and live; --follow: redrawn)",
+		"  room status shop\n  ADMIT_REDIS_URL=redis://127.0.0.1:6379/0 room status shop --json\n  room status shop --follow --every 5s --redis-url redis://127.0.0.1:6379/0", 1)
 	status.Flags().BoolVar(&c.follow, "follow", false, "redraw a live view until Ctrl-C")
 	status.Flags().DurationVar(&c.every, "every", 2*time.Second, "refresh interval of --follow")
 	list := sub("list", "list", "Every room: path, host, status, active users of the limit, queued visitors, estimated wait",
 		"  room list\n  room list --all --json", 0)
 	list.Flags().BoolVar(&c.all, "all", false, "list deleted rooms too")
+	for _, cmd := range []*cobra.Command{status, list} {
+		cmd.Flags().StringVar(&c.redisURL, "redis-url", config.Env("ADMIT_REDIS_URL", ""),
+			"the gates' Anywhere Redis, where each data center writes the room's live view (env ADMIT_REDIS_URL); empty: the live view is shown unavailable")
+	}
 	root.AddCommand(create, update,
 		sub("get", "get NAME", "Show a room's settings (--json: the settings document)", "  room get shop --json", 1),
 		sub("suspend", "suspend NAME", "Turn a room off: traffic passes untouched", "  room suspend shop", 1),
@@ -140,6 +147,11 @@ func (c *command) run() error {
 	}
 	defer tc.Close()
 	rc := roomclient.Client{C: tc}
+	if c.name == "list" || c.name == "status" {
+		if rc.LiveSource, err = gate.OpenLiveSource(c.redisURL); err != nil {
+			return cli.Fail(cli.ExitUsage, "room %s: --redis-url: %v", c.name, err)
+		}
+	}
 	if c.name == "list" {
 		rows, err := rc.List(ctx, c.all)
 		if err != nil {
@@ -194,7 +206,11 @@ func (c *command) run() error {
 		if err != nil {
 			return c.check(err)
 		}
-		c.out(d.Snapshot.StatusAPI(), "%s", statusLine(d))
+		st, err := rc.Status(ctx, room, &d.Snapshot)
+		if err != nil && !errors.Is(err, roomclient.ErrNoLiveSource) {
+			fmt.Fprintf(os.Stderr, "room status: live view: %v\n", err)
+		}
+		c.out(st, "%s\n%s", statusLine(d), liveLine(st.Live))
 	case "event add":
 		ch, err := rc.AddEvent(ctx, room, event)
 		if err != nil {

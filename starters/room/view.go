@@ -108,6 +108,26 @@ func eventLine(e admit.Event, now time.Time) string {
 	return b.String()
 }
 
+// liveLine is the live view in one line, or why there is none; stale
+// figures are never shown as live.
+func liveLine(l *admit.Live) string {
+	switch {
+	case l == nil:
+		return "live: none"
+	case l.AsOf == nil:
+		return "live: STALE, " + l.Error
+	}
+	line := fmt.Sprintf("live (as of %s, %.1f s old): %d active users, %d queued, %d admitted this minute", l.AsOf.Local().Format("15:04:05"),
+		l.AgeSeconds, l.ActiveUsers, l.QueuedUsers, l.AdmittedThisMinute)
+	if l.EstimatedWaitMinutes > 0 {
+		line += fmt.Sprintf(", up to %d min wait", l.EstimatedWaitMinutes)
+	}
+	if l.Stale {
+		line = "STALE " + line + fmt.Sprintf(" (a data center's counts are older than %d s: left out)", l.MaxAgeSeconds)
+	}
+	return line
+}
+
 // follow redraws a live view of the room until ctx ends.
 func follow(ctx context.Context, rc roomclient.Client, room string, every time.Duration) error {
 	tick := time.NewTicker(every)
@@ -119,14 +139,15 @@ func follow(ctx context.Context, rc roomclient.Client, room string, every time.D
 		if err != nil {
 			return err
 		}
+		live, _ := rc.Live(ctx, room, &d.Snapshot) // its error is in live.Error, in words
 		switch {
 		case tty:
 			fmt.Print("\033[H\033[2J")
-			fmt.Print(dashboard(d, time.Now()))
+			fmt.Print(dashboard(d, live, time.Now()))
 		case time.Since(printed) >= cli.DefaultLineEvery:
 			// A log gets the view every 10 s, not a screen per refresh.
 			printed = time.Now()
-			fmt.Printf("--- %s\n%s", printed.Format(time.RFC3339), dashboard(d, printed))
+			fmt.Printf("--- %s\n%s", printed.Format(time.RFC3339), dashboard(d, live, printed))
 		}
 		select {
 		case <-ctx.Done():
@@ -136,13 +157,25 @@ func follow(ctx context.Context, rc roomclient.Client, room string, every time.D
 	}
 }
 
-func dashboard(d contract.Description, now time.Time) string {
+func dashboard(d contract.Description, live *admit.Live, now time.Time) string {
 	s := d.Snapshot
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", statusLine(d))
 	if d.Deleted {
 		return b.String()
 	}
+	fmt.Fprintf(&b, "  %s\n", liveLine(live))
+	if live != nil {
+		for _, dc := range live.DataCenters {
+			stale := ""
+			if dc.Stale {
+				stale = fmt.Sprintf(" (STALE: %.0f s old, not in the totals)", dc.AgeSeconds)
+			}
+			fmt.Fprintf(&b, "    %-10s %d active, %d queued, %d admitted this minute, %d gates%s\n", dc.DataCenter,
+				dc.ActiveUsers, dc.QueuedUsers, dc.AdmittedThisMinute, dc.Gates, stale)
+		}
+	}
+	b.WriteString("\n  the minute rollup:\n")
 	limit := max(s.Settings.TotalActiveUsers, 1)
 	fmt.Fprintf(&b, "  active     %s %d / %d\n", bar(s.ActiveUsers, limit, 40), s.ActiveUsers, limit)
 	fmt.Fprintf(&b, "  this minute %d slots (%d for new visitors), %d per minute allowed\n", s.SlotsAvailable, s.NewUserSlots, s.Settings.NewUsersPerMinute)
@@ -175,6 +208,19 @@ func bar(n, of, width int) string {
 	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", width-filled) + "]"
 }
 
+// liveCell is a row's live figures: "12 queued, 40 active (2 s)", or
+// "stale" when they are not all fresh.
+func liveCell(l *admit.Live) string {
+	if l == nil || l.AsOf == nil {
+		return "-"
+	}
+	cell := fmt.Sprintf("%d queued, %d active (%.0f s)", l.QueuedUsers, l.ActiveUsers, l.AgeSeconds)
+	if l.Stale {
+		cell = "stale: " + cell
+	}
+	return cell
+}
+
 // flagName is the flag of a field: event_start_time → event-start-time.
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
@@ -185,7 +231,7 @@ func printRoomList(out io.Writer, rows []admit.RoomListEntry) {
 		return
 	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tHOST\tPATH\tSTATUS\tACTIVE USERS\tQUEUED\tEST. WAIT")
+	fmt.Fprintln(w, "NAME\tHOST\tPATH\tSTATUS\tACTIVE USERS\tQUEUED\tEST. WAIT\tLIVE")
 	for _, r := range rows {
 		host := r.Host
 		if host == "" {
@@ -196,14 +242,14 @@ func printRoomList(out io.Writer, rows []admit.RoomListEntry) {
 			status += " (event " + r.Event + ")"
 		}
 		if r.Error != "" {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t-\t-\t-\t%s\n", r.Name, host, r.Path, status, r.Error)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t%s\n", r.Name, host, r.Path, status, r.Error)
 			continue
 		}
 		wait := "-"
 		if r.EstimatedWaitMinutes > 0 {
 			wait = fmt.Sprintf("%d min", r.EstimatedWaitMinutes)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", r.Name, host, r.Path, status, r.ActiveUsers, r.TotalActiveUsers, r.QueuedUsers, wait)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", r.Name, host, r.Path, status, r.ActiveUsers, r.TotalActiveUsers, r.QueuedUsers, wait, liveCell(r.Live))
 	}
 	w.Flush()
 }

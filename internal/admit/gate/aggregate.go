@@ -59,6 +59,11 @@ type Aggregator struct {
 	// quarter).
 	Grace  time.Duration
 	Logger *slog.Logger
+	// Live is the Redis the holder writes the data center's live counts
+	// to (the Anywhere Redis, which the readers reach; see live.go), every
+	// LiveEvery (default 1s); nil: none.
+	Live      redis.UniversalClient
+	LiveEvery time.Duration
 
 	mu         sync.Mutex
 	holdsUntil time.Time // the lease is ours until then (our clock)
@@ -69,6 +74,7 @@ type Aggregator struct {
 	bounds     map[string]roomBound
 	failing    bool
 	leaseWarn  bool // a lease no gate holds was logged
+	live       liveWriter
 }
 
 // roomBound is the largest admissionBound of a room's recent snapshots, so
@@ -232,6 +238,7 @@ func (a *Aggregator) Tick(ctx context.Context, now time.Time, rooms []AggregateR
 	a.nextPoll = now.Add(a.Poll)
 	for _, r := range rooms {
 		a.poll(ctx, now, r, sink, false)
+		a.publishLive(ctx, now, r)
 	}
 }
 

@@ -41,6 +41,9 @@ type Counters struct {
 	// DataCenterRedis is the data center's Redis, shared by its gates (nil
 	// without one): their reports go through it (Aggregator).
 	DataCenterRedis redis.UniversalClient
+	// AnywhereRedis is the Redis every gate of the room reaches (nil
+	// without one): the data centers' live counts go there (Aggregator.Live).
+	AnywhereRedis redis.UniversalClient
 	// Drops counts the values read from Redis and dropped as no gate's
 	// (edgeflow_gate_redis_dropped_total); the aggregator and the
 	// revocations count into it.
@@ -152,6 +155,7 @@ func NewCounters(dataCenter, anywhere *RedisCounter, strategy string, logger *sl
 	if anywhere != nil {
 		c.Visits = *anywhere // every gate of the room reaches it
 		c.Sessions = &SessionRecorder{Ledger: *anywhere, Logger: logger}
+		c.AnywhereRedis = anywhere.Client
 	}
 	if dataCenter != nil {
 		c.DataCenterRedis = dataCenter.Client

@@ -79,14 +79,14 @@ func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
 // RedisACL is the ACL rule of a Redis user that can do everything a gate
 // does and nothing more: the keys under admit/ (and the session ledger's
-// hash-tagged {admit/…}), reads, writes, scripts and transactions, no
-// administration.
+// hash-tagged {admit/…}), reads, writes, scripts and transactions, Redis's
+// clock (TIME: the live view is stamped and aged on it), no administration.
 // Give it to the gates' user, e.g.
 //
 //	ACL SETUSER gate on >PASSWORD <RedisACL>
 //
 // and the gates redis://gate:PASSWORD@host:port/0 (rediss:// for TLS).
-const RedisACL = "resetkeys ~admit/* ~{admit/* resetchannels -@all +@read +@write +@scripting +@transaction +ping +hello +auth +select -@dangerous -script|flush -script|kill -script|debug -function"
+const RedisACL = "resetkeys ~admit/* ~{admit/* resetchannels -@all +@read +@write +@scripting +@transaction +ping +hello +auth +select +time -@dangerous -script|flush -script|kill -script|debug -function"
 
 // NewRedisClient connects to a Redis URL (redis://[user:password@]host:port[/db],
 // or rediss:// for TLS) with the gate's timeouts. Errors never show the

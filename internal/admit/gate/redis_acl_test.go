@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
+	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/testenv"
 )
@@ -99,6 +100,16 @@ func TestGateOnRedisWithACLUser(t *testing.T) {
 		func(_ context.Context, r admit.Report) error { sent = append(sent, r); return nil })
 	if !agg.Holds(minute.Add(time.Second)) || len(sent) != 1 || sent[0].Admitted != 1 {
 		t.Fatalf("the aggregator holds the lease %v, sent %+v; want the gate's final counts", agg.Holds(minute.Add(time.Second)), sent)
+	}
+
+	// The data center's live counts, written by the holder and read as
+	// room status and the console read them.
+	agg.Live = c
+	agg.Tick(ctx, minute.Add(5*time.Second), []AggregateRoom{{Name: "shop", Length: time.Minute, Bound: 100}},
+		func(context.Context, admit.Report) error { return nil })
+	live, err := (&roomclient.LiveSource{Redis: c}).Read(ctx, "shop", &admit.Snapshot{})
+	if err != nil || len(live.DataCenters) != 1 || live.DataCenters[0].DataCenter != "dc" {
+		t.Fatalf("the live view as the gates' user: %+v, %v", live, err)
 	}
 
 	// The user can do nothing else.

@@ -199,7 +199,10 @@ func Run(ctx context.Context, s *Settings, stderr io.Writer, ready func(addr str
 		// sends the room their sum (docs/admit.md, "Reports").
 		reporter.Aggregate = &gate.Aggregator{Client: counters.DataCenterRedis, DataCenter: s.DataCenter,
 			Holder: s.GateID + "/" + strconv.FormatInt(time.Now().UnixMicro(), 10), Logger: log,
-			Signer: signer, Drops: counters.Drops}
+			Signer: signer, Drops: counters.Drops,
+			// The data center's live counts, where room status and the
+			// console read them (docs/admit.md, "The live view").
+			Live: counters.AnywhereRedis}
 	}
 	reporterDone := make(chan struct{})
 	go func() { reporter.Run(bg); close(reporterDone) }()

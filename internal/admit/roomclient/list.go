@@ -40,6 +40,9 @@ func (c Client) List(ctx context.Context, withDeleted bool) ([]admit.RoomListEnt
 			}
 			rows[i] = admit.ListEntry(&snap)
 			rows[i].Name = name
+			// The live view's cause of failure, if any, is in the row's
+			// live.error already, in words safe to show.
+			rows[i].Live, _ = c.Live(ctx, name, &snap)
 		}()
 	}
 	wg.Wait()

@@ -37,8 +37,12 @@ type noSuchEvent struct{ msg string }
 func (e noSuchEvent) Error() string        { return e.msg }
 func (e noSuchEvent) Is(target error) bool { return target == ErrNoSuchEvent }
 
-// Client wraps a Temporal client.
-type Client struct{ C client.Client }
+// Client wraps a Temporal client, and the Redis the rooms' live views are
+// read from (nil: they are shown unavailable).
+type Client struct {
+	C          client.Client
+	LiveSource *LiveSource
+}
 
 // CreateOptions are the creation-only parameters of a room.
 type CreateOptions struct {

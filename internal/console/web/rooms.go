@@ -76,6 +76,7 @@ type roomView struct {
 	Form     roomForm
 	Event    roomForm
 	Chart    chartView
+	Live     *admit.Live
 	ReadOnly bool
 }
 
@@ -104,7 +105,8 @@ func (p *Pages) showRoom(w http.ResponseWriter, r *http.Request, s *session, sta
 		return
 	}
 	v := roomView{Name: name, Version: d.SettingsVersion, Status: d.Snapshot.StatusAPI(), Settings: d.Settings,
-		Events: d.Events, Chart: chartOf(d.Recent, d.Snapshot.TrafficHistory), ReadOnly: s.readOnly, Event: roomForm{}}
+		Events: d.Events, Chart: chartOf(d.Recent, d.Snapshot.TrafficHistory), ReadOnly: s.readOnly, Event: roomForm{},
+		Live: p.live(ctx, name, &d.Snapshot)}
 	if settingsForm != nil {
 		v.Form = *settingsForm
 	} else {
@@ -132,6 +134,35 @@ func (p *Pages) roomChart(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	p.render(w, http.StatusOK, "chart", view{Content: chartOf(d.Recent, d.Snapshot.TrafficHistory)})
+}
+
+// roomLive is the live view alone, for the page's script to refresh every
+// few seconds. It answers a fragment even when the room does not, saying
+// the view is unavailable: the page must not keep showing old figures.
+func (p *Pages) roomLive(w http.ResponseWriter, r *http.Request, s *session) {
+	name := r.PathValue("name")
+	if !admit.ValidName(name) {
+		w.WriteHeader(http.StatusNotFound)
+		return
+	}
+	ctx, cancel := p.ctx(r)
+	defer cancel()
+	snap, err := p.o.Rooms.Snapshot(ctx, name)
+	live := admit.LiveUnavailable("the room did not answer: " + p.roomMessage(r, err))
+	if err == nil {
+		live = p.live(ctx, name, &snap)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	p.render(w, http.StatusOK, "live", view{Content: live})
+}
+
+// live is the room's live view; why it could not be read is logged.
+func (p *Pages) live(ctx context.Context, name string, snap *admit.Snapshot) *admit.Live {
+	live, err := p.o.Rooms.Live(ctx, name, snap)
+	if err != nil && !errors.Is(err, roomclient.ErrNoLiveSource) {
+		p.o.Log.Warn("the room's live view", "room", name, "err", err)
+	}
+	return live
 }
 
 // updateRoom applies the settings form to the version it was rendered

@@ -86,6 +86,7 @@ func New(o Options) *Pages {
 	p.mux.HandleFunc("POST /rooms", p.action(true, p.createRoom))
 	p.mux.HandleFunc("GET /rooms/{name}", p.page(p.room))
 	p.mux.HandleFunc("GET /rooms/{name}/chart", p.page(p.roomChart))
+	p.mux.HandleFunc("GET /rooms/{name}/live", p.page(p.roomLive))
 	p.mux.HandleFunc("POST /rooms/{name}/settings", p.action(true, p.updateRoom))
 	p.mux.HandleFunc("POST /rooms/{name}/suspend", p.action(true, p.suspend(true)))
 	p.mux.HandleFunc("POST /rooms/{name}/resume", p.action(true, p.suspend(false)))
@@ -143,10 +144,10 @@ func parsePages() map[string]*template.Template {
 		"jobActions":       func() []jobField { return jobActions },
 	}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"signin", "rooms", "room", "chart", "migrations", "jobs", "migration", "progress", "roomdelete"} {
+	for _, name := range []string{"signin", "rooms", "room", "chart", "live", "migrations", "jobs", "migration", "progress", "roomdelete"} {
 		files := []string{"templates/layout.html", "templates/fields.html", "templates/" + name + ".html"}
 		if name == "room" {
-			files = append(files, "templates/chart.html")
+			files = append(files, "templates/chart.html", "templates/live.html")
 		}
 		// A migration page's live part is a template of its own, which the
 		// page's script fetches alone.
@@ -171,7 +172,7 @@ func (p *Pages) render(w http.ResponseWriter, status int, page string, v view) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	var err error
-	if page == "chart" || page == "jobs" || page == "progress" {
+	if page == "chart" || page == "live" || page == "jobs" || page == "progress" {
 		err = p.pages[page].ExecuteTemplate(w, page, v.Content)
 	} else {
 		err = p.pages[page].ExecuteTemplate(w, "layout", v)
