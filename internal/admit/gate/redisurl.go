@@ -64,14 +64,15 @@ func (quietRedisLog) Printf(context.Context, string, ...any) {}
 // RedisACL is the ACL rule of a Redis user that can do everything a gate
 // does and nothing more: the keys under admit/ (and the session ledger's
 // hash-tagged {admit/…}), reads, writes, scripts and transactions, the
-// slot map of a Cluster, no administration.
+// slot map and command table of a Cluster (its client routes by them), no
+// administration.
 // Give it to the gates' user, e.g.
 //
 //	ACL SETUSER gate on >PASSWORD <RedisACL>
 //
 // (on every server: a Sentinel's replicas and a Cluster's nodes too), and
 // the gates redis://gate:PASSWORD@host:port/0 (rediss:// for TLS).
-const RedisACL = "resetkeys ~admit/* ~{admit/* resetchannels -@all +@read +@write +@scripting +@transaction +ping +hello +auth +select +cluster|slots -@dangerous -script|flush -script|kill -script|debug -function"
+const RedisACL = "resetkeys ~admit/* ~{admit/* resetchannels -@all +@read +@write +@scripting +@transaction +ping +hello +auth +select +cluster|slots +command -@dangerous -script|flush -script|kill -script|debug -function"
 
 // NewRedisClient connects to a Redis URL (see SchemeSentinel for the
 // forms) with the gate's timeouts. Errors never show the password.
