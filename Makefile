@@ -178,10 +178,10 @@ $(TOOLS)/minio:
 	fi
 
 # The cluster profile (`make cluster`, cmd/cluster): Temporal's services as
-# separate processes on PostgreSQL, distributed MinIO, Redis per data center,
-# two processes of everything. Out of `make test` and CI: about 30 processes.
+# separate processes on PostgreSQL, distributed MinIO, Redis per data center
+# and the Anywhere one behind Sentinel, two processes of everything. Out of `make test` and CI: about 30 processes.
 .PHONY: cluster cluster-test cluster-tools postgres
-cluster: tools cluster-tools postgres redis build ## Temporal on PostgreSQL, distributed MinIO, Redis ×3, every process ×2, in .data/cluster (foreground)
+cluster: tools cluster-tools postgres redis build ## Temporal on PostgreSQL, distributed MinIO, Redis per data center, Anywhere behind Sentinel, every process ×2, in .data/cluster (foreground)
 	./bin/cluster
 
 cluster-test: tools cluster-tools postgres redis build ## the end-to-end paths and faults on the cluster profile (about 25 minutes)
