@@ -107,13 +107,15 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	}
 
-# The gates' shared counters run on Debian's redis-server (`make run` and the
-# tests start their own); install it when missing.
+# The gates' shared counters run on Debian's redis-server, and on a primary
+# and replica behind Debian's redis-sentinel in the Sentinel failover test and
+# `make cluster` (`make run` and the tests start their own); install them when
+# missing (redis-cli, for a Redis Cluster, comes with redis-server).
 redis:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo ">> installing Debian's redis-server for the gates' shared counters"; \
+	@{ command -v redis-server && command -v redis-sentinel && command -v redis-cli; } >/dev/null 2>&1 || { \
+		echo ">> installing Debian's redis-server and redis-sentinel for the gates' shared counters"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-sentinel redis-tools >/dev/null; \
 	}
 
 # BenchmarkGateOutOfProcess and BenchmarkEdgeOutOfProcess compare with
@@ -176,10 +178,10 @@ $(TOOLS)/minio:
 	fi
 
 # The cluster profile (`make cluster`, cmd/cluster): Temporal's services as
-# separate processes on PostgreSQL, distributed MinIO, Redis per data center,
-# two processes of everything. Out of `make test` and CI: about 30 processes.
+# separate processes on PostgreSQL, distributed MinIO, Redis per data center
+# and the Anywhere one behind Sentinel, two processes of everything. Out of `make test` and CI: about 30 processes.
 .PHONY: cluster cluster-test cluster-tools postgres
-cluster: tools cluster-tools postgres redis build ## Temporal on PostgreSQL, distributed MinIO, Redis ×3, every process ×2, in .data/cluster (foreground)
+cluster: tools cluster-tools postgres redis build ## Temporal on PostgreSQL, distributed MinIO, Redis per data center, Anywhere behind Sentinel, every process ×2, in .data/cluster (foreground)
 	./bin/cluster
 
 cluster-test: tools cluster-tools postgres redis build ## the end-to-end paths and faults on the cluster profile (about 25 minutes)

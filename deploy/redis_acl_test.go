@@ -174,7 +174,7 @@ func deniedByACL(err error) bool {
 
 // exerciseGateRedis makes each kind of call the gates make on their Redis,
 // through their own code, and fails on any error.
-func exerciseGateRedis(ctx context.Context, t *testing.T, client *redis.Client) {
+func exerciseGateRedis(ctx context.Context, t *testing.T, client redis.UniversalClient) {
 	t.Helper()
 	store := gate.RedisCounter{Client: client}
 	const room, visitor = "cdn", "v1"

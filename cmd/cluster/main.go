@@ -5,7 +5,8 @@
 // processes with their schemas set up by Temporal's SQL tool and the
 // products' search attributes registered, the Temporal Web UI, MinIO in
 // distributed mode (4 nodes behind a balancer), a Redis per data center and
-// one Anywhere, and two processes of every worker pool, two edges and two
+// the Anywhere one behind Redis Sentinel (a primary, a replica, three
+// Sentinels), and two processes of every worker pool, two edges and two
 // gates per data center, all on free ports. Each process logs to
 // .data/cluster/logs/<name>.log; .data/cluster/cluster.env holds the
 // addresses for the starters (`set -a; . .data/cluster/cluster.env`).
@@ -45,7 +46,8 @@ func newRootCommand() *cobra.Command {
 		Short: "The system as it runs beyond one machine, here on one, in the foreground: what make cluster runs",
 		Long: `The system as it runs beyond one machine, here on one, in the foreground (Ctrl-C
 stops it): PostgreSQL, Temporal's services as separate processes, the Web UI,
-MinIO in distributed mode, a Redis per data center and one Anywhere, and two
+MinIO in distributed mode, a Redis per data center and the Anywhere one behind
+Redis Sentinel (a primary, a replica, three Sentinels), and two
 processes of every worker pool, two edges and two gates per data center, on free
 ports. Logs go to .data/cluster/logs/<name>.log (CLUSTER_DIR); cluster.env holds
 the addresses for the starters. The binaries come from BIN_DIR (./bin).`,

@@ -48,6 +48,8 @@ GATE_COOKIE_KEYS_FILE, or the development key file make run creates; every gate
 of a room must hold the same keys. Bad settings exit 2 before anything starts.`,
 		Example: `  gate --origin http://127.0.0.1:3000 --hosts shop.example.com --data-center ams
   gate --origin http://origin:3000 --hosts '*' --redis-url redis://redis:6379/0 --strategy counters+borrow --ops-addr 0.0.0.0:8098
+  gate --origin http://origin:3000 --hosts shop.example.com --data-center ams --redis-url redis://redis-ams:6379/0 \
+    --anywhere-redis-sentinel 'gate:PASSWORD@sentinel-1:26379,sentinel-2:26379,sentinel-3:26379/anywhere'
   gate keygen --file /keys/gate-cookie.keys`,
 		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -91,8 +93,10 @@ func registerFlags(fs *pflag.FlagSet, s *gatehost.Settings) {
 	fs.StringVar(&s.Origin, "origin", config.Env("GATE_ORIGIN", ""), "the origin's URL, e.g. http://127.0.0.1:3000 (env GATE_ORIGIN)")
 	fs.StringVar(&s.DataCenter, "data-center", config.Env("GATE_DATA_CENTER", "local"), "the data center this gate runs in (env GATE_DATA_CENTER)")
 	fs.StringVar(&s.GateID, "gate-id", config.Env("GATE_ID", ""), "this process's id in reports; empty: data center, host, pid and a random suffix (env GATE_ID)")
-	fs.StringVar(&s.RedisURL, "redis-url", config.Env("GATE_REDIS_URL", ""), "the data center's Redis, shared by its gates (redis://host:port/db); empty: counters in this process, for a data center's only gate (env GATE_REDIS_URL)")
+	fs.StringVar(&s.RedisURL, "redis-url", config.Env("GATE_REDIS_URL", ""), "the data center's Redis, shared by its gates: redis://host:port/db, redis-sentinel://host:26379,host:26379/PRIMARY or redis-cluster://host:port,host:port (rediss… for TLS); empty: counters in this process, for a data center's only gate (env GATE_REDIS_URL)")
 	fs.StringVar(&s.AnywhereRedisURL, "anywhere-redis-url", config.Env("GATE_ANYWHERE_REDIS_URL", ""), "the Redis every gate of every data center shares, for the Anywhere pool; empty: --redis-url (env GATE_ANYWHERE_REDIS_URL)")
+	fs.StringVar(&s.RedisSentinel, "redis-sentinel", config.Env("GATE_REDIS_SENTINEL", ""), "the data center's Redis by its Sentinels, in place of --redis-url: [user:password@]host:26379,host:26379/PRIMARY[?db=N&sentinel_password=…] (a redis-sentinel:// URL, its scheme optional) (env GATE_REDIS_SENTINEL)")
+	fs.StringVar(&s.AnywhereRedisSentinel, "anywhere-redis-sentinel", config.Env("GATE_ANYWHERE_REDIS_SENTINEL", ""), "the Anywhere Redis by its Sentinels, in place of --anywhere-redis-url, as --redis-sentinel (env GATE_ANYWHERE_REDIS_SENTINEL)")
 	fs.StringVar(&s.Strategy, "strategy", config.Env("GATE_STRATEGY", gate.StrategyCounters), "how gates on Redis hand out slots: "+gate.StrategyCounters+" (a data center's own share, then Anywhere) or "+gate.StrategyBorrow+" (also other data centers' unused shares, at the pace of the minute; needs one Redis for every data center) (env GATE_STRATEGY)")
 	fs.DurationVar(&s.SnapshotEvery, "snapshot-every", config.EnvDuration("GATE_SNAPSHOT_EVERY", 2*time.Second), "how often each room's snapshot is read (env GATE_SNAPSHOT_EVERY)")
 	fs.DurationVar(&s.DiscoverEvery, "discover-every", config.EnvDuration("GATE_DISCOVER_EVERY", 3*time.Second), "how often the rooms are listed (env GATE_DISCOVER_EVERY)")

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +24,8 @@ import (
 // The cluster profile (`make cluster`, cmd/cluster): the system as it runs
 // beyond one machine, here on one. Temporal's services as separate
 // processes on PostgreSQL, MinIO in distributed mode behind a load
-// balancer, a Redis per data center and one for Anywhere, and two
+// balancer, a Redis per data center and the Anywhere one behind Sentinel
+// (a primary, a replica, three Sentinels), and two
 // processes of every worker pool, two edges and two gates per data center,
 // all connecting through TEMPORAL_ADDRESS and S3_ENDPOINT.
 
@@ -65,7 +65,10 @@ type Cluster struct {
 	Postgres *Postgres
 	Temporal *TemporalCluster
 	MinIO    *DistributedMinIO
-	Redis    map[string]*Redis // dc1, dc2, anywhere
+	Redis    map[string]*Redis // dc1, dc2
+	// Anywhere is the Anywhere scope's Redis: a primary and a replica
+	// behind three Sentinels, which the gates follow through a failover.
+	Anywhere *RedisSentinel
 	UI       *Process
 	UIURL    string
 	// Sup runs the products' processes, Infra Temporal's services and the
@@ -172,7 +175,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 		return c, err
 	}
 	o.Say("started MinIO in distributed mode: 4 nodes, one drive each, one erasure set; S3 endpoint %s (a balancer over the nodes)", c.MinIO.Endpoint)
-	for _, name := range append(slices.Clone(DataCenters), "anywhere") {
+	for _, name := range DataCenters {
 		r, err := StartRedis(ctx, RedisOptions{Dir: c.redisDir, Logs: o.Logs("redis-" + name)})
 		if err != nil {
 			return c, err
@@ -180,6 +183,16 @@ func StartCluster(ctx context.Context, o ClusterOptions) (c *Cluster, err error)
 		c.Redis[name] = r
 		o.Say("started Redis %s at %s", name, r.Addr)
 	}
+	anywhereDir := filepath.Join(c.redisDir, "anywhere")
+	if err := os.MkdirAll(anywhereDir, 0o755); err != nil {
+		return c, err
+	}
+	c.Anywhere, err = StartRedisSentinel(ctx, RedisSentinelOptions{Dir: anywhereDir, Logs: o.Logs("redis-anywhere"), Master: "anywhere", DownAfter: 3 * time.Second})
+	if err != nil {
+		return c, err
+	}
+	o.Say("started Redis anywhere: primary %s, replica %s, Sentinels %s (the gates' %s)", c.Anywhere.Servers[0].Addr, c.Anywhere.Servers[1].Addr,
+		strings.Join(c.Anywhere.SentinelAddrs, ","), c.Anywhere.URL)
 
 	store, err := s3.New(s3.Config{Endpoint: c.MinIO.Endpoint, AccessKey: o.AccessKey, SecretKey: o.SecretKey})
 	if err != nil {
@@ -217,6 +230,7 @@ func (c *Cluster) startProducts() error {
 	for name, r := range c.Redis {
 		redis[name] = r.URL
 	}
+	redis["anywhere"] = c.Anywhere.URL
 	procs, err := productProcesses(clusterAddrs{temporal: c.Temporal.HostPort, namespace: c.Temporal.Namespace,
 		s3: c.MinIO.Endpoint, accessKey: c.o.AccessKey, secretKey: c.o.SecretKey,
 		codecKeysFile: keyring.Codec.DevPath(c.o.DataDir), cookieKeysFile: keyring.GateCookie.DevPath(c.o.DataDir),
@@ -329,7 +343,7 @@ func (c *Cluster) Kill(name string) (int, error) {
 	return pid, syscall.Kill(-pid, syscall.SIGKILL)
 }
 
-// StopRedis stops one Redis (dc1, dc2 or anywhere); StartRedisAgain starts
+// StopRedis stops one data center's Redis (dc1, dc2); StartRedisAgain starts
 // it again on its port.
 func (c *Cluster) StopRedis(name string) error { return c.Redis[name].Stop(5 * time.Second) }
 
@@ -359,6 +373,9 @@ func (c *Cluster) Stop() {
 	}
 	for _, r := range c.Redis {
 		_ = r.Stop(5 * time.Second)
+	}
+	if c.Anywhere != nil {
+		c.Anywhere.Stop(5 * time.Second)
 	}
 	if c.Postgres != nil {
 		_ = c.Postgres.Stop(30 * time.Second)

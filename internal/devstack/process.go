@@ -97,6 +97,16 @@ func (p *Process) Stop(grace time.Duration) error {
 	}
 }
 
+// Kill ends the process with SIGKILL, as a crash would (no shutdown: a
+// Redis primary replicates nothing more), and waits for it.
+func (p *Process) Kill() {
+	if exited, _ := p.Exited(); exited || p.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.ended
+}
+
 // startFailure is a server that started but did not become ready: it
 // exited, or another process answers on its port. It carries the server's
 // last log lines, which say why.

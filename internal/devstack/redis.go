@@ -21,6 +21,9 @@ type RedisOptions struct {
 	Port int
 	Dir  string // working directory; nothing is persisted there
 	Logs io.Writer
+	// Args are more redis-server arguments (a replica's --replicaof, a
+	// password).
+	Args []string
 }
 
 // Redis is a running Redis server.
@@ -55,10 +58,10 @@ func startRedisOnce(ctx context.Context, o RedisOptions) (*Redis, error) {
 		return nil, err
 	}
 	addr := net.JoinHostPort(o.IP, strconv.Itoa(port))
-	cmd := exec.Command(o.Bin,
+	cmd := exec.Command(o.Bin, append([]string{
 		"--bind", o.IP, "--port", strconv.Itoa(port),
 		"--save", "", "--appendonly", "no", "--dir", o.Dir,
-		"--daemonize", "no", "--loglevel", "warning")
+		"--daemonize", "no", "--loglevel", "warning"}, o.Args...)...)
 	p, err := start("redis", cmd, o.Logs)
 	if err != nil {
 		return nil, err

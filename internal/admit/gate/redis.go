@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,69 +53,13 @@ func (c RedisCounter) Load(ctx context.Context, key string) (int64, error) {
 	return n, nil
 }
 
-// Ping checks that the server answers.
-func (c RedisCounter) Ping(ctx context.Context) error { return c.Client.Ping(ctx).Err() }
-
-// Redis client timeouts: a new visitor waits for the counter, so a slow or
-// dead Redis must fail fast and let the gate fall back to the even split;
-// no retries, for the same reason.
-const (
-	redisDialTimeout = 500 * time.Millisecond
-	redisIOTimeout   = 250 * time.Millisecond
-	redisPoolSize    = 64
-	redisPoolTimeout = time.Second
-)
-
-func init() {
-	// go-redis logs failed dials itself; the gate logs what it does about
-	// them (Failover), once, instead of once per request.
-	redis.SetLogger(quietRedisLog{})
-}
-
-type quietRedisLog struct{}
-
-func (quietRedisLog) Printf(context.Context, string, ...any) {}
-
-// RedisACL is the ACL rule of a Redis user that can do everything a gate
-// does and nothing more: the keys under admit/ (and the session ledger's
-// hash-tagged {admit/…}), reads, writes, scripts and transactions, Redis's
-// clock (TIME: the live view is stamped and aged on it), no administration.
-// Give it to the gates' user, e.g.
-//
-//	ACL SETUSER gate on >PASSWORD <RedisACL>
-//
-// and the gates redis://gate:PASSWORD@host:port/0 (rediss:// for TLS).
-const RedisACL = "resetkeys ~admit/* ~{admit/* resetchannels -@all +@read +@write +@scripting +@transaction +ping +hello +auth +select +time -@dangerous -script|flush -script|kill -script|debug -function"
-
-// NewRedisClient connects to a Redis URL (redis://[user:password@]host:port[/db],
-// or rediss:// for TLS) with the gate's timeouts. Errors never show the
-// password.
-func NewRedisClient(rawURL string) (*redis.Client, error) {
-	opts, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("redis URL: %s", redactURLError(err))
+// Ping checks that the server answers: on a Cluster, every primary (a
+// take on a dead one's slots would fail).
+func (c RedisCounter) Ping(ctx context.Context) error {
+	if cc, ok := c.Client.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return node.Ping(ctx).Err() })
 	}
-	opts.DialTimeout = redisDialTimeout
-	opts.ReadTimeout = redisIOTimeout
-	opts.WriteTimeout = redisIOTimeout
-	// A gate under a burst of visitors waits a little for a connection
-	// rather than calling a busy store down (see ErrCountersBusy).
-	opts.PoolSize = max(opts.PoolSize, redisPoolSize)
-	opts.PoolTimeout = redisPoolTimeout
-	opts.ContextTimeoutEnabled = true
-	opts.MaxRetries = -1 // none: fall back instead
-	opts.DisableIdentity = true
-	return redis.NewClient(opts), nil
-}
-
-// redactURLError keeps the reason a URL did not parse but never the URL
-// itself (it may hold a password).
-func redactURLError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return "malformed URL: " + ue.Err.Error()
-	}
-	return err.Error()
+	return c.Client.Ping(ctx).Err()
 }
 
 // firstVisit tells whether a gate is the first of the room to count a

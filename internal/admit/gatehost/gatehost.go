@@ -47,13 +47,17 @@ const startupWait = 30 * time.Second
 type Settings struct {
 	Addr, HealthAddr, Origin, DataCenter, GateID string
 	RedisURL, AnywhereRedisURL                   string
-	Strategy                                     string
-	SnapshotEvery, DiscoverEvery, ReportEvery    time.Duration
-	ReadTimeout, WriteTimeout, IdleTimeout       time.Duration
-	OriginTimeout                                time.Duration
-	MaxBodyBytes                                 int64
-	MaxHeaderKiB                                 int
-	RewriteHost, TrustForwarded                  bool
+	// RedisSentinel and AnywhereRedisSentinel name a Redis by its
+	// Sentinels (--redis-sentinel): a redis-sentinel:// URL, its scheme
+	// optional. Check turns them into RedisURL and AnywhereRedisURL.
+	RedisSentinel, AnywhereRedisSentinel      string
+	Strategy                                  string
+	SnapshotEvery, DiscoverEvery, ReportEvery time.Duration
+	ReadTimeout, WriteTimeout, IdleTimeout    time.Duration
+	OriginTimeout                             time.Duration
+	MaxBodyBytes                              int64
+	MaxHeaderKiB                              int
+	RewriteHost, TrustForwarded               bool
 	// Hosts is the comma-separated --hosts value; Check parses it.
 	Hosts           string
 	LogLevel        string
@@ -88,6 +92,26 @@ func (s *Settings) Check() error {
 	}
 	if s.GateID == "" {
 		s.GateID = defaultGateID(s.DataCenter)
+	}
+	for _, r := range []struct {
+		url            *string
+		sentinel       string
+		urlFlag, sFlag string
+	}{
+		{&s.RedisURL, s.RedisSentinel, "--redis-url (env GATE_REDIS_URL)", "--redis-sentinel (env GATE_REDIS_SENTINEL)"},
+		{&s.AnywhereRedisURL, s.AnywhereRedisSentinel, "--anywhere-redis-url (env GATE_ANYWHERE_REDIS_URL)", "--anywhere-redis-sentinel (env GATE_ANYWHERE_REDIS_SENTINEL)"},
+	} {
+		if r.sentinel != "" {
+			if *r.url != "" && *r.url != sentinelURL(r.sentinel) {
+				return fmt.Errorf("%s and %s name two Redis deployments for one scope: give one", r.urlFlag, r.sFlag)
+			}
+			*r.url = sentinelURL(r.sentinel)
+		}
+		if *r.url != "" {
+			if err := gate.CheckRedisURL(*r.url); err != nil {
+				return fmt.Errorf("%s: %w", r.urlFlag, err)
+			}
+		}
 	}
 	if s.AnywhereRedisURL == "" {
 		s.AnywhereRedisURL = s.RedisURL
@@ -321,11 +345,11 @@ func openCounters(dcURL, anywhereURL, strategy string, log *slog.Logger) (gate.C
 	desc := "in process (even split)"
 	switch {
 	case dc != nil && anywhere == dc:
-		desc = "redis " + redactedHost(dcURL) + " (data center and Anywhere)"
+		desc = "redis " + gate.RedisURLHosts(dcURL) + " (data center and Anywhere)"
 	case dc != nil && anywhere != nil:
-		desc = "redis " + redactedHost(dcURL) + " (data center), " + redactedHost(anywhereURL) + " (Anywhere)"
+		desc = "redis " + gate.RedisURLHosts(dcURL) + " (data center), " + gate.RedisURLHosts(anywhereURL) + " (Anywhere)"
 	case anywhere != nil:
-		desc = "in process (data center), redis " + redactedHost(anywhereURL) + " (Anywhere)"
+		desc = "in process (data center), redis " + gate.RedisURLHosts(anywhereURL) + " (Anywhere)"
 	}
 	counters, err := gate.NewCounters(dc, anywhere, strategy, log)
 	if err != nil {
@@ -337,11 +361,13 @@ func openCounters(dcURL, anywhereURL, strategy string, log *slog.Logger) (gate.C
 	return counters, desc, nil
 }
 
-func redactedHost(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Host
+// sentinelURL is a --redis-sentinel value as a URL: the
+// redis-sentinel:// scheme is optional there.
+func sentinelURL(v string) string {
+	if strings.Contains(v, "://") {
+		return v
 	}
-	return "?"
+	return gate.SchemeSentinel + "://" + v
 }
 
 // dialTemporal connects, retrying until Temporal answers or ctx ends.

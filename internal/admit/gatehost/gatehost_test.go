@@ -63,3 +63,40 @@ func TestRedisURLErrorsHideThePassword(t *testing.T) {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// --redis-sentinel names the data center's Redis by its Sentinels (the
+// Anywhere Redis defaults to it, as to --redis-url), with or without the
+// URL's scheme; --anywhere-redis-sentinel the Anywhere one alone.
+func TestRedisSentinelFlags(t *testing.T) {
+	s := valid()
+	s.RedisSentinel = "gate:pw@s1:26379,s2:26379/dc"
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if s.RedisURL != "redis-sentinel://gate:pw@s1:26379,s2:26379/dc" || s.AnywhereRedisURL != s.RedisURL {
+		t.Errorf("--redis-sentinel: data center %q, Anywhere %q", s.RedisURL, s.AnywhereRedisURL)
+	}
+	s = valid()
+	s.RedisURL = "redis://r:6379/0"
+	s.AnywhereRedisSentinel = "redis-sentinel://s1,s2,s3/anywhere"
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if s.AnywhereRedisURL != "redis-sentinel://s1,s2,s3/anywhere" {
+		t.Errorf("--anywhere-redis-sentinel: Anywhere %q", s.AnywhereRedisURL)
+	}
+	for _, c := range []struct {
+		change func(*Settings)
+		want   string
+	}{
+		{func(s *Settings) { s.RedisURL, s.RedisSentinel = "redis://r:6379/0", "s1/dc" }, "--redis-url (env GATE_REDIS_URL) and --redis-sentinel"},
+		{func(s *Settings) { s.AnywhereRedisSentinel = "gate:s3cret@s1:26379" }, "--anywhere-redis-url (env GATE_ANYWHERE_REDIS_URL): redis URL: redis-sentinel URL: want the primary's name"},
+		{func(s *Settings) { s.RedisURL = "redis-cluster://gate:s3cret@n1:7000/2" }, "--redis-url (env GATE_REDIS_URL): redis URL: redis-cluster URL: path"},
+	} {
+		s := valid()
+		c.change(s)
+		if err := s.Check(); err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%v, want an error saying %q without the password", err, c.want)
+		}
+	}
+}
