@@ -144,6 +144,7 @@ func testAdmit(t *testing.T) {
 		return n > 0, fmt.Sprintf("%d admitted", n)
 	})
 	res := l.stop()
+	res.save(t, filepath.Join(dir, "logs", "admit-admissions.tsv"))
 	say("admit: the spike: %d requests, %d admitted (%d by dc1, %d by dc2 while dc1's Redis was down)",
 		res.requests, len(res.admissions), res.count("dc1", downAt, backAt), res.count("dc2", downAt, backAt))
 
