@@ -26,7 +26,9 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"github.com/edgeflow/edgeflow/internal/devstack"
+	"github.com/edgeflow/edgeflow/internal/objectstore"
 	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/publish/registry/registrytest"
 	"github.com/edgeflow/edgeflow/internal/testenv"
@@ -126,6 +128,13 @@ func run(m *testing.M) int {
 		cl.Stop()
 		return 1
 	}
+	if err := e2echeck.Retry(ctx, e2echeck.StoreWait, "create "+probeBucket, func() error {
+		return objectstore.EnsureBuckets(ctx, store, probeBucket)
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		cl.Stop()
+		return 1
+	}
 	code := m.Run()
 	tc.Close()
 	say("stopping the cluster")
@@ -160,8 +169,15 @@ func killTemporal(t *testing.T, service string) {
 	say("%s is back (pid %d)", name, cl.Infra.Pid(name))
 }
 
+// probeBucket is where the suite writes its probes of the distributed
+// MinIO (DistributedMinIO.WaitRejoined), away from every product's buckets.
+const probeBucket = "cluster-probe"
+
 // stopMinIONode stops one MinIO node; the returned func starts it again
-// and waits until it is back in the cluster.
+// and waits until the cluster is whole: every node sees the others again
+// and takes writes (a restarted node answers healthy before its peers
+// reconnect to it; until then writes may get 503 SlowDownWrite, reads
+// NoSuchKey, and the next fault would leave objects short of drives).
 func stopMinIONode(t *testing.T, i int) func() {
 	t.Helper()
 	if err := cl.MinIO.StopNode(i); err != nil {
@@ -175,7 +191,10 @@ func stopMinIONode(t *testing.T, i int) func() {
 		if err := cl.MinIO.WaitNode(context.Background(), i, 2*time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		say("%s is back", devstack.NodeName(i))
+		if err := cl.MinIO.WaitRejoined(context.Background(), probeBucket, e2echeck.StoreWait); err != nil {
+			t.Fatal(err)
+		}
+		say("%s is back, every node sees every drive and takes writes", devstack.NodeName(i))
 	}
 }
 

@@ -32,14 +32,18 @@ func testMigrate(t *testing.T) {
 	const count = 5000
 	objs := e2echeck.Generated(count, 26)
 	src, dst := "cluster-src", "cluster-dst"
-	if err := objectstore.EnsureBuckets(ctx, store, src, dst); err != nil {
+	// Every call to the store waits out one that throttles or heals (the
+	// publish part stopped and started a node just before).
+	if err := e2echeck.Retry(ctx, e2echeck.StoreWait, "create the buckets", func() error {
+		return objectstore.EnsureBuckets(ctx, store, src, dst)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e2echeck.Seed(ctx, store, src, objs); err != nil {
 		t.Fatalf("seed the source: %v", err)
 	}
 	jobs := migrate.JobStore{Store: store, Bucket: "migrate-jobs"}
-	if err := jobs.Ensure(ctx); err != nil {
+	if err := e2echeck.Retry(ctx, e2echeck.StoreWait, "create the jobs' bucket", func() error { return jobs.Ensure(ctx) }); err != nil {
 		t.Fatal(err)
 	}
 	// The workers open the job's credentials with the cluster's codec

@@ -95,7 +95,11 @@ func testPublish(t *testing.T) {
 			})
 			for _, path := range a.Files {
 				f.operations++
-				body, err := e2echeck.FetchFile(edge, name, publishVersion, path, "identity")
+				var body []byte
+				err := e2echeck.Retry(ctx, e2echeck.StoreWait, "fetch "+path, func() (err error) {
+					body, err = e2echeck.FetchFile(edge, name, publishVersion, path, "identity")
+					return err
+				})
 				if err != nil || transform.SRI(body) != a.SRI[path] {
 					t.Errorf("%s: %s@%s/%s: %v (or its bytes do not match its SRI)", edge, name, publishVersion, path, err)
 					f.lost++

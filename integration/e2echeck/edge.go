@@ -63,7 +63,7 @@ func FetchFile(edge, name, version, path, encoding string) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %d", resp.StatusCode)
+		return nil, &StatusError{Status: resp.StatusCode}
 	}
 	return Decode(resp.Header.Get("Content-Encoding"), body)
 }

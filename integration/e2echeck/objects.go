@@ -51,13 +51,22 @@ func Parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// Seed puts the objects into bucket, returning the last error.
+// Seed puts the objects into bucket, each waiting out a store that
+// throttles or heals (Retry, StoreWait); it stops at the first object that
+// fails for good and returns its error.
 func Seed(ctx context.Context, s objectstore.Store, bucket string, objs []migratetest.Object) error {
 	var failed atomic.Value
 	Parallel(len(objs), func(i int) {
+		if failed.Load() != nil {
+			return
+		}
 		o := objs[i]
-		if _, err := s.Put(ctx, bucket, o.Key, bytes.NewReader(o.Data), int64(len(o.Data)), objectstore.PutOptions{Metadata: o.Meta}); err != nil {
-			failed.Store(err)
+		err := Retry(ctx, StoreWait, "put "+bucket+"/"+o.Key, func() error {
+			_, err := s.Put(ctx, bucket, o.Key, bytes.NewReader(o.Data), int64(len(o.Data)), objectstore.PutOptions{Metadata: o.Meta})
+			return err
+		})
+		if err != nil {
+			failed.CompareAndSwap(nil, err)
 		}
 	})
 	err, _ := failed.Load().(error)
@@ -66,14 +75,21 @@ func Seed(ctx context.Context, s objectstore.Store, bucket string, objs []migrat
 
 // Compare reads every object's copy (where m puts it) back from bucket and
 // counts the byte-identical ones and the rest; different is told each of
-// the rest (the copy's bytes and the error reading it), one at a time.
+// the rest (the copy's bytes and the error reading it), one at a time. A
+// read the store throttles is tried again (Retry, StoreWait): only a copy
+// missing or different, or a store failing past the bound, counts.
 func Compare(ctx context.Context, s objectstore.Store, bucket string, m migrate.KeyMap, objs []migratetest.Object,
 	different func(o migratetest.Object, got []byte, err error)) (same, diff int64) {
 	var nSame, nDiff atomic.Int64
 	var mu sync.Mutex
 	Parallel(len(objs), func(i int) {
 		o := objs[i]
-		data, _, err := objectstore.ReadAll(ctx, s, bucket, m.Dest(o.Key))
+		var data []byte
+		key := m.Dest(o.Key)
+		err := Retry(ctx, StoreWait, "read "+bucket+"/"+key, func() (err error) {
+			data, _, err = objectstore.ReadAll(ctx, s, bucket, key)
+			return err
+		})
 		if err == nil && bytes.Equal(data, o.Data) {
 			nSame.Add(1)
 			return

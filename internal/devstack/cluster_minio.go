@@ -14,6 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 )
 
 // DistributedMinIOOptions configures MinIO in distributed mode: Nodes
@@ -150,6 +153,73 @@ func (m *DistributedMinIO) WaitNode(ctx context.Context, i int, within time.Dura
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// WaitRejoined waits, after a node started again, until the cluster is
+// whole: every node sees every other node's drive online and none healing
+// (it answers /minio/health/cluster?maintenance=true with 200: the cluster
+// would keep write quorum without it), and a probe object is written to
+// bucket and removed through each node's own endpoint. A restarted node
+// answers healthy long before its peers reconnect to it (make cluster-test
+// saw 10–15 s on an idle machine): meanwhile writes through the balancer
+// may get 503 SlowDownWrite ("Resource requested is unwritable"), reads of
+// objects written while it was away may get NoSuchKey, and stopping
+// another node would leave objects on fewer drives than they need. It
+// fails after within, naming the node and its last answer, or at once on
+// an answer that waiting will not change (a missing bucket, refused
+// credentials).
+func (m *DistributedMinIO) WaitRejoined(ctx context.Context, bucket string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for i := range m.o.Nodes {
+		url := "http://" + m.NodeEndpoint(i) + "/minio/health/cluster?maintenance=true"
+		for {
+			status := 0
+			if resp, err := healthClient.Get(url); err == nil {
+				resp.Body.Close()
+				status = resp.StatusCode
+			}
+			if status == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("minio: %s at %s does not see every other node's drive online (or one still heals) %s after a node started again: /minio/health/cluster?maintenance=true answered %d",
+					NodeName(i), m.NodeEndpoint(i), within, status)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+	for i := range m.o.Nodes {
+		store, err := s3.New(s3.Config{Endpoint: m.NodeEndpoint(i), AccessKey: m.o.AccessKey, SecretKey: m.o.SecretKey, MaxRetries: 1})
+		if err != nil {
+			return err
+		}
+		key := ".edgeflow-probe/" + NodeName(i)
+		for {
+			err := objectstore.PutBytes(ctx, store, bucket, key, []byte(NodeName(i)), objectstore.PutOptions{})
+			if err == nil {
+				err = store.Delete(ctx, bucket, key)
+			}
+			if err == nil {
+				break
+			}
+			if !objectstore.IsTransient(err) {
+				return fmt.Errorf("minio: probe write through %s: %w", NodeName(i), err)
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("minio: %s at %s still refuses writes %s after a node started again: %w", NodeName(i), m.NodeEndpoint(i), within, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 // StopNode stops node i (SIGINT, then SIGKILL): one node of the four away.

@@ -8,10 +8,12 @@ package devstack
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -53,16 +55,50 @@ func FindTool(name string) (string, error) {
 	return "", fmt.Errorf("%s not found in .tools/bin or on PATH: run `make tools` (or set %s)", name, envName)
 }
 
-// FreePort asks the kernel for a free TCP port on loopback. The port is free
-// now, not when a process binds it later: servers started on one are
-// started again on another if it was taken meanwhile (see startServer).
+// FreePort finds a free TCP port on loopback. The port is free now, not
+// when a process binds it later: servers started on one are started again
+// on another if it was taken meanwhile (see startServer). It is taken below
+// the kernel's range of ephemeral ports where that range is known (Linux),
+// so that no outgoing connection is given it as its local port before the
+// server binds it (make cluster-test lost a gate so: its supervisor
+// restarts it on the same port); elsewhere the kernel picks one.
 func FreePort() (int, error) {
+	if lo, _, ok := ephemeralRange(); ok && lo > lowestPort+1000 {
+		for range 100 {
+			p := lowestPort + rand.IntN(lo-lowestPort)
+			if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+				l.Close()
+				return p, nil
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// lowestPort is where FreePort starts looking: above the ports well-known
+// servers use by default (PostgreSQL 5432, Redis 6379, MinIO 9000, the
+// dev stack's own).
+const lowestPort = 10000
+
+// ephemeralRange is the kernel's range of local ports for outgoing
+// connections (/proc/sys/net/ipv4/ip_local_port_range).
+func ephemeralRange() (lo, hi int, ok bool) {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(data))
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	lo, err1 := strconv.Atoi(f[0])
+	hi, err2 := strconv.Atoi(f[1])
+	return lo, hi, err1 == nil && err2 == nil && lo <= hi
 }
 
 // choosePort picks the ports left to this package (a variable so a test can

@@ -184,7 +184,13 @@ var ErrCountersBusy = errors.New("shared counters slow to answer")
 //   - from the next minute, the even split, which never overshoots;
 //   - once the store answers again, the even split until the end of the
 //     minute after next, so that the other gates, which notice the
-//     recovery at about the same time, switch back in the same minute.
+//     recovery at about the same time, switch back in the same minute;
+//   - in the first minute on either counters, nothing on the snapshot of
+//     the minute before (the stale share, admit.StaleRemainder): what the
+//     gate took in that minute is on the other counters, so the new ones
+//     would show it all left, and the room allots the new minute only what
+//     the gates' reports leave of it. The minute's snapshot comes within
+//     seconds.
 //
 // If only some gates of a data center lose their Redis (a partial network
 // partition), the others keep counting on it, and the room may take at most
@@ -198,6 +204,7 @@ type Failover struct {
 	mu          sync.Mutex
 	failedAt    time.Time // the store's last failure; zero while healthy
 	recoveredAt time.Time // when it first answered again since
+	sharedFrom  time.Time // the minute the store was taken up again after its last failure
 }
 
 type failoverMode int
@@ -213,7 +220,11 @@ func (f *Failover) Name() string { return f.Shared.Name() + "|" + f.Even.Name() 
 
 // TakeSlot implements admit.Strategy.
 func (f *Failover) TakeSlot(ctx context.Context, req admit.SlotRequest) (string, bool, error) {
-	switch f.mode(req.Now, req.Snapshot.MinuteLength()) {
+	mode, since := f.mode(req.Now, req.Snapshot.MinuteLength())
+	if countedElsewhere(req, since) {
+		return "", false, nil
+	}
+	switch mode {
 	case useShared:
 		scope, ok, err := f.Shared.TakeSlot(ctx, req)
 		return f.settle(ctx, req.Now, scope, ok, err)
@@ -229,7 +240,8 @@ func (f *Failover) TakeSlot(ctx context.Context, req admit.SlotRequest) (string,
 // split keeps no ledger), failing over as TakeSlot does.
 func (f *Failover) TakeFreed(ctx context.Context, req admit.SlotRequest) (string, bool, error) {
 	ft, ok := f.Shared.(admit.FreedTaker)
-	if !ok || f.mode(req.Now, req.Snapshot.MinuteLength()) != useShared {
+	mode, since := f.mode(req.Now, req.Snapshot.MinuteLength())
+	if !ok || mode != useShared || countedElsewhere(req, since) {
 		return "", false, nil
 	}
 	scope, ok, err := ft.TakeFreed(ctx, req)
@@ -259,7 +271,8 @@ var (
 // CountsOnShared reports whether a decision at now counts on the shared
 // store (as TakeSlot would), without a call to it.
 func (f *Failover) CountsOnShared(now time.Time, length time.Duration) bool {
-	return f.mode(now, length) == useShared
+	mode, _ := f.mode(now, length)
+	return mode == useShared
 }
 
 // The failover's states, for status pages and tests.
@@ -283,24 +296,37 @@ func (f *Failover) State() string {
 	}
 }
 
-func (f *Failover) mode(now time.Time, length time.Duration) failoverMode {
+// mode says which counters a decision at now uses, and since which minute
+// they have counted this gate's takes (zero: from the start).
+func (f *Failover) mode(now time.Time, length time.Duration) (failoverMode, time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	minute := admit.MinuteOf(now, length)
 	switch {
 	case f.failedAt.IsZero():
-		return useShared
+		return useShared, f.sharedFrom
 	case !minute.After(admit.MinuteOf(f.failedAt, length)):
-		return useNone
+		return useNone, time.Time{}
 	case !f.recoveredAt.IsZero() && !minute.Before(admit.MinuteOf(f.recoveredAt, length).Add(2*length)):
+		f.sharedFrom = admit.MinuteOf(f.recoveredAt, length).Add(2 * length)
 		f.failedAt, f.recoveredAt = time.Time{}, time.Time{}
 		if f.Logger != nil {
 			f.Logger.Info("shared counters back in use", "strategy", f.Shared.Name())
 		}
-		return useShared
+		return useShared, f.sharedFrom
 	default:
-		return useEven
+		return useEven, admit.MinuteOf(f.failedAt, length).Add(length)
 	}
+}
+
+// countedElsewhere reports whether req spends a snapshot of the minute
+// before on counters taken up only in this minute (since): the takes of
+// the snapshot's minute are on the other counters (see Failover). An
+// outage's decisions count on the outage counters (admit.InOutage) and are
+// left alone.
+func countedElsewhere(req admit.SlotRequest, since time.Time) bool {
+	snap := req.Snapshot
+	return snap.Minute.Before(since) && admit.MinuteOf(req.Now, snap.MinuteLength()).After(snap.Minute) && !admit.InOutage(snap, req.Now)
 }
 
 // answers reports whether the store answers a probe now: a take that
@@ -350,27 +376,32 @@ func (f *Failover) Run(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		f.mu.Lock()
-		failed := !f.failedAt.IsZero()
-		f.mu.Unlock()
-		if !failed || f.Probe == nil {
-			continue
+		f.probe(ctx)
+	}
+}
+
+// probe probes a failed store once (Run's every tick).
+func (f *Failover) probe(ctx context.Context) {
+	f.mu.Lock()
+	failed := !f.failedAt.IsZero()
+	f.mu.Unlock()
+	if !failed || f.Probe == nil {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	err := f.Probe(pctx)
+	cancel()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.failedAt.IsZero():
+	case err != nil:
+		f.recoveredAt = time.Time{}
+	case f.recoveredAt.IsZero():
+		f.recoveredAt = f.now()
+		if f.Logger != nil {
+			f.Logger.Info("shared counters answer again: switching back at the start of the minute after next")
 		}
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		err := f.Probe(pctx)
-		cancel()
-		f.mu.Lock()
-		switch {
-		case f.failedAt.IsZero():
-		case err != nil:
-			f.recoveredAt = time.Time{}
-		case f.recoveredAt.IsZero():
-			f.recoveredAt = f.now()
-			if f.Logger != nil {
-				f.Logger.Info("shared counters answer again: switching back at the start of the minute after next")
-			}
-		}
-		f.mu.Unlock()
 	}
 }
 
