@@ -207,7 +207,9 @@ func TestCutoverFindsAPlantedDifference(t *testing.T) {
 	if code != 0 || sched.ScheduleID != contract.MigrationSyncScheduleID(lb.job) || sched.Paused || sched.Every != "1h0m0s" {
 		t.Fatalf("sync --every (exit %d): %s\n%s", code, stdout, stderr)
 	}
-	t.Cleanup(func() { _ = env.Client.ScheduleClient().GetHandle(context.Background(), sched.ScheduleID).Delete(context.Background()) })
+	t.Cleanup(func() {
+		_ = env.Client.ScheduleClient().GetHandle(context.Background(), sched.ScheduleID).Delete(context.Background())
+	})
 
 	planted := []byte("only at the destination")
 	if _, err := env.Store2.Put(context.Background(), lb.dstBucket, "live/s/planted.txt", bytes.NewReader(planted), int64(len(planted)), objectstore.PutOptions{}); err != nil {
