@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
@@ -269,4 +271,61 @@ func Cutover(ctx context.Context, c client.Client, job string, deleteExtraneous 
 	}
 	run, err = StartSync(ctx, c, base, contract.SyncRun{Cutover: true, DeleteExtraneous: deleteExtraneous})
 	return run, paused, err
+}
+
+// SyncRow is one sync run of a job, as its history lists it: its state
+// from its memo, and once it ended its report.
+type SyncRow struct {
+	WorkflowID string               `json:"workflowId"`
+	State      string               `json:"state"`
+	Started    time.Time            `json:"started"`
+	Closed     bool                 `json:"closed"`
+	Report     *contract.SyncReport `json:"report,omitempty"`
+}
+
+// Cutover says whether the run was a cutover.
+func (r SyncRow) Cutover() bool { return r.Report != nil && r.Report.Sync != nil && r.Report.Sync.Cutover }
+
+// SyncHistory is the job's sync runs, newest first, at most limit, and the
+// newest cutover among them that ended (nil none).
+type SyncHistory struct {
+	Runs    []SyncRow `json:"runs"`
+	Cutover *SyncRow  `json:"cutover,omitempty"`
+}
+
+// Syncs reads the job's sync history from the visibility store: each run's
+// memo holds its state and, once it ended, its report.
+func Syncs(ctx context.Context, c client.Client, job string, limit int) (SyncHistory, error) {
+	h := SyncHistory{Runs: []SyncRow{}}
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: syncQuery(job), PageSize: int32(limit)})
+	if err != nil {
+		return h, fmt.Errorf("find the sync runs of job %s: %w", job, err)
+	}
+	dc := converter.GetDefaultDataConverter()
+	for _, e := range resp.GetExecutions() {
+		if len(h.Runs) == limit {
+			break
+		}
+		r := SyncRow{WorkflowID: e.GetExecution().GetWorkflowId(), Started: e.GetStartTime().AsTime(), Closed: e.GetCloseTime() != nil}
+		fields := e.GetMemo().GetFields()
+		_ = dc.FromPayload(fields[contract.MemoState], &r.State)
+		if p := fields[contract.MemoSync]; p != nil {
+			var rep contract.SyncReport
+			if dc.FromPayload(p, &rep) == nil {
+				r.Report = &rep
+			}
+		}
+		if r.Closed && !contract.Ended(r.State) {
+			r.State = strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
+		}
+		h.Runs = append(h.Runs, r)
+		if h.Cutover == nil && r.Cutover() {
+			h.Cutover = &h.Runs[len(h.Runs)-1]
+		}
+	}
+	if h.Cutover != nil {
+		c := *h.Cutover // not a pointer into Runs, which the caller may change
+		h.Cutover = &c
+	}
+	return h, nil
 }
