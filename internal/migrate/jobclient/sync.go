@@ -284,7 +284,9 @@ type SyncRow struct {
 }
 
 // Cutover says whether the run was a cutover.
-func (r SyncRow) Cutover() bool { return r.Report != nil && r.Report.Sync != nil && r.Report.Sync.Cutover }
+func (r SyncRow) Cutover() bool {
+	return r.Report != nil && r.Report.Sync != nil && r.Report.Sync.Cutover
+}
 
 // SyncHistory is the job's sync runs, newest first, at most limit, and the
 // newest cutover among them that ended (nil none).
