@@ -224,6 +224,14 @@ func TestCutoverFindsAPlantedDifference(t *testing.T) {
 		r.Differences[0].Key != "live/s/planted.txt" || r.Copied != 1 || r.Changed != 1 || r.Verified != 60 {
 		t.Fatalf("cutover with a planted difference (exit %d): %s\n%s", code, stdout, stderr)
 	}
+	// The run's report lists the difference with every object.
+	stdout, stderr, code = migrateCLI(t, nil, "report", lb.job, "--sync", r.WorkflowID, "--format", "jsonl")
+	if code != 0 || strings.Count(stdout, "\n") != 61 || !strings.Contains(stdout, `{"key":"live/s/planted.txt","status":"extraneous"`) {
+		t.Fatalf("report --sync (exit %d): %s\n%s", code, stdout, stderr)
+	}
+	if _, stderr, code := migrateCLI(t, nil, "report", lb.job, "--sync", "migrate/"+lb.job); code != 2 {
+		t.Fatalf("report --sync of a run that is not a sync exited %d: %s", code, stderr)
+	}
 	h := env.Client.ScheduleClient().GetHandle(context.Background(), sched.ScheduleID)
 	if d, err := h.Describe(context.Background()); err != nil || d.Schedule.State == nil || !d.Schedule.State.Paused {
 		t.Fatalf("the cutover left the sync schedule running: %+v %v", d, err)

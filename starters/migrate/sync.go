@@ -217,7 +217,7 @@ func printSync(out io.Writer, st contract.Status) {
 	case st.Deleted > 0 || st.Sync != nil && st.Sync.DeleteExtraneous:
 		fmt.Fprintf(out, "  deleted %d objects the source does not have\n", st.Deleted)
 	case st.Extraneous > 0:
-		fmt.Fprintf(out, "  %d objects at the destination are not at the source: --delete-extraneous would delete them (`migrate report` lists them, status extraneous)\n", st.Extraneous)
+		fmt.Fprintf(out, "  %d objects at the destination are not at the source: --delete-extraneous would delete them (`migrate report %s --sync RUN` lists them, status extraneous)\n", st.Extraneous, st.Job)
 	}
 	if st.LagSeconds != nil {
 		fmt.Fprintf(out, "  lag: the destination holds the source as of %s, %s before this run ended\n",
@@ -235,7 +235,7 @@ func printSync(out io.Writer, st contract.Status) {
 		fmt.Fprintf(out, "    %s: %s\n", d.Key, d.What)
 	}
 	if int64(len(st.Differences)) < st.DifferenceCount {
-		fmt.Fprintf(out, "    … `migrate report` of the run lists them all\n")
+		fmt.Fprintf(out, "    … `migrate report %s --sync %s` lists them all\n", st.Job, st.Sync.WorkflowID)
 	}
 }
 
