@@ -80,7 +80,7 @@ func CopyPage(ctx context.Context, r PageRun) (PageOutcome, error) {
 	if page.Bounded {
 		// Before the copies: what the copies write is the source's.
 		if plan, err = r.extraneousPlan(ctx, page); err != nil {
-			return PageOutcome{}, fmt.Errorf("page %d: %w", r.Seq, err)
+			return PageOutcome{}, pageError(r.Seq, err)
 		}
 	}
 	opts := r.withHealth()
@@ -103,7 +103,7 @@ func CopyPage(ctx context.Context, r PageRun) (PageOutcome, error) {
 	if !stopped {
 		extra, err := r.settleExtraneous(ctx, plan)
 		if err != nil {
-			return PageOutcome{}, fmt.Errorf("page %d: %w", r.Seq, err)
+			return PageOutcome{}, pageError(r.Seq, err)
 		}
 		done = append(done, extra...)
 	}
@@ -122,6 +122,16 @@ func CopyPage(ctx context.Context, r PageRun) (PageOutcome, error) {
 		}
 	}
 	return PageOutcome{Counters: CountResults(done), Stopped: stopped, Differences: Differences(done, r.Differences)}, nil
+}
+
+// pageError names the page in err, but for an outage, which the activity
+// passes on as it is.
+func pageError(seq int, err error) error {
+	var down *StoreDownError
+	if errors.As(err, &down) {
+		return err
+	}
+	return fmt.Errorf("page %d: %w", seq, err)
 }
 
 func deadLetters(results []ObjectResult) []DeadLetter {

@@ -148,7 +148,7 @@ func (r PageRun) extraneousPlan(ctx context.Context, p Page) ([]string, error) {
 	}
 	listed, err := listSpan(ctx, r.Sides, SpanOf(r.Sides.Map, p))
 	if err != nil {
-		return nil, err
+		return nil, r.destinationDown(ctx, "listing the destination", err)
 	}
 	plan = Extraneous(r.Sides.Map, p, listed)
 	if len(plan) == 0 {
@@ -169,7 +169,7 @@ func (r PageRun) settleExtraneous(ctx context.Context, plan []string) ([]ObjectR
 	status, reason := StatusExtraneous, ReasonExtraneous
 	if r.DeleteExtraneous && !r.Options.DryRun {
 		if err := deleteKeys(ctx, r.Sides.Dest, r.Sides.DestBucket, plan); err != nil {
-			return nil, fmt.Errorf("delete %d objects the source does not have: %w", len(plan), err)
+			return nil, r.destinationDown(ctx, "deleting", fmt.Errorf("delete %d objects the source does not have: %w", len(plan), err))
 		}
 		status, reason = StatusDeleted, ReasonExtraneousGone
 	}
@@ -178,6 +178,29 @@ func (r PageRun) settleExtraneous(ctx context.Context, plan []string) ([]ObjectR
 		out[i] = ObjectResult{Key: k, Status: status, Reason: reason}
 	}
 	return out, nil
+}
+
+// destinationDown turns a failed listing or deletion at the destination
+// into the store's outage when it is the store's (unreachable, 5xx, a
+// network failure, or denied while a probe fails too), as a failed source
+// listing is: the job then waits for the store instead of spending the
+// page's attempts. Anything else is the error as it was.
+func (r PageRun) destinationDown(ctx context.Context, what string, err error) error {
+	switch ClassifyStoreError(err) {
+	case Unreachable, StoreFailure:
+	case Denied:
+		if r.Options.Probe == nil {
+			break
+		}
+		perr := r.Options.Probe(ctx, SideDest)
+		if perr == nil {
+			return err // the store works: the error is the request's
+		}
+		err = perr
+	default:
+		return err
+	}
+	return &StoreDownError{Outage: Outage{Side: SideDest, Reason: what + ": " + err.Error()}}
 }
 
 // deleteKeys deletes keys, in requests of up to 1,000 where the store

@@ -3,12 +3,16 @@ package migrate_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/edgeflow/edgeflow/internal/faultproxy"
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/objectstore/s3"
 	"github.com/edgeflow/edgeflow/internal/testenv"
 )
 
@@ -176,4 +180,35 @@ func keysOf(t *testing.T, s objectstore.Store, bucket string) []string {
 		keys = append(keys, o.Key)
 	}
 	return keys
+}
+
+// A destination that fails while a sync's page looks at it for objects the
+// source lacks is the store down, as for the copies: the page stops with a
+// StoreDownError (the job waits for the store), not an error that spends
+// the page's attempts.
+func TestSyncPageStopsForADestinationThatResets(t *testing.T) {
+	testenv.Require(t, env)
+	ctx := context.Background()
+	jobs := migrate.JobStore{Store: env.Store, Bucket: migratetest.Bucket(t, env.Store, "sync-outage-jobs")}
+	srcBucket := migratetest.Bucket(t, env.Store, "sync-outage-src")
+	listed := migratetest.Seed(t, env.Store, srcBucket, outageObjects(3))
+	dstBucket := migratetest.Bucket(t, env.Store2, "sync-outage-dst")
+	proxy := faultproxy.New(env.MinIO2.Endpoint, faultproxy.Faults{Reset: 1}, 7)
+	defer proxy.Close()
+	cfg := env.Store2.Config()
+	cfg.Endpoint, cfg.MaxRetries = proxy.Endpoint, 1
+	dst, err := s3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.PutPage(ctx, "job", "ex", migrate.Page{Seq: 0, Objects: listed, Bounded: true, Final: true}); err != nil {
+		t.Fatal(err)
+	}
+	run := migrate.PageRun{Jobs: jobs, Job: "job", Execution: "ex", Seq: 0, Options: testOptions(),
+		Sides: migrate.Sides{Source: env.Store, SourceBucket: srcBucket, Dest: dst, DestBucket: dstBucket}}
+	_, err = migrate.CopyPage(ctx, run)
+	var down *migrate.StoreDownError
+	if !errors.As(err, &down) || down.Side != migrate.SideDest || !strings.Contains(down.Reason, "listing the destination") {
+		t.Fatalf("a sync's page against a resetting destination: %v; want a StoreDownError for the destination", err)
+	}
 }
