@@ -85,12 +85,31 @@ func (a *Activities) ListPage(ctx context.Context, in contract.ListInput) (contr
 	if err != nil {
 		return contract.ListResult{}, err
 	}
-	if len(listed.Objects) > 0 {
-		if err := a.Jobs.PutPage(ctx, in.Job, in.Execution, migrate.Page{Seq: in.Seq, Objects: listed.Objects}); err != nil {
-			return contract.ListResult{}, err
+	res := contract.ListResult{Seq: in.Seq, Count: len(listed.Objects), Bytes: listed.Bytes, Next: listed.Next, Last: listed.Last}
+	page := migrate.Page{Seq: in.Seq, Objects: listed.Objects}
+	bounded := in.Bounded && in.KeyList == ""
+	if bounded {
+		// A sync's page answers for the destination from the previous
+		// page's last key (the range's start, for the first) to its own
+		// last key, or to the range's end for the last page.
+		page.Bounded, page.After, page.Final = true, in.After, listed.Last
+		if page.After == "" {
+			page.After = in.Range.After
+		}
+		if listed.Last {
+			page.Until = in.Range.Until
+		}
+		if n := len(listed.Objects); n > 0 {
+			res.LastKey = listed.Objects[n-1].Key
 		}
 	}
-	return contract.ListResult{Seq: in.Seq, Count: len(listed.Objects), Bytes: listed.Bytes, Next: listed.Next, Last: listed.Last}, nil
+	if len(listed.Objects) > 0 || bounded && listed.Last {
+		if err := a.Jobs.PutPage(ctx, in.Job, in.Execution, page); err != nil {
+			return contract.ListResult{}, err
+		}
+		res.Stored = true
+	}
+	return res, nil
 }
 
 // TransferPage copies one page (or redrives its dead letters), heartbeating
@@ -122,6 +141,7 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 				return migrate.Probe(ctx, side, dst.Store, in.Dest.Location, in.Job)
 			},
 		},
+		Differences: pageDifferences(in.Sync),
 		KeepPartial: func() bool {
 			select {
 			case <-activity.GetWorkerStopChannel(ctx):
@@ -141,6 +161,7 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 	stopBeat := heartbeat.Every(ctx, heartbeat.Within(set.HeartbeatTimeout), nil)
 	var done int64
 	run.Options.Progress = func(n int) { done = int64(n) }
+	run.DeleteExtraneous = in.Sync != nil && in.Sync.DeleteExtraneous
 	var out migrate.PageOutcome
 	if in.Pass == 0 {
 		out, err = migrate.CopyPage(ctx, run)
@@ -153,7 +174,8 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 	}
 	a.Metrics.storeUp(migrate.SideSource, migrate.SideDest)
 	a.Metrics.page(out.Counters)
-	rep := contract.PageReport{Execution: in.Execution, Pass: in.Pass, Seq: in.Seq, Item: in.Item, Counters: out.Counters, Redriven: out.Redriven}
+	rep := contract.PageReport{Execution: in.Execution, Pass: in.Pass, Seq: in.Seq, Item: in.Item, Counters: out.Counters, Redriven: out.Redriven,
+		Differences: out.Differences}
 	if out.Stopped {
 		if run.KeepPartial() {
 			rep.Aborted = true
@@ -162,6 +184,14 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 		return contract.PageReport{}, fmt.Errorf("page %d: the worker is stopping after %d objects; another attempt copies the rest", in.Seq, done)
 	}
 	return rep, nil
+}
+
+// pageDifferences is how many differences a page names: a cutover's only.
+func pageDifferences(sync *contract.SyncRun) int {
+	if sync != nil && sync.Cutover {
+		return contract.MaxPageDifferences
+	}
+	return 0
 }
 
 // beat heartbeats within the heartbeat timeout the activity was scheduled
@@ -202,5 +232,9 @@ func (a *Activities) FindReports(ctx context.Context, in contract.FindReportsInp
 // has removed its workflow. A retry writes the same document.
 func (a *Activities) ArchiveJob(ctx context.Context, st contract.Status) error {
 	defer beat(ctx)()
+	if st.Sync != nil {
+		// A sync run's report goes beside the job's, never over it.
+		return a.Jobs.PutSyncSummary(ctx, st.Job, st.Sync.WorkflowID, contract.SyncReportOf(st))
+	}
 	return a.Jobs.PutSummary(ctx, st.Job, st)
 }

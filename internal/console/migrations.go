@@ -64,7 +64,7 @@ func (a migrationAPI) routes() []route {
 	for _, action := range []string{contract.PauseUpdate, contract.ResumeUpdate, contract.AbortUpdate} {
 		rs = append(rs, route{"POST /api/v1/migrations/{job}/" + action, a.control(action)})
 	}
-	return rs
+	return append(rs, a.syncRoutes()...)
 }
 
 func (a migrationAPI) ctx(r *http.Request) (context.Context, context.CancelFunc) {

@@ -84,3 +84,22 @@ func (s JobStore) SummaryJobs(ctx context.Context) iter.Seq2[string, error] {
 		}
 	}
 }
+
+// A sync run's final report is kept beside its job's summary, one document
+// per run, named by the run's workflow ID (which starts with the job's
+// sync Schedule's ID and ends with the time it was due):
+//
+//	syncs/<job>/<run>.json
+
+// SyncSummaryKey is the key of a sync run's report.
+func SyncSummaryKey(job, workflowID string) string {
+	return "syncs/" + job + "/" + strings.ReplaceAll(workflowID, "/", "_") + ".json"
+}
+
+// PutSyncSummary stores a sync run's final report.
+func (s JobStore) PutSyncSummary(ctx context.Context, job, workflowID string, report any) error {
+	if err := CheckJobID(job); err != nil {
+		return err
+	}
+	return objectstore.PutJSON(ctx, s.Store, s.Bucket, SyncSummaryKey(job, workflowID), report)
+}

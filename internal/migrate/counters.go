@@ -18,6 +18,15 @@ type Counters struct {
 	Throttled int64 `json:"throttled,omitempty"`
 	// Retried counts object attempts repeated after a transient error.
 	Retried int64 `json:"retried,omitempty"`
+	// Changed are the copies (of Copied) of objects the destination held
+	// with other contents; Unchanged the skips (of Skipped) of objects it
+	// held identical. Extraneous are the objects a sync found at the
+	// destination that the source does not have, Deleted those of them it
+	// deleted; neither is a listed object.
+	Changed    int64 `json:"changed,omitempty"`
+	Unchanged  int64 `json:"unchanged,omitempty"`
+	Extraneous int64 `json:"extraneous,omitempty"`
+	Deleted    int64 `json:"deleted,omitempty"`
 }
 
 // Add adds o to c.
@@ -32,6 +41,10 @@ func (c *Counters) Add(o Counters) {
 	c.Mismatched += o.Mismatched
 	c.Throttled += o.Throttled
 	c.Retried += o.Retried
+	c.Changed += o.Changed
+	c.Unchanged += o.Unchanged
+	c.Extraneous += o.Extraneous
+	c.Deleted += o.Deleted
 }
 
 // Done is the number of listed objects that reached an outcome.
@@ -43,10 +56,21 @@ func (c *Counters) Count(r ObjectResult) {
 	case StatusCopied, StatusWouldCopy:
 		c.Copied++
 		c.Bytes += r.Bytes
+		if isChange(r.Reason) {
+			c.Changed++
+		}
 	case StatusSkipped:
 		c.Skipped++
+		if isUnchanged(r.Reason) {
+			c.Unchanged++
+		}
 	case StatusFailed:
 		c.Failed++
+	case StatusExtraneous:
+		c.Extraneous++
+	case StatusDeleted:
+		c.Extraneous++
+		c.Deleted++
 	}
 	switch r.Verify {
 	case VerifyMatch:

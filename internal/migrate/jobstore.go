@@ -21,6 +21,7 @@ import (
 //	jobs/<job>/<execution>/results/<seq>.jsonl     one ObjectResult per object
 //	jobs/<job>/<execution>/dead/<seq>.jsonl        the page's dead letters
 //	jobs/<job>/<execution>/redrive/<pass>/<seq>.json  a redrive's outcome
+//	jobs/<job>/<execution>/extraneous/<seq>.json   a sync page's keys the source lacks
 //	jobs/<job>/keylists/<name>                     an uploaded --keys list
 //	summaries/<job>.json                           a finished job's status (archive.go)
 //
@@ -73,6 +74,12 @@ func deadPrefix(job, execution string) string { return execPrefix(job, execution
 // RedriveKey is the key of one page's outcome in redrive pass pass.
 func RedriveKey(job, execution string, pass, seq int) string {
 	return execPrefix(job, execution) + "redrive/" + strconv.Itoa(pass) + "/" + seqName(seq) + ".json"
+}
+
+// ExtraneousKey is the key of the destination keys a sync's page found
+// that the source does not have (stored before any is deleted).
+func ExtraneousKey(job, execution string, seq int) string {
+	return execPrefix(job, execution) + "extraneous/" + seqName(seq) + ".json"
 }
 
 // KeyListKey is where an uploaded key list is kept.

@@ -21,6 +21,12 @@ type PageRun struct {
 	// report), false stores nothing so a retry does the whole page (a
 	// worker shutting down).
 	KeepPartial func() bool
+	// DeleteExtraneous: a bounded page (a sync's) deletes the destination
+	// objects in its span the source does not have; otherwise it counts
+	// them. Differences is how many of the objects that leave the two
+	// sides different the outcome names (a cutover's; 0 none).
+	DeleteExtraneous bool
+	Differences      int
 }
 
 func (r PageRun) keepPartial() bool { return r.KeepPartial != nil && r.KeepPartial() }
@@ -42,6 +48,8 @@ type PageOutcome struct {
 	Redriven int
 	// Stopped: the context ended before every object was done.
 	Stopped bool
+	// Differences are the first PageRun.Differences objects left different.
+	Differences []Difference
 }
 
 // CountResults totals a page's results.
@@ -62,11 +70,18 @@ func CopyPage(ctx context.Context, r PageRun) (PageOutcome, error) {
 	if stored, found, err := r.Jobs.GetResults(ctx, r.Job, r.Execution, r.Seq); err != nil {
 		return PageOutcome{}, err
 	} else if found {
-		return PageOutcome{Counters: CountResults(stored)}, nil
+		return PageOutcome{Counters: CountResults(stored), Differences: Differences(stored, r.Differences)}, nil
 	}
 	page, err := r.Jobs.GetPage(ctx, r.Job, r.Execution, r.Seq)
 	if err != nil {
 		return PageOutcome{}, fmt.Errorf("page %d: %w", r.Seq, err)
+	}
+	var plan []string
+	if page.Bounded {
+		// Before the copies: what the copies write is the source's.
+		if plan, err = r.extraneousPlan(ctx, page); err != nil {
+			return PageOutcome{}, pageError(r.Seq, err)
+		}
 	}
 	opts := r.withHealth()
 	results := Transfer(ctx, r.Sides, page.Objects, opts)
@@ -85,6 +100,13 @@ func CopyPage(ctx context.Context, r PageRun) (PageOutcome, error) {
 	if stopped && !r.keepPartial() {
 		return PageOutcome{Counters: CountResults(done), Stopped: true}, nil
 	}
+	if !stopped {
+		extra, err := r.settleExtraneous(ctx, plan)
+		if err != nil {
+			return PageOutcome{}, pageError(r.Seq, err)
+		}
+		done = append(done, extra...)
+	}
 	// Stored with the store's own deadline even if ctx ended: an aborted
 	// page's report still lists what it did.
 	sctx := context.WithoutCancel(ctx)
@@ -99,7 +121,17 @@ func CopyPage(ctx context.Context, r PageRun) (PageOutcome, error) {
 			return PageOutcome{}, err
 		}
 	}
-	return PageOutcome{Counters: CountResults(done), Stopped: stopped}, nil
+	return PageOutcome{Counters: CountResults(done), Stopped: stopped, Differences: Differences(done, r.Differences)}, nil
+}
+
+// pageError names the page in err, but for an outage, which the activity
+// passes on as it is.
+func pageError(seq int, err error) error {
+	var down *StoreDownError
+	if errors.As(err, &down) {
+		return err
+	}
+	return fmt.Errorf("page %d: %w", seq, err)
 }
 
 func deadLetters(results []ObjectResult) []DeadLetter {

@@ -49,6 +49,13 @@ type DeadLetter struct {
 type Page struct {
 	Seq     int      `json:"seq"`
 	Objects []Object `json:"objects"`
+	// Bounded (a sync's page): the page also answers for the destination
+	// keys from After (exclusive; "" from the first) to its last object,
+	// or, Final, to Until ("" to the end): see SpanOf.
+	Bounded bool   `json:"bounded,omitempty"`
+	After   string `json:"after,omitempty"`
+	Until   string `json:"until,omitempty"`
+	Final   bool   `json:"final,omitempty"`
 }
 
 // WriteJSONLines writes each value as one line of JSON.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -389,7 +390,7 @@ func TestCopyPageAndRedriveAreIdempotent(t *testing.T) {
 		t.Fatalf("redrive: %+v %v", red, err)
 	}
 	twice, err := migrate.RedrivePage(ctx, run, 1)
-	if err != nil || twice != red {
+	if err != nil || !reflect.DeepEqual(twice, red) {
 		t.Fatalf("redrive retried: %+v %v", twice, err)
 	}
 	if seqs, _, _ := jobs.DeadPages(ctx, "job", "ex", -1, 10); len(seqs) != 0 {

@@ -11,6 +11,8 @@
 //	go run ./starters/migrate split --parts N  (the flags of start)
 //	go run ./starters/migrate account [NAME] [--limit N]
 //	go run ./starters/migrate import-catalog --source s3://OLD-CDN/ajax/libs/ --source-endpoint HOST:PORT
+//	go run ./starters/migrate sync JOB [--every DURATION] [--delete-extraneous] [--pause|--resume|--trigger|--remove]
+//	go run ./starters/migrate cutover JOB [--delete-extraneous]
 //
 // Credentials come from MIGRATE_SOURCE_ACCESS_KEY, MIGRATE_SOURCE_SECRET_KEY,
 // MIGRATE_DEST_ACCESS_KEY and MIGRATE_DEST_SECRET_KEY, or a credentials file
@@ -63,6 +65,7 @@ MIGRATE_DEST_SECRET_KEY, or --credentials FILE with those NAME=VALUE lines. Neve
 		newControlCommand(&c, "resume", "Continue a paused job"),
 		newControlCommand(&c, "abort", "Stop a job now; pages in flight stop and report what they did"),
 		newRedriveCommand(&c), newReportCommand(&c), newAccountCommand(&c), newImportCatalogCommand(&c))
+	root.AddCommand(syncCommands(&c)...)
 	return root
 }
 

@@ -36,6 +36,13 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"report", "job-1", "--format", "xml"}, cli.ExitUsage, `--format "xml": use csv or jsonl`},
 		{[]string{"list", "--follow"}, cli.ExitUsage, "unknown flag: --follow"},
 		{[]string{"list"}, cli.ExitUnavailable, "migrate: connect to Temporal at 127.0.0.1:1"},
+		{[]string{"sync", "job-1", "--pause", "--resume"}, cli.ExitUsage, "--pause, --resume, --trigger and --remove exclude each other"},
+		{[]string{"sync", "job-1", "--trigger", "--every", "1h"}, cli.ExitUsage, "--trigger controls the Schedule"},
+		{[]string{"sync", "job-1", "--every", "1s"}, cli.ExitUsage, "--every 1s: at least 10s"},
+		{[]string{"sync", "job-1", "--every", "1h", "--follow"}, cli.ExitUsage, "--every starts no run now"},
+		{[]string{"sync", "no/such job"}, cli.ExitUsage, "job id"},
+		{[]string{"cutover"}, cli.ExitUsage, "want exactly one JOB"},
+		{[]string{"cutover", "job-1"}, cli.ExitUnavailable, "migrate: connect to Temporal at 127.0.0.1:1"},
 	} {
 		r := clitest.Exec(t, nil, append(c.args, nowhere...)...)
 		if r.Code != c.code || !strings.Contains(r.Stderr, c.want) {

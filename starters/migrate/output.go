@@ -90,6 +90,11 @@ func printStatus(out io.Writer, st contract.Status) {
 // comes from this process's own readings, and is shown only once they span
 // 2 seconds.
 func follow(c client.Client, job string, stop <-chan struct{}) {
+	followRun(c, job, contract.MigrationWorkflowID(job), stop)
+}
+
+// followRun is follow for one run of a job, by its workflow id (a sync run's).
+func followRun(c client.Client, job, id string, stop <-chan struct{}) {
 	live := &cli.Live{Out: os.Stderr}
 	every := 500 * time.Millisecond
 	if !cli.IsTerminal(os.Stderr) {
@@ -99,7 +104,7 @@ func follow(c client.Client, job string, stop <-chan struct{}) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		st, err := jobclient.QueryStatus(background, c, job)
+		st, err := jobclient.QueryRun(background, c, job, id)
 		if err == nil {
 			meter.Add(migrate.Sample{At: time.Now(), Objects: st.Done(), Bytes: st.Bytes})
 			live.Show(progressLine(st, &meter))

@@ -20,13 +20,14 @@ import (
 // error, reason, attempts, verify), streaming from the job store in
 // constant memory.
 func newReportCommand(c *common) *cobra.Command {
-	var format, out string
+	var format, out, syncRun string
 	var onlyFailed bool
 	var jobStore migrate.JobStoreConfig
 	cmd := command("report JOB", "Write a job's per-object report: CSV or JSON lines, to a file, stdout or a bucket", "",
-		"  migrate report m-20260501-abcd > report.csv\n  migrate report m-20260501-abcd --failed --format jsonl --out s3://reports/m-20260501-abcd.jsonl", oneJob,
-		func(args []string) int { return runReport(c, args[0], format, out, onlyFailed, jobStore) })
+		"  migrate report m-20260501-abcd > report.csv\n  migrate report m-20260501-abcd --failed --format jsonl --out s3://reports/m-20260501-abcd.jsonl\n  migrate report m-20260501-abcd --sync migrate-sync/m-20260501-abcd-2026-05-02T10:00:00Z",
+		oneJob, func(args []string) int { return runReport(c, args[0], syncRun, format, out, onlyFailed, jobStore) })
 	fs := cmd.Flags()
+	fs.StringVar(&syncRun, "sync", "", "the report of this sync run of the job (its workflow id, as `migrate sync --json` prints it) instead of the job's")
 	fs.StringVar(&format, "format", migrate.FormatCSV, "csv or jsonl")
 	fs.StringVar(&out, "out", "-", "FILE, - for stdout, or s3://BUCKET/KEY on the job store's endpoint")
 	fs.BoolVar(&onlyFailed, "failed", false, "only the objects that failed (the dead letters)")
@@ -34,7 +35,7 @@ func newReportCommand(c *common) *cobra.Command {
 	return cmd
 }
 
-func runReport(c *common, job, format, out string, onlyFailed bool, jobStore migrate.JobStoreConfig) int {
+func runReport(c *common, job, syncRun, format, out string, onlyFailed bool, jobStore migrate.JobStoreConfig) int {
 	if format != migrate.FormatCSV && format != migrate.FormatJSONLines {
 		return c.fail(cli.ExitUsage, job, "--format %q: use csv or jsonl", format)
 	}
@@ -50,7 +51,16 @@ func runReport(c *common, job, format, out string, onlyFailed bool, jobStore mig
 		return code
 	}
 	defer tc.Close()
-	st, err := jobclient.Status(background, tc, jobStore, job)
+	var st contract.Status
+	var err error
+	if syncRun != "" {
+		if !strings.HasPrefix(syncRun, contract.MigrationSyncScheduleID(job)+"-") {
+			return c.fail(cli.ExitUsage, job, "--sync %q: not a sync run of job %s (its ids start with %s-)", syncRun, job, contract.MigrationSyncScheduleID(job))
+		}
+		st, err = jobclient.QueryRun(background, tc, job, syncRun)
+	} else {
+		st, err = jobclient.Status(background, tc, jobStore, job)
+	}
 	if err != nil {
 		return c.fail(statusCode(err), job, "job %s: %v", job, err)
 	}

@@ -54,6 +54,10 @@ type bucket struct {
 	listDown   map[int]int
 	probeFails int
 	probes     []contract.ProbeInput
+	// afters are the After of each bounded listing (a sync's), in call
+	// order; differ plants what a cutover's page finds different.
+	afters []string
+	differ map[int][]migrate.Difference
 }
 
 func unavailable(side string) error {
@@ -99,6 +103,13 @@ func (b *bucket) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 		} else {
 			res.Last = true
 		}
+		if in.Bounded {
+			b.afters = append(b.afters, in.After)
+			if res.Count > 0 {
+				res.LastKey = fmt.Sprintf("key-%d", in.Seq*b.pageSize+res.Count-1)
+			}
+			res.Stored = res.Count > 0 || res.Last
+		}
 		return res, nil
 	})
 	env.OnActivity(a.TransferPage, mock.Anything, mock.Anything).Return(func(ctx context.Context, in contract.PageInput) (contract.PageReport, error) {
@@ -134,6 +145,11 @@ func (b *bucket) mock(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 		n := b.pageCount(in.Seq)
 		failed := b.failing[in.Seq]
 		rep.Counters = migrate.Counters{Copied: int64(n - failed), Failed: int64(failed), Bytes: int64(n-failed) * 10}
+		if in.Sync != nil && in.Sync.Cutover {
+			rep.Counters.Verified = int64(n - failed)
+			rep.Differences = b.differ[in.Seq]
+			rep.Counters.Extraneous = int64(len(b.differ[in.Seq]))
+		}
 		return rep, nil
 	})
 	env.OnActivity(a.ProbeStore, mock.Anything, mock.Anything).Return(func(ctx context.Context, in contract.ProbeInput) error {

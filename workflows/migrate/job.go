@@ -178,7 +178,8 @@ func (j *job) continueAsNew(ctx workflow.Context) (*contract.Status, error) {
 	j.st.Runs++
 	next := j.in
 	next.Resume = j.st
-	return nil, workflow.NewContinueAsNewError(ctx, contract.WorkflowTypeMigration, next)
+	// A sync run (MigrationSync) continues as a sync run.
+	return nil, workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, next)
 }
 
 // activityOptions are those of the job's own short activities. They
@@ -202,7 +203,7 @@ func (j *job) activityOptions(ctx workflow.Context) workflow.Context {
 func (j *job) waitForSlot(ctx workflow.Context) error {
 	granted, ask := false, true
 	slot := workflow.GetSignalChannel(ctx, contract.SlotGrantedSignal)
-	req := contract.SlotRequest{Job: j.in.Job, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}
+	req := contract.SlotRequest{Job: j.slotName(ctx), WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}
 	for !granted && !j.abort {
 		if ask {
 			if err := requestSlot(j.activityOptions(ctx), j.account(), req); err != nil {
@@ -234,6 +235,15 @@ func (j *job) drainSignals(ctx workflow.Context) {
 	}
 }
 
+// slotName is what the job holds its account's slot as: the job, or a
+// sync run's own workflow ID (a job's syncs may overlap one another).
+func (j *job) slotName(ctx workflow.Context) string {
+	if j.in.Sync != nil {
+		return workflow.GetInfo(ctx).WorkflowExecution.ID
+	}
+	return j.in.Job
+}
+
 func (j *job) account() string {
 	if j.in.Account == "" {
 		return "default"
@@ -245,7 +255,7 @@ func (j *job) account() string {
 // nothing to release.
 func (j *job) releaseSlot(ctx workflow.Context) {
 	ctx, _ = workflow.NewDisconnectedContext(ctx)
-	req := contract.SlotRequest{Job: j.in.Job, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}
+	req := contract.SlotRequest{Job: j.slotName(ctx), WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}
 	_ = workflow.SignalExternalWorkflow(ctx, contract.MigrationAccountWorkflowID(j.account()), "", contract.ReleaseSignal, req).Get(ctx, nil)
 }
 
@@ -285,8 +295,21 @@ func (j *job) finishAborted(ctx workflow.Context) (*contract.Status, error) {
 	j.drainSignals(ctx)
 	j.details(ctx)
 	s := j.status(ctx)
+	j.publishSync(ctx, s)
 	j.awaitArchive(ctx, j.startArchive(ctx, s))
 	return &s, nil
+}
+
+// publishSync keeps a sync run's final report in its memo, where the
+// console's sync history reads it (the differences it names are in the
+// result; the memo keeps the first few).
+func (j *job) publishSync(ctx workflow.Context, s contract.Status) {
+	if j.in.Sync == nil {
+		return
+	}
+	r := contract.SyncReportOf(s)
+	r.Differences = r.Differences[:min(len(r.Differences), 10)]
+	_ = workflow.UpsertMemo(ctx, map[string]any{contract.MemoSync: r})
 }
 
 // fail ends the job as failed: the error carries the status as details.
@@ -304,6 +327,7 @@ func (j *job) fail(ctx workflow.Context, err error) (*contract.Status, error) {
 // end archives the job's final status and gives its account slot back,
 // both at once: the job's end waits for one round trip, not two.
 func (j *job) end(ctx workflow.Context, s contract.Status) {
+	j.publishSync(ctx, s)
 	archived := j.startArchive(ctx, s)
 	j.releaseSlot(ctx)
 	j.awaitArchive(ctx, archived)

@@ -115,7 +115,33 @@ func (j *job) status(ctx workflow.Context) contract.Status {
 		s.Ended = &now
 	}
 	j.waitingStatus(ctx, &s)
+	j.syncStatus(ctx, &s)
 	return s
+}
+
+// syncStatus fills a sync run's fields: its request, and once it ended its
+// lag and (a cutover) its verdict. Identical means the run completed, every
+// listed object was copied or found identical and verified (size, then
+// ETag or MD5), and the destination holds nothing the source lacks.
+func (j *job) syncStatus(ctx workflow.Context, s *contract.Status) {
+	if j.in.Sync == nil {
+		return
+	}
+	s.Sync = &contract.SyncInfo{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, SyncRun: *j.in.Sync}
+	if !contract.Ended(s.State) {
+		return
+	}
+	lag := s.Ended.Sub(s.Started).Seconds()
+	s.LagSeconds = &lag
+	if !j.in.Sync.Cutover {
+		return
+	}
+	c := s.Counters
+	s.DifferenceCount = migrate.DifferenceCount(c, j.in.DryRun)
+	s.Differences = j.st.Differences
+	identical := s.State == contract.StateCompleted && s.DifferenceCount == 0 && !j.in.DryRun &&
+		c.Copied+c.Unchanged == c.Listed && c.Verified == c.Listed
+	s.Identical = &identical
 }
 
 // details is the job's live summary in the Web UI.
@@ -141,6 +167,12 @@ func (j *job) details(ctx workflow.Context) {
 	}
 	if s.Redriving {
 		fmt.Fprintf(&b, " · redriving dead letters (pass %d)", s.RedrivePasses)
+	}
+	if s.Sync != nil {
+		fmt.Fprintf(&b, "\n\nsync: changed %d · unchanged %d · at the destination only %d, deleted %d", s.Changed, s.Unchanged, s.Extraneous, s.Deleted)
+		if s.Identical != nil {
+			fmt.Fprintf(&b, " · cutover: identical %t (%d differences)", *s.Identical, s.DifferenceCount)
+		}
 	}
 	if s.DryRun {
 		b.WriteString("\n\n_dry run: nothing is written_")

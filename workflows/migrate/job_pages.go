@@ -63,6 +63,10 @@ func (j *job) listNext(ctx workflow.Context) {
 	}
 	in := contract.ListInput{Job: j.in.Job, Execution: st.Execution, Seq: st.Listing.Seq, Token: st.Listing.Token,
 		Source: j.in.Source, KeyList: j.in.KeyList, Range: j.in.Range, PageSize: size}
+	if j.in.Sync != nil && j.in.KeyList == "" {
+		// A sync's pages also answer for the destination between them.
+		in.Bounded, in.After = true, st.ListedThrough
+	}
 	j.listing = true
 	f := listPage(j.activityOptions(ctx), in)
 	j.sel.AddFuture(f, func(f workflow.Future) {
@@ -87,11 +91,14 @@ func (j *job) listNext(ctx workflow.Context) {
 		}
 		st.Counters.Listed += int64(res.Count)
 		st.Counters.ListedBytes += res.Bytes
+		if res.LastKey != "" {
+			st.ListedThrough = res.LastKey
+		}
 		if err := st.Pages.Schedule(res.Seq); err != nil {
 			j.failure = err
 			return
 		}
-		if res.Count == 0 {
+		if res.Count == 0 && !res.Stored {
 			st.Pages.MarkDone(res.Seq)
 		} else {
 			j.startPage(ctx, 0, res.Seq, res.Seq, 0)
@@ -147,14 +154,14 @@ func (j *job) startPage(ctx workflow.Context, pass, seq, item, restart int) {
 		Job: j.in.Job, Execution: j.st.Execution, Pass: pass, Seq: seq, Item: item,
 		Source: j.in.Source, Dest: j.in.Dest, Map: j.in.KeyMap(), Overwrite: j.in.Overwrite,
 		Verify: j.in.Verify, DryRun: j.in.DryRun, KeysOnly: pass > 0 || j.in.KeyList != "",
-		Started: j.st.Started, Restart: restart, Settings: j.set,
+		Started: j.st.Started, Restart: restart, Settings: j.set, Sync: j.in.Sync,
 	}
 	summary := fmt.Sprintf("%s: page %d", j.in.Job, seq)
 	if pass > 0 {
 		summary = fmt.Sprintf("%s: redrive %d of page %d", j.in.Job, pass, seq)
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, pass, seq),
+		WorkflowID:            j.pageWorkflowID(ctx, pass, seq),
 		TaskQueue:             contract.TaskQueue,
 		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -185,6 +192,15 @@ func (j *job) startPage(ctx workflow.Context, pass, seq, item, restart int) {
 			j.failure = fmt.Errorf("%s ended without reporting: %w", summary, err)
 		}
 	})
+}
+
+// pageWorkflowID is the workflow ID of a page's child: a job's pages are
+// named by the job and its execution, a sync run's by the run.
+func (j *job) pageWorkflowID(ctx workflow.Context, pass, seq int) string {
+	if j.in.Sync != nil {
+		return contract.SyncPageWorkflowID(workflow.GetInfo(ctx).WorkflowExecution.ID, pass, seq)
+	}
+	return contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, pass, seq)
 }
 
 // reported says whether a page (or redrive item) has been counted.
@@ -220,6 +236,9 @@ func (j *job) record(ctx workflow.Context, r contract.PageReport) {
 	c.Listed, c.ListedBytes = 0, 0 // the listing counted them
 	st.Counters.Add(c)
 	st.Counters.Failed -= int64(r.Redriven)
+	if n := contract.MaxDifferences - len(st.Differences); n > 0 && len(r.Differences) > 0 {
+		st.Differences = append(st.Differences, r.Differences[:min(n, len(r.Differences))]...)
+	}
 	if r.Error != "" && j.failure == nil && !r.Aborted {
 		j.failure = fmt.Errorf("page %d: %s", r.Seq, r.Error)
 	}
@@ -303,11 +322,11 @@ func (j *job) cancelOutstanding(ctx workflow.Context) {
 	var pending []workflow.Future
 	ctx, _ = workflow.NewDisconnectedContext(ctx)
 	for _, s := range j.st.Pages.Outstanding() {
-		pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, 0, s), ""))
+		pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, j.pageWorkflowID(ctx, 0, s), ""))
 	}
 	if r := j.st.Redrive; r != nil {
 		for _, item := range r.Items.Outstanding() {
-			pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, r.Pass, r.Seqs[item]), ""))
+			pending = append(pending, workflow.RequestCancelExternalWorkflow(ctx, j.pageWorkflowID(ctx, r.Pass, r.Seqs[item]), ""))
 		}
 	}
 	for _, f := range pending {

@@ -96,7 +96,7 @@ func (j *job) endWait(ctx workflow.Context) {
 	j.lastReport = workflow.Now(ctx) // the watchdog counts from here, not from before the wait
 	workflow.GetLogger(ctx).Info("the store is back; the job goes on", "job", j.in.Job, "side", w.Side, "waited", workflow.Now(ctx).Sub(w.Since))
 	var pending []workflow.Future
-	for _, id := range j.outstandingPageIDs() {
+	for _, id := range j.outstandingPageIDs(ctx) {
 		pending = append(pending, workflow.SignalExternalWorkflow(ctx, id, "", contract.StoreUpSignal, nil))
 	}
 	for _, f := range pending {
@@ -106,14 +106,14 @@ func (j *job) endWait(ctx workflow.Context) {
 }
 
 // outstandingPageIDs are the workflow IDs of the unreported page children.
-func (j *job) outstandingPageIDs() []string {
+func (j *job) outstandingPageIDs(ctx workflow.Context) []string {
 	var ids []string
 	for _, s := range j.st.Pages.Outstanding() {
-		ids = append(ids, contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, 0, s))
+		ids = append(ids, j.pageWorkflowID(ctx, 0, s))
 	}
 	if r := j.st.Redrive; r != nil {
 		for _, item := range r.Items.Outstanding() {
-			ids = append(ids, contract.MigrationPageWorkflowID(j.in.Job, j.st.Execution, r.Pass, r.Seqs[item]))
+			ids = append(ids, j.pageWorkflowID(ctx, r.Pass, r.Seqs[item]))
 		}
 	}
 	return ids

@@ -32,6 +32,9 @@ type Migrations struct {
 // jobsPerPage bounds the jobs table: each row is one status query.
 const jobsPerPage = 25
 
+// maxSyncRows bounds the sync runs a job's page lists.
+const maxSyncRows = 20
+
 // maxDeadLetters bounds the failed keys a job's page lists; the report
 // (failed only) has them all.
 const maxDeadLetters = 100
@@ -162,6 +165,8 @@ type jobView struct {
 	DeadLetters []migrate.ObjectResult
 	More        bool // more dead letters than listed
 	ReadOnly    bool
+	// Syncs are the job's sync runs and its newest cutover's verdict.
+	Syncs jobclient.SyncHistory
 }
 
 func (p *Pages) job(w http.ResponseWriter, r *http.Request, s *session) {
@@ -198,6 +203,9 @@ func (p *Pages) showJob(w http.ResponseWriter, r *http.Request, s *session, stat
 		if err != nil {
 			errs = append(errs, "dead letters: "+p.hide(r, err))
 		}
+	}
+	if v.Syncs, err = jobclient.Syncs(ctx, m.Temporal, job, maxSyncRows); err != nil {
+		errs = append(errs, "syncs: "+p.hide(r, err))
 	}
 	p.render(w, status, "migration", view{Title: title, User: s.user, CSRF: s.csrf, Notice: notice, Errors: errs,
 		WebUI: p.workflowURL(contract.MigrationWorkflowID(job)), Content: v})

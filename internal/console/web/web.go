@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -142,6 +143,13 @@ func parsePages() map[string]*template.Template {
 		"credentialFields": func() []jobField { return credentialFields },
 		"rate":             rate,
 		"jobActions":       func() []jobField { return jobActions },
+		"yes":              func(b *bool) bool { return b != nil && *b },
+		"seconds": func(f *float64) string {
+			if f == nil {
+				return ""
+			}
+			return strconv.FormatFloat(*f, 'f', 1, 64)
+		},
 	}
 	out := map[string]*template.Template{}
 	for _, name := range []string{"signin", "rooms", "room", "chart", "live", "migrations", "jobs", "migration", "progress", "roomdelete"} {

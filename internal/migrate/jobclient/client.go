@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -136,7 +137,12 @@ func Result(ctx context.Context, run client.WorkflowRun) (contract.Status, error
 
 // QueryStatus asks a running job (or reads an ended job's result).
 func QueryStatus(ctx context.Context, c client.Client, job string) (contract.Status, error) {
-	id := contract.MigrationWorkflowID(job)
+	return QueryRun(ctx, c, job, contract.MigrationWorkflowID(job))
+}
+
+// QueryRun asks a running run of a job (its workflow id: the job's, or a
+// sync run's), or reads an ended one's result.
+func QueryRun(ctx context.Context, c client.Client, job, id string) (contract.Status, error) {
 	d, err := c.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		return contract.Status{}, err
@@ -240,17 +246,22 @@ func LastInput(ctx context.Context, c client.Client, id, runID string) (contract
 	if attrs == nil {
 		return in, fmt.Errorf("the history does not start with the job's start")
 	}
-	// A history is read raw: with the payload codec on (PAYLOAD_CODEC, as
-	// the client was dialled), its payloads are opened here the same way.
+	return in, decodePayloads(attrs.GetInput(), &in)
+}
+
+// decodePayloads decodes payloads read raw (a history's, a Schedule's
+// action): with the payload codec on (PAYLOAD_CODEC, as the client was
+// dialled), they are opened here the same way.
+func decodePayloads(p *commonpb.Payloads, v ...any) error {
 	dc := converter.GetDefaultDataConverter()
 	codec, err := payloadcodec.FromEnv()
 	if err != nil {
-		return in, err
+		return err
 	}
 	if codec != nil {
 		dc = codec.DataConverter()
 	}
-	return in, dc.FromPayloads(attrs.GetInput(), &in)
+	return dc.FromPayloads(p, v...)
 }
 
 // Status is a job's status from its workflow, or from its archived summary

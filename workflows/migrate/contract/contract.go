@@ -27,7 +27,33 @@ const (
 	WorkflowTypeMigrationPage          = "MigrationPage"
 	WorkflowTypeMigrationAccount       = "MigrationAccount"
 	WorkflowTypeMigrationCatalogImport = "MigrationCatalogImport"
+	// WorkflowTypeMigrationSync is a sync run of a job: the Migration
+	// workflow's code, under a type of its own so that `migrate list` and
+	// the Web UI tell a job's runs from its syncs.
+	WorkflowTypeMigrationSync = "MigrationSync"
 )
+
+// MigrationSyncScheduleID is the Schedule of a job's syncs (migrate sync
+// --every); its runs' workflow IDs are this ID followed by "-" and the
+// time they were due, as Temporal names a Schedule's runs.
+func MigrationSyncScheduleID(job string) string { return "migrate-sync/" + job }
+
+// MigrationSyncWorkflowID is the workflow ID of a sync run started at t
+// (not by the Schedule): the Schedule's form, to the millisecond.
+func MigrationSyncWorkflowID(job string, t time.Time) string {
+	return MigrationSyncScheduleID(job) + "-" + t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// SyncPageWorkflowID names the child that copies one page of a sync run
+// (syncID its workflow ID): a run's own ID, since runs of one job follow
+// each other closely.
+func SyncPageWorkflowID(syncID string, pass, seq int) string {
+	id := syncID
+	if pass > 0 {
+		id += "/redrive-" + strconv.Itoa(pass)
+	}
+	return id + "/page-" + strconv.Itoa(seq)
+}
 
 // MigrationCatalogImportWorkflowID is the workflow ID of a catalog import.
 func MigrationCatalogImportWorkflowID(importID string) string { return "migrate-import/" + importID }
@@ -130,6 +156,9 @@ const (
 	MemoState   = "state"
 	MemoAccount = "account"
 	MemoSummary = "summary"
+	// MemoSync is a sync run's SyncReport, set as it ends: the sync
+	// history the console lists without asking each run.
+	MemoSync = "sync"
 )
 
 // The states of a job.

@@ -28,6 +28,34 @@ type JobInput struct {
 	Redrive *RedriveFrom `json:"redrive,omitempty"`
 	// Resume carries the state across continue-as-new.
 	Resume *JobState `json:"resume,omitempty"`
+	// Sync makes the run a sync of the job (workflow type MigrationSync):
+	// see SyncInput.
+	Sync *SyncRun `json:"sync,omitempty"`
+}
+
+// SyncRun is what a sync run does beyond copying what is new or changed.
+type SyncRun struct {
+	// DeleteExtraneous deletes at the destination what the source does not
+	// have; without it they are counted (extraneous) and left.
+	DeleteExtraneous bool `json:"deleteExtraneous,omitempty"`
+	// Cutover: the last sync before a cutover, which verifies every
+	// object (size and checksum) and ends with a verdict: identical or
+	// the differences.
+	Cutover bool `json:"cutover,omitempty"`
+}
+
+// SyncInput is the input of a sync run of the job whose input job is (read
+// from its history: its stores, pinned addresses and sealed credentials are
+// the job's, never a caller's). A sync copies what is new or changed, so
+// it overwrites if different whatever the job's policy; a cutover verifies
+// every object.
+func SyncInput(job JobInput, run SyncRun) JobInput {
+	in := job
+	in.Resume, in.Redrive = nil, nil
+	in.Overwrite = migrate.OverwriteIfDifferent
+	in.Verify = job.Verify || run.Cutover
+	in.Sync = &run
+	return in
 }
 
 // Check reports what no job may ask for, whoever started it: the starter
@@ -36,6 +64,9 @@ type JobInput struct {
 func (in JobInput) Check() error {
 	if err := in.Settings.Check(); err != nil {
 		return err
+	}
+	if in.Sync != nil && in.Sync.Cutover && in.DryRun {
+		return fmt.Errorf("job %s is a dry run: it copied nothing, so there is nothing to cut over to", in.Job)
 	}
 	if in.KeyList != "" && in.Source.Prefix != "" && in.Redrive == nil {
 		// A key list names whole source keys; a prefix as well would leave
@@ -85,7 +116,20 @@ type JobState struct {
 	// Waited is the time it waited in all.
 	Waiting *StoreWait    `json:"waiting,omitempty"`
 	Waited  time.Duration `json:"waited,omitempty"`
+	// ListedThrough is a sync's last listed source key: the next page's
+	// destination span starts after it.
+	ListedThrough string `json:"listedThrough,omitempty"`
+	// Differences are the first MaxDifferences objects a cutover found
+	// different.
+	Differences []migrate.Difference `json:"differences,omitempty"`
 }
+
+// MaxDifferences bounds the differences a cutover names (all of them are in
+// its report); MaxPageDifferences those one page reports.
+const (
+	MaxDifferences     = 100
+	MaxPageDifferences = 20
+)
 
 // StoreWait is a job waiting for a store that went down: no new transfer
 // starts, and the store is probed with backoff until it passes.
@@ -157,6 +201,39 @@ type Status struct {
 	WaitingSince  *time.Time `json:"waiting_since,omitempty"`
 	WaitingReason string     `json:"waiting_reason,omitempty"`
 	WaitedSeconds float64    `json:"waitedSeconds,omitempty"`
+	// Sync is set on a sync run: what it was asked to do.
+	Sync *SyncInfo `json:"sync,omitempty"`
+	// LagSeconds (a sync run that ended) is how long it ran from its start:
+	// the destination holds every change the source had when the run
+	// started, so it trails the source by at most this much as it ends.
+	LagSeconds *float64 `json:"lagSeconds,omitempty"`
+	// Identical (a cutover that ended) says whether every object is the
+	// same on both sides; DifferenceCount counts those that are not and
+	// Differences names the first MaxDifferences.
+	Identical       *bool                `json:"identical,omitempty"`
+	DifferenceCount int64                `json:"differenceCount,omitempty"`
+	Differences     []migrate.Difference `json:"differences,omitempty"`
+}
+
+// SyncInfo is a sync run's request and workflow.
+type SyncInfo struct {
+	WorkflowID string `json:"workflowId"`
+	SyncRun
+}
+
+// SyncReport is a sync run's status as `migrate sync --json` prints it:
+// its counts at the top, zeros included.
+type SyncReport struct {
+	Status
+	Changed    int64 `json:"changed"`
+	Unchanged  int64 `json:"unchanged"`
+	Extraneous int64 `json:"extraneous"`
+	Deleted    int64 `json:"deleted"`
+}
+
+// SyncReportOf is st as a SyncReport.
+func SyncReportOf(st Status) SyncReport {
+	return SyncReport{Status: st, Changed: st.Changed, Unchanged: st.Unchanged, Extraneous: st.Extraneous, Deleted: st.Deleted}
 }
 
 // PageInput asks a page child to copy one page (pass 0) or to retry one
@@ -173,6 +250,9 @@ type PageInput struct {
 	Overwrite migrate.Overwrite `json:"overwrite"`
 	Verify    bool              `json:"verify,omitempty"`
 	DryRun    bool              `json:"dryRun,omitempty"`
+	// Sync: the page is a sync run's (its extraneous objects are deleted
+	// with DeleteExtraneous; a cutover names its differences).
+	Sync *SyncRun `json:"sync,omitempty"`
 	// KeysOnly: the page has keys without sizes (a key list, dead letters);
 	// each object is looked up at the source first.
 	KeysOnly bool      `json:"keysOnly,omitempty"`
@@ -193,6 +273,8 @@ type PageReport struct {
 	// Redriven is how many dead letters a redrive page took; the job's
 	// failed count drops by it and rises by Counters.Failed.
 	Redriven int `json:"redriven,omitempty"`
+	// Differences (a cutover's page) name the first objects it left different.
+	Differences []migrate.Difference `json:"differences,omitempty"`
 	// Aborted: the page stopped early (the job was aborted).
 	Aborted bool   `json:"aborted,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -216,6 +298,11 @@ type ListInput struct {
 	KeyList   string           `json:"keyList,omitempty"`
 	Range     migrate.KeyRange `json:"range,omitzero"`
 	PageSize  int              `json:"pageSize"`
+	// Bounded (a sync's listing): the page is stored bounded (see
+	// migrate.Page), after After, the previous page's last key; the last
+	// page is stored even when empty.
+	Bounded bool   `json:"bounded,omitempty"`
+	After   string `json:"after,omitempty"`
 }
 
 // ListResult is one listed page, stored in the job store for its child.
@@ -225,6 +312,10 @@ type ListResult struct {
 	Bytes int64  `json:"bytes"`
 	Next  string `json:"next,omitempty"`
 	Last  bool   `json:"last,omitempty"`
+	// LastKey (a bounded page) is its last key; Stored says a page was
+	// stored for a child, even an empty one.
+	LastKey string `json:"lastKey,omitempty"`
+	Stored  bool   `json:"stored,omitempty"`
 }
 
 // DeadPagesInput asks which pages of an execution hold dead letters, after
