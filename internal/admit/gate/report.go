@@ -121,8 +121,18 @@ func (p *Reporter) Tick(ctx context.Context) {
 		r.forgetDirect(minute.Add(-3 * length))
 	}
 	if p.Aggregate != nil {
-		p.Aggregate.Tick(ctx, now, p.aggregateRooms(), p.Sink)
+		p.Aggregate.Tick(ctx, now, p.aggregateRooms(), p.boundedSink)
 	}
+}
+
+// boundedSink is Sink with the reporter's timeout, for the data center's
+// aggregate: a Temporal that hangs (connections open, no answers) must not
+// hold the reporter, which renews the aggregate's lease and writes the
+// gate's counts in the same tick.
+func (p *Reporter) boundedSink(ctx context.Context, r admit.Report) error {
+	sctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
+	return p.Sink(sctx, r)
 }
 
 // aggregateRooms lists the rooms the data center's lease holder reports.
@@ -196,7 +206,7 @@ func (p *Reporter) Leave(ctx context.Context) {
 		}
 	}
 	if p.Aggregate != nil {
-		p.Aggregate.Leave(ctx, p.Now(), p.aggregateRooms(), p.Sink)
+		p.Aggregate.Leave(ctx, p.Now(), p.aggregateRooms(), p.boundedSink)
 	}
 }
 
