@@ -203,6 +203,7 @@ func TestAdmitOutage(t *testing.T) {
 	f.note("faults: the first room's admit worker stopped and the second room's Temporal frozen (SIGSTOP: connections open, no answers), both for the same %d room minutes of 60 s (SOAK=1: 30; CHAOS_ADMIT_OUTAGE_MINUTES); the third has no outage", minutes)
 	for _, l := range lines {
 		f.note("%s", l)
+		t.Log(l)
 	}
 	f.note("allowed = min(visitors who asked, new_users_per_minute × the outage's minutes); the gates spend a quarter of the new visitors' pool in the minute after their last snapshot's, nothing in the next, then what the shared counters and the session ledger show both limits leave, for as long as Redis answers (docs/faults.md, \"When the room cannot publish\"); a short outage's share is lower by those two minutes, so the default run checks the minutes after them (at least 90%% of new_users_per_minute each) and SOAK=1 the whole 30 minutes")
 	f.note("timeline: %s", phases.String())

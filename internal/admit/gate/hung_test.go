@@ -19,7 +19,10 @@ import (
 func TestHungTemporalHoldsNoReporter(t *testing.T) {
 	d := newDCGates(t, 1)
 	p := d.reporters[0]
-	p.Timeout = 50 * time.Millisecond
+	// The reporter's default timeout (3 s) is the lease's length: a hung
+	// call must not let the lease lapse.
+	p.Aggregate.Lease = 600 * time.Millisecond
+	p.Timeout = 3 * p.Aggregate.Lease
 	var tries atomic.Int64
 	p.Sink = func(ctx context.Context, _ admit.Report) error {
 		tries.Add(1)

@@ -125,12 +125,19 @@ func (p *Reporter) Tick(ctx context.Context) {
 	}
 }
 
-// boundedSink is Sink with the reporter's timeout, for the data center's
-// aggregate: a Temporal that hangs (connections open, no answers) must not
-// hold the reporter, which renews the aggregate's lease and writes the
-// gate's counts in the same tick.
+// boundedSink is Sink for the data center's aggregate, with the reporter's
+// timeout but at most a third of the lease: a Temporal that hangs
+// (connections open, no answers) must not hold the reporter, which renews
+// the aggregate's lease and writes the gate's counts in the same tick, nor
+// let the lease lapse between two renewals (the gates took it from each
+// other every 3 s while Temporal was frozen, in the admit-outage chaos
+// suite). Called within Aggregator.Tick, after its defaults.
 func (p *Reporter) boundedSink(ctx context.Context, r admit.Report) error {
-	sctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	timeout := p.Timeout
+	if p.Aggregate != nil && p.Aggregate.Lease > 0 {
+		timeout = min(timeout, p.Aggregate.Lease/3)
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return p.Sink(sctx, r)
 }
