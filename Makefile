@@ -84,7 +84,7 @@ SOAK ?= 0
 chaos: tools redis ## fault suites on the real stack, with a report (SOAK=1: a longer soak)
 	@mkdir -p bin
 	$(GO) test -c -tags chaos -o bin/chaos.test ./integration/chaos
-	cd integration/chaos && CHAOS_SOAK=$(SOAK) nice ../../bin/chaos.test -test.v -test.count=1 -test.timeout 60m
+	cd integration/chaos && CHAOS_SOAK=$(SOAK) nice ../../bin/chaos.test -test.v -test.count=1 -test.timeout $(if $(filter 1,$(SOAK)),150m,60m)
 
 # Every worker pool (workers/<queue>) and every other binary (cmd/<name>),
 # named after its folder: `make run` starts bin/<queue> for each task queue.

@@ -83,7 +83,7 @@ func reportClean() bool {
 func writeReport() error {
 	results.Lock()
 	defer results.Unlock()
-	order := []string{"publish", "publish-follower", "migrate", "migrate-sync", "migrate-outage", "admit"}
+	order := []string{"publish", "publish-follower", "migrate", "migrate-sync", "migrate-outage", "admit", "admit-outage"}
 	slices.SortFunc(results.byProduct, func(a, b *figures) int {
 		return slices.Index(order, a.product) - slices.Index(order, b.product)
 	})

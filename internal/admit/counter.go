@@ -27,6 +27,11 @@ type MemoryCounter struct {
 	// Now says what time it is, to forget expired keys; nil is time.Now.
 	// The simulator passes its virtual clock.
 	Now func() time.Time
+	// Ledgered says every gate counting here records its sessions in this
+	// store's ledger (RecordSession), so that it may count the sessions
+	// still running (LiveSessionCounter); without it SessionsLive answers
+	// ErrNoLedger, as an empty ledger would say none run.
+	Ledgered bool
 
 	mu      sync.Mutex
 	counts  map[string]*memoryCount
@@ -157,6 +162,23 @@ func (c *MemoryCounter) SessionsEnded(_ context.Context, room string, from, to t
 	return max(n, 0), nil
 }
 
+// SessionsLive implements LiveSessionCounter.
+func (c *MemoryCounter) SessionsLive(_ context.Context, room string, at time.Time, _ time.Duration) (int64, error) {
+	if !c.Ledgered {
+		return 0, ErrNoLedger
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lo := LiveFromSecond(at)
+	var n int64
+	for sec, k := range c.expiries[room] {
+		if sec >= lo {
+			n += k
+		}
+	}
+	return max(n, 0), nil
+}
+
 // Expiries is the number of expiry seconds the ledger holds, for tests.
 func (c *MemoryCounter) Expiries() int {
 	c.mu.Lock()
@@ -207,7 +229,20 @@ func (s ScopeStores) SessionsEnded(ctx context.Context, room string, from, to ti
 	return l.SessionsEnded(ctx, room, from, to)
 }
 
-var errNoLedger = errors.New("counter store keeps no session ledger")
+// SessionsLive implements LiveSessionCounter on the Anywhere store; an
+// error wrapping ErrNoLedger when it keeps no ledger.
+func (s ScopeStores) SessionsLive(ctx context.Context, room string, at time.Time, within time.Duration) (int64, error) {
+	l, ok := s.Anywhere.(LiveSessionCounter)
+	if !ok {
+		return 0, ErrNoLedger
+	}
+	return l.SessionsLive(ctx, room, at, within)
+}
+
+// ErrNoLedger is a counter store's answer when it keeps no session ledger.
+var ErrNoLedger = errors.New("counter store keeps no session ledger")
+
+var errNoLedger = ErrNoLedger
 
 func (s ScopeStores) storeOf(key string) Counter {
 	if CounterScope(key) == Anywhere {

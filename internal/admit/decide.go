@@ -258,7 +258,9 @@ func queuesEveryone(in Input) string {
 		return ReasonPrequeue
 	case snap.Settings.QueueAll:
 		return ReasonQueueAll
-	case snap.Stale(in.Now):
+	case snap.Stale(in.Now) && !InOutage(snap, in.Now):
+		// In an outage the strategy decides by the outage's rules, for as
+		// long as its counters answer (InOutage), whatever the age.
 		return ReasonStale
 	}
 	return ""

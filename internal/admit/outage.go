@@ -2,6 +2,7 @@ package admit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -63,6 +64,99 @@ func MarkSnapshotRead(ctx context.Context, store Counter, snap *Snapshot) error 
 	return err
 }
 
+// LiveSessionCounter counts a room's sessions in the sub-minute ledger
+// (SessionLedger) that may still run at a time: those whose expiry second is
+// LiveFromSecond(at) or later (one that ends within that second counts too:
+// an upper bound). within is how far past at a session may run (its
+// duration), so that a store reads no further. A store that keeps no ledger
+// answers an error wrapping ErrNoLedger.
+type LiveSessionCounter interface {
+	SessionsLive(ctx context.Context, room string, at time.Time, within time.Duration) (int64, error)
+}
+
+// LiveFromSecond is the first expiry second (SessionExpirySecond) of the
+// sessions that may still run at t.
+func LiveFromSecond(t time.Time) int64 { return t.Unix() }
+
+// recordLag is how long after its decision a gate's session may still be
+// missing from the ledger (gates record them in the background, in
+// milliseconds unless Redis is slow): the outage admissions of the minute
+// before count on top of the ledger for that long into a minute.
+const recordLag = 5 * time.Second
+
+// markWindow is how many minutes back a gate in an outage looks for a later
+// snapshot's read mark (SnapshotReadKey): the marks of a room that publishes
+// again, however slowly, are that recent; and on the ledger an outage's
+// limit does not depend on which snapshot a gate holds but for its settings.
+const markWindow = 3
+
+// outageSettled is how old a snapshot must be before an outage's limit
+// trusts the session ledger over what the snapshot counted: in a room with
+// short minutes (tests), three minutes after a snapshot's may be seconds,
+// and a room whose reads are that late is slow, not down (the loaded test
+// world reads up to 30 s late; TestLoadedRoomNeverOvershootsAMinute). With
+// 60-second minutes an outage's minute is always older than this.
+const outageSettled = time.Minute
+
+// OutageLimitAt is how far the outage counter of now's minute may go on
+// snap, for gates whose shared counters keep the room's session ledger
+// (LiveSessionCounter): min(new_users_per_minute, total_active_users − the
+// sessions the ledger shows running now − the outage admissions of the
+// minute before while they may not be recorded yet). The counter's own
+// admissions, held below the limit, count on top of the ledger, which
+// holds most of them already: never past the limit, at the cost of some
+// places while total_active_users binds. ok is false when a later
+// snapshot was read by some gate (this gate is behind). err wraps
+// ErrNoLedger when the store keeps no ledger (then OutageLimit).
+func OutageLimitAt(ctx context.Context, store Counter, snap *Snapshot, now time.Time) (limit int, ok bool, err error) {
+	live, isLive := store.(LiveSessionCounter)
+	if !isLive || now.Sub(snap.PublishedAt) < outageSettled {
+		return 0, false, ErrNoLedger
+	}
+	length := snap.MinuteLength()
+	m := MinuteOf(now, length)
+	if behind, err := laterSnapshotRead(ctx, store, snap, m); err != nil || behind {
+		return 0, false, err
+	}
+	s := snap.Settings
+	running, err := live.SessionsLive(ctx, snap.Room, now, time.Duration(s.SessionDuration)*length+time.Second)
+	if errors.Is(err, ErrNoLedger) {
+		return 0, false, err
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("session ledger: %w", err)
+	}
+	others := running
+	if now.Sub(m) < recordLag {
+		n, err := store.Load(ctx, OutageKey(snap.Room, m.Add(-length)))
+		if err != nil {
+			return 0, false, fmt.Errorf("counter: %w", err)
+		}
+		others += n
+	}
+	return int(max(0, min(int64(s.NewUsersPerMinute), int64(s.TotalActiveUsers)-others))), true, nil
+}
+
+// laterSnapshotRead reports whether some gate marked a snapshot after
+// snap's read, up to minute m (the last markWindow minutes).
+func laterSnapshotRead(ctx context.Context, store Counter, snap *Snapshot, m time.Time) (bool, error) {
+	length := snap.MinuteLength()
+	from := snap.Minute.Add(length)
+	if w := m.Add(-(markWindow - 1) * length); w.After(from) {
+		from = w
+	}
+	for k := from; !k.After(m); k = k.Add(length) {
+		n, err := store.Load(ctx, SnapshotReadKey(snap.Room, k))
+		if err != nil {
+			return false, fmt.Errorf("counter: %w", err)
+		}
+		if n > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // OutageLimit is how far the outage counter of minute m may go on snap:
 // min(new_users_per_minute, total_active_users − the most users who may be
 // active in m besides m's own admissions), never below 0. ok is false when
@@ -70,21 +164,34 @@ func MarkSnapshotRead(ctx context.Context, store Counter, snap *Snapshot) error 
 func OutageLimit(ctx context.Context, store Counter, snap *Snapshot, m time.Time) (limit int, ok bool, err error) {
 	length := snap.MinuteLength()
 	s := snap.Settings
-	for k := snap.Minute.Add(length); !k.After(m); k = k.Add(length) {
-		n, err := store.Load(ctx, SnapshotReadKey(snap.Room, k))
+	if behind, err := laterSnapshotRead(ctx, store, snap, m); err != nil || behind {
+		return 0, false, err
+	}
+	others, first := snapshotSessions(snap, m, false)
+	for k := first; k.Before(m); k = k.Add(length) {
+		n, err := store.Load(ctx, OutageKey(snap.Room, k))
 		if err != nil {
 			return 0, false, fmt.Errorf("counter: %w", err)
 		}
-		if n > 0 {
-			return 0, false, nil
-		}
+		others += int(n)
 	}
+	return max(0, min(s.NewUsersPerMinute, s.TotalActiveUsers-others)), true, nil
+}
+
+// snapshotSessions counts the sessions that may still run in outage minute
+// m by what snap knows: its active users while they may run, all its
+// minute allotted, what stale gates could spend in the minute after (its
+// Anywhere scope too with staleAnywhere; OutageLimit reads that minute's
+// outage counter instead). first is the first outage minute whose
+// admissions may still run in m.
+func snapshotSessions(snap *Snapshot, m time.Time, staleAnywhere bool) (others int, first time.Time) {
+	length := snap.MinuteLength()
+	s := snap.Settings
 	// Sessions that may still run in m began at or after from: a session
 	// admitted in minute k runs into minute k+session_duration. Renewed
 	// sessions may run on for ever, so all since the snapshot count.
 	from := m.Add(-time.Duration(s.SessionDuration) * length)
 	renewed := !s.DisableSessionRenewal
-	others := 0
 	if renewed || from.Before(snap.Minute) {
 		others += snap.ActiveUsers // sessions alive when the snapshot's minute began
 	}
@@ -97,27 +204,20 @@ func OutageLimit(ctx context.Context, store Counter, snap *Snapshot, m time.Time
 	if renewed || !from.After(stale) {
 		// Stale gates spend the data centers' scopes of the new visitors'
 		// pool in the minute after the snapshot's; its Anywhere scope is
-		// that minute's outage counter, read below.
+		// that minute's outage counter.
 		if p := snap.Pool(time.Time{}); p != nil {
 			for _, sc := range p.Scopes {
-				if sc.Name != Anywhere {
+				if sc.Name != Anywhere || staleAnywhere {
 					others += StaleRemainder(sc, 0)
 				}
 			}
 		}
 	}
-	first := stale
+	first = stale
 	if !renewed && from.After(first) {
 		first = from
 	}
-	for k := first; k.Before(m); k = k.Add(length) {
-		n, err := store.Load(ctx, OutageKey(snap.Room, k))
-		if err != nil {
-			return 0, false, fmt.Errorf("counter: %w", err)
-		}
-		others += int(n)
-	}
-	return max(0, min(s.NewUsersPerMinute, s.TotalActiveUsers-others)), true, nil
+	return others, first
 }
 
 // takeOutageSlot takes one slot of an outage minute on the shared counters
@@ -127,7 +227,15 @@ func takeOutageSlot(ctx context.Context, store Counter, req SlotRequest) (string
 	snap := req.Snapshot
 	length := snap.MinuteLength()
 	m := MinuteOf(req.Now, length)
-	limit, ok, err := OutageLimit(ctx, store, snap, m)
+	limit, ok, err := OutageLimitAt(ctx, store, snap, req.Now)
+	if errors.Is(err, ErrNoLedger) {
+		// Without the ledger the snapshot's own counts bound the active
+		// users, and only up to its maximum age.
+		if snap.Stale(req.Now) {
+			return "", false, nil
+		}
+		limit, ok, err = OutageLimit(ctx, store, snap, m)
+	}
 	if err != nil || !ok {
 		return "", false, err
 	}

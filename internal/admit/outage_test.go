@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"testing"
@@ -33,8 +34,37 @@ func runOutage(t *testing.T, s Settings, outage int) outageRun {
 // does, so the room comes back knowing nothing of its current minute.
 func runOutageReports(t *testing.T, s Settings, outage int, aggregated bool) outageRun {
 	t.Helper()
+	return runOutageWith(t, s, outageOptions{minutes: outage, aggregated: aggregated})
+}
+
+// outageOptions vary runOutage's world.
+type outageOptions struct {
+	minutes    int
+	aggregated bool
+	// arriveEvery is how often a new visitor arrives (default 2 s).
+	arriveEvery time.Duration
+	// recordSessions records each decision's session move in the shared
+	// counters' sub-minute ledger, as gates with an Anywhere Redis do.
+	recordSessions bool
+	// strategy, when set, gives each gate its own (the even split on
+	// counters of its own).
+	strategy func(g Gate) Strategy
+}
+
+func runOutageWith(t *testing.T, s Settings, o outageOptions) outageRun {
+	t.Helper()
+	outage, aggregated := o.minutes, o.aggregated
+	arriveEvery := cmp.Or(o.arriveEvery, 2*time.Second)
 	gates := []Gate{{"ams", "ams-1"}, {"ams", "ams-2"}, {"fra", "fra-1"}}
 	w := newWorld(t, s, t0, 0, gates...)
+	w.recordSessions = o.recordSessions
+	// The gates record every session: the ledger may be read.
+	w.counters.(*MemoryCounter).Ledgered = o.recordSessions
+	if o.strategy != nil {
+		for _, g := range w.gates {
+			g.strategy = o.strategy(g.Gate)
+		}
+	}
 	length := time.Minute
 	run := outageRun{admitted: map[time.Time]int{}}
 	type visitor struct {
@@ -53,7 +83,7 @@ func runOutageReports(t *testing.T, s Settings, outage int, aggregated bool) out
 	for w.now.Before(end) {
 		// 30 new visitors a minute, over the gates; everyone comes back
 		// when told to, and an admitted visitor leaves.
-		if w.now.Sub(t0)%(2*time.Second) == 0 {
+		if w.now.Sub(t0)%arriveEvery == 0 {
 			visitors = append(visitors, &visitor{gate: n % len(gates), next: w.now})
 			n++
 		}
@@ -220,8 +250,10 @@ func TestBehindGateIsNoOutage(t *testing.T) {
 		t.Errorf("two minutes after the snapshot's (the room may be slow, not down): %s, want queued", d.Outcome)
 	}
 	outage := t0.Add(3*time.Minute + time.Second)
-	if d := decide(outage, EvenSplit{Store: store}); d.Outcome != Queue {
-		t.Errorf("in an outage without shared counters: %s, want queued", d.Outcome)
+	// Without shared counters a gate admits within its own share
+	// (EvenShare: here all of the room's, as no other gate reported).
+	if d := decide(outage, EvenSplit{Store: NewMemoryCounter(nil)}); d.Outcome != Admit {
+		t.Errorf("in an outage without shared counters: %s, want admitted within the gate's last share", d.Outcome)
 	}
 	if d := decide(outage, SharedCounters{store}); d.Outcome != Admit || d.Effect.Pool != PoolNew || d.Effect.Scope != Anywhere {
 		t.Fatalf("in an outage: %s from %s/%s, want admitted from the new visitors' Anywhere", d.Outcome, d.Effect.Pool, d.Effect.Scope)

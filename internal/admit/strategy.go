@@ -95,6 +95,9 @@ func (s SharedCounters) TakeSlot(ctx context.Context, req SlotRequest) (string, 
 
 // TakeSlot implements Strategy.
 func (s EvenSplit) TakeSlot(ctx context.Context, req SlotRequest) (string, bool, error) {
+	if InOutage(req.Snapshot, req.Now) {
+		return takeEvenOutageSlot(ctx, s.Store, req, s.DataCenterOnly)
+	}
 	inDC, global := req.Snapshot.Gates(req.Gate)
 	return takeSlot(ctx, s.Store, req, func(sc Scope) (string, int) {
 		if s.DataCenterOnly && sc.Name == Anywhere {

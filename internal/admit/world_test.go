@@ -57,6 +57,9 @@ type gateSet[G interface{ base() *worldGate }] struct {
 	counters Counter
 	entropy  uint64
 	lots     map[**Ticket]uint64 // a visitor's Input.Lot (0 unless set)
+	// recordSessions applies each decision's session move to the shared
+	// counters' ledger, as a gate's SessionRecorder does.
+	recordSessions bool
 }
 
 // newGateSet makes the gates, all on snap with shared counters, each
@@ -93,6 +96,11 @@ func (s *gateSet[G]) decide(gateID string, now time.Time, ticket **Ticket) (G, D
 		s.t.Fatal(err)
 	}
 	b.tally.Add(d.Effect)
+	if l, ok := s.counters.(SessionLedger); ok && s.recordSessions {
+		if err := RecordSession(context.Background(), l, b.snap.Room, d.Effect); err != nil {
+			s.t.Fatal(err)
+		}
+	}
 	if d.SetTicket {
 		*ticket = d.Ticket
 	}

@@ -90,7 +90,7 @@ var (
 	visitsAloneDesc = prometheus.NewDesc("edgeflow_gate_visits_unsettled_total",
 		"Visitors this gate counted in a minute without the shared store's word on whether another gate counted them first (the store failed): such a visitor may count at two gates.", []string{"room"}, nil)
 	ageDesc = prometheus.NewDesc("edgeflow_gate_snapshot_age_seconds",
-		"How old the room snapshot this gate decides on is (since the room published it); past the room's maximum age new visitors are queued.", []string{"room"}, nil)
+		"How old the room snapshot this gate decides on is (since the room published it); past the room's maximum age it spends nothing of its minute, and from the third minute after its own the outage's rules decide.", []string{"room"}, nil)
 	revokedDesc = prometheus.NewDesc("edgeflow_gate_revoked_sessions",
 		"Revoked sessions this gate holds for the room (its own and those read from the other gates), until they would have ended.", []string{"room"}, nil)
 	revokedDroppedDesc = prometheus.NewDesc("edgeflow_gate_revocations_dropped_total",

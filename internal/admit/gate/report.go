@@ -121,8 +121,25 @@ func (p *Reporter) Tick(ctx context.Context) {
 		r.forgetDirect(minute.Add(-3 * length))
 	}
 	if p.Aggregate != nil {
-		p.Aggregate.Tick(ctx, now, p.aggregateRooms(), p.Sink)
+		p.Aggregate.Tick(ctx, now, p.aggregateRooms(), p.boundedSink)
 	}
+}
+
+// boundedSink is Sink for the data center's aggregate, with the reporter's
+// timeout but at most a third of the lease: a Temporal that hangs
+// (connections open, no answers) must not hold the reporter, which renews
+// the aggregate's lease and writes the gate's counts in the same tick, nor
+// let the lease lapse between two renewals (the gates took it from each
+// other every 3 s while Temporal was frozen, in the admit-outage chaos
+// suite). Called within Aggregator.Tick, after its defaults.
+func (p *Reporter) boundedSink(ctx context.Context, r admit.Report) error {
+	timeout := p.Timeout
+	if p.Aggregate != nil && p.Aggregate.Lease > 0 {
+		timeout = min(timeout, p.Aggregate.Lease/3)
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return p.Sink(sctx, r)
 }
 
 // aggregateRooms lists the rooms the data center's lease holder reports.
@@ -196,7 +213,7 @@ func (p *Reporter) Leave(ctx context.Context) {
 		}
 	}
 	if p.Aggregate != nil {
-		p.Aggregate.Leave(ctx, p.Now(), p.aggregateRooms(), p.Sink)
+		p.Aggregate.Leave(ctx, p.Now(), p.aggregateRooms(), p.boundedSink)
 	}
 }
 

@@ -97,8 +97,43 @@ func (c RedisCounter) SessionsEnded(ctx context.Context, room string, from, to t
 	return max(n, 0), nil
 }
 
+// sessionsLive sums the fields of KEYS from ARGV[1] on.
+var sessionsLive = redis.NewScript(`
+local lo, n = tonumber(ARGV[1]), 0
+for _, key in ipairs(KEYS) do
+  local kv = redis.call('HGETALL', key)
+  for i = 1, #kv, 2 do
+    if tonumber(kv[i]) >= lo then n = n + tonumber(kv[i + 1]) end
+  end
+end
+return n
+`)
+
+// SessionsLive implements admit.LiveSessionCounter: one script call over
+// the expiry minutes from at's to within after it. Every gate sharing this
+// Redis as its Anywhere store records its sessions here (SessionRecorder).
+func (c RedisCounter) SessionsLive(ctx context.Context, room string, at time.Time, within time.Duration) (int64, error) {
+	lo := admit.LiveFromSecond(at)
+	hi := admit.SessionExpirySecond(at.Add(within))
+	var keys []string
+	for m := lo - lo%60; m <= hi; m += 60 {
+		keys = append(keys, expiryKey(room, m))
+		if len(keys) > admit.MaxSessionMinutes+2 {
+			return 0, fmt.Errorf("redis session ledger: range %d..%d too long", lo, hi)
+		}
+	}
+	n, err := sessionsLive.Run(ctx, c.Client, keys, lo).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("redis session ledger: %w", err)
+	}
+	return max(n, 0), nil
+}
+
 // The gates of a room share the ledger where they share the Anywhere counters.
-var _ admit.SessionLedger = RedisCounter{}
+var (
+	_ admit.SessionLedger      = RedisCounter{}
+	_ admit.LiveSessionCounter = RedisCounter{}
+)
 
 // SessionRecorder applies the session moves of the gate's decisions
 // (admit.Effect's SessionFrom, SessionTo: an admission, a renewal, a

@@ -162,3 +162,44 @@ func TestSessionRecorderNeverHoldsARequest(t *testing.T) {
 		t.Fatalf("%d moves lost, want %d (the queue holds %d)", got, moves-recorderQueue, recorderQueue)
 	}
 }
+
+// The sessions still running by the ledger on a real Redis, as a gate in
+// an outage reads them (admit.OutageLimitAt): admissions, a renewal moved
+// across minutes and a revocation, the same as the in-process ledger.
+func TestRedisSessionsLive(t *testing.T) {
+	testenv.Require(t, env)
+	rc := redisCounter(t, env.Redis.URL)
+	ctx := context.Background()
+	room := "live-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	now := time.Now().Truncate(time.Minute).Add(10*time.Minute + 30*time.Second)
+	mem := admit.NewMemoryCounter(func() time.Time { return now })
+	mem.Ledgered = true
+	moves := [][2]time.Time{
+		{{}, now.Add(-time.Second)},     // ended
+		{{}, now.Add(90 * time.Second)}, // runs into the next minute
+		{{}, now.Add(4 * time.Minute)},  // runs four minutes on
+		{{}, now.Add(3 * time.Minute)},  // revoked below
+		{now.Add(3 * time.Minute), {}},  // the revocation
+		{{}, now.Add(20 * time.Second)}, // renewed below
+		{now.Add(20 * time.Second), now.Add(5 * time.Minute)},
+	}
+	for _, mv := range moves {
+		if err := rc.MoveSession(ctx, room, mv[0], mv[1]); err != nil {
+			t.Fatal(err)
+		}
+		_ = mem.MoveSession(ctx, room, mv[0], mv[1])
+	}
+	for _, x := range []struct {
+		at   time.Time
+		want int64
+	}{{now, 3}, {now.Add(2 * time.Minute), 2}, {now.Add(290 * time.Second), 1}, {now.Add(6 * time.Minute), 0}} {
+		got, err := rc.SessionsLive(ctx, room, x.at, 5*time.Minute+time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inMem, _ := mem.SessionsLive(ctx, room, x.at, 5*time.Minute+time.Second)
+		if got != x.want || inMem != x.want {
+			t.Errorf("at %s: Redis %d, in process %d running; want %d", x.at.Sub(now), got, inMem, x.want)
+		}
+	}
+}

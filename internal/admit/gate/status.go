@@ -19,13 +19,13 @@ type RoomStatus struct {
 	Minute         time.Time     `json:"minute"`
 	PublishedAt    time.Time     `json:"publishedAt"`
 	FetchedAt      time.Time     `json:"fetchedAt"`
-	Stale          bool          `json:"stale"` // older than its maximum age: new visitors are queued
+	Stale          bool          `json:"stale"` // older than its maximum age: outside an outage nothing of its minute is spent; in one (admit.InOutage) the outage's rules decide
 	CustomPage     bool          `json:"customPage"`
 	CookieName     string        `json:"cookieName"`
 	SlotsAvailable int           `json:"slotsAvailable"`
 	// Vanished says the room's workflow is gone without the room having
 	// been deleted (since VanishedAt): the gate decides on its last
-	// snapshot, stale once past its maximum age.
+	// snapshot, by the outage's rules (admit.InOutage).
 	Vanished   bool      `json:"vanished,omitempty"`
 	VanishedAt time.Time `json:"vanishedAt,omitzero"`
 	// Counted is what this gate counted in the room's recent minutes, as

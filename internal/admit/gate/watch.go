@@ -82,7 +82,7 @@ func (t TemporalRooms) Pages(ctx context.Context, room string) (Pages, error) {
 // for rooms with a short minute, and while a new minute's snapshot is due).
 // When the source cannot be reached the gate keeps deciding on the last
 // snapshot, by the engine's rules for a room that cannot publish
-// (admit.InOutage) until its maximum age, which queues new visitors. A room
+// (admit.InOutage), for as long as its counters answer. A room
 // whose workflow is gone without the room being deleted is kept the same
 // way, for VanishedFor (see Registry.Vanish).
 type Watcher struct {
@@ -204,7 +204,7 @@ func (w *Watcher) discoverListed(ctx context.Context, listed map[string]bool) {
 // workflow): the gate keeps deciding on its last snapshot.
 func (w *Watcher) vanish(name string) {
 	if w.Registry.Vanish(name, w.Now()) {
-		w.Logger.Warn("room vanished without being deleted; deciding on its last snapshot, new visitors queued once it is too old",
+		w.Logger.Warn("room vanished without being deleted; deciding on its last snapshot by the outage's rules",
 			"room", name, "for", w.VanishedFor)
 	}
 }

@@ -120,7 +120,7 @@ func (w *Watcher) holdEnded(ctx context.Context, e EndedRoom) bool {
 		w.Logger.Warn("custom page does not parse; using the default page", "room", e.Name, "err", err)
 	}
 	if w.Registry.Vanish(e.Name, e.At) {
-		w.Logger.Warn("room's workflow ended without the room being deleted; deciding on its last snapshot, new visitors queued once it is too old",
+		w.Logger.Warn("room's workflow ended without the room being deleted; deciding on its last snapshot by the outage's rules",
 			"room", e.Name, "ended", e.At, "for", w.VanishedFor)
 	}
 	return true

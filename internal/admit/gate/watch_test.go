@@ -170,8 +170,10 @@ func TestEventPageReachesTheGate(t *testing.T) {
 
 // A room whose workflow vanished without being deleted (terminated, so no
 // longer listed, its query NotFound) is kept: the gate decides on its last
-// snapshot as when the room cannot publish — sessions pass, and once the
-// snapshot is past its maximum age every new visitor is queued — says so
+// snapshot as when the room cannot publish — sessions pass, and new
+// visitors only within what the outage's rules leave (here none: without
+// shared counters the snapshot's minute, all of the room, counts as
+// sessions that may still run) — says so
 // on /status and in a metric, and forgets it after 24 hours. (The gate
 // used to drop it and pass its traffic to the origin.)
 func TestWatcherKeepsAVanishedRoom(t *testing.T) {
@@ -214,7 +216,7 @@ func TestWatcherKeepsAVanishedRoom(t *testing.T) {
 		t.Errorf("vanished %v, want 1", v)
 	}
 
-	// Past the snapshot's maximum age: no overshoot.
+	// Three minutes on, an outage: no overshoot.
 	h.mu.Lock()
 	h.now = h.now.Add(3 * time.Minute)
 	h.mu.Unlock()
