@@ -29,6 +29,9 @@ import (
 func SyncBase(ctx context.Context, c client.Client, job string) (contract.JobInput, error) {
 	id := contract.MigrationWorkflowID(job)
 	d, err := c.DescribeWorkflow(ctx, id, "")
+	if err == nil && d.WorkflowCloseTime == nil && endingRun(ctx, c, job, id) {
+		d, err = c.DescribeWorkflow(ctx, id, "")
+	}
 	switch {
 	case err == nil && d.WorkflowCloseTime == nil:
 		return contract.JobInput{}, &RefusedError{fmt.Sprintf("job %s is still running: sync it once it has ended", job)}
@@ -45,6 +48,24 @@ func SyncBase(ctx context.Context, c client.Client, job string) (contract.JobInp
 		return contract.JobInput{}, fmt.Errorf("job %s: no workflow of it or of a sync of it is left to take its stores from (after retention, start it again with migrate start --job %s): %w", job, job, err)
 	}
 	return baseOf(LastInput(ctx, c, last, ""))
+}
+
+// endingWait bounds how long a sync waits for a job whose status already
+// says it ended to close: its run finishes its report after that.
+const endingWait = 30 * time.Second
+
+// endingRun reports whether the job's open run already says it has ended
+// (status polled as "ended" is not yet a closed workflow), after waiting
+// up to endingWait for it to close.
+func endingRun(ctx context.Context, c client.Client, job, id string) bool {
+	st, err := QueryStatus(ctx, c, job)
+	if err != nil || !contract.Ended(st.State) {
+		return false
+	}
+	wctx, cancel := context.WithTimeout(ctx, endingWait)
+	defer cancel()
+	_ = c.GetWorkflow(wctx, id, "").Get(wctx, nil)
+	return true
 }
 
 func baseOf(in contract.JobInput, err error) (contract.JobInput, error) {
