@@ -40,7 +40,8 @@ type DestSpan struct {
 
 // SpanOf is the destination span of a bounded page. Its source range runs
 // from page.After (exclusive) to its last key, or for the final page to
-// page.Until ("" unbounded); the key map carries it over, with bounds that
+// page.Until ("" unbounded); its last key is the last listed, whether the
+// job's filters kept it or not (Page.Excluded); the key map carries it over, with bounds that
 // lie outside the source prefix clamped to it (the map preserves key order,
 // so the span's order is the page's).
 func SpanOf(m KeyMap, p Page) DestSpan {
@@ -57,10 +58,11 @@ func SpanOf(m KeyMap, p Page) DestSpan {
 	}
 	upper := p.Until
 	if !p.Final {
-		if len(p.Objects) == 0 {
+		// The last key listed, kept by the filters or not: the next
+		// page's span starts after it.
+		if upper = p.LastListed(); upper == "" {
 			return DestSpan{Empty: true}
 		}
-		upper = p.Objects[len(p.Objects)-1].Key
 	}
 	switch {
 	case upper == "":
