@@ -176,6 +176,11 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 	var done int64
 	run.Options.Progress = func(n int) { done = int64(n) }
 	run.DeleteExtraneous = in.Sync != nil && in.Sync.DeleteExtraneous
+	if in.Filter != nil {
+		if run.Filter, err = in.Filter.Compile(); err != nil {
+			return contract.PageReport{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrPermanent, nil)
+		}
+	}
 	var out migrate.PageOutcome
 	if in.Pass == 0 {
 		out, err = migrate.CopyPage(ctx, run)
