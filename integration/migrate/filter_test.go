@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
@@ -64,6 +66,62 @@ func TestSyncDeleteExtraneousLeavesWhatTheFiltersExclude(t *testing.T) {
 	for _, gone := range []string{"live/s/stray.bin", "live/s/00005.bin"} {
 		if slices.Contains(keys, gone) {
 			t.Errorf("the sync left %s, which the filters keep and the source lacks", gone)
+		}
+	}
+}
+
+// `migrate start` with each kind of filter copies exactly the objects they
+// keep and counts the rest as filtered: patterns in the order given (an
+// anchored exclude before an include, an include implying the rest out),
+// sizes, and times on either side of a cut between two batches.
+func TestStartCopiesWhatTheFiltersKeep(t *testing.T) {
+	startWorker(t, 3)
+	srcBucket := migratetest.Bucket(t, env.Store, "filter-src")
+	kib := func(n int) []byte { return bytes.Repeat([]byte("k"), n<<10) }
+	older := migratetest.Seed(t, env.Store, srcBucket, []migratetest.Object{
+		{Key: "a/keep.js", Data: kib(2)}, {Key: "a/skip.tmp", Data: kib(2)}, {Key: "a/tiny.js", Data: []byte("10 bytes..")},
+		{Key: "a/big.js", Data: kib(20)}, {Key: "tmp/x.js", Data: kib(2)}, {Key: "a/tmp/y.js", Data: kib(2)}, {Key: "c/readme.md", Data: kib(2)},
+	})
+	all := migratetest.Seed(t, env.Store, srcBucket, []migratetest.Object{{Key: "b/new.js", Data: kib(2)}})
+	var cut time.Time
+	for _, o := range all {
+		if o.Key == "b/new.js" {
+			cut = o.LastModified
+		}
+	}
+	for _, o := range older {
+		if !o.LastModified.Before(cut) {
+			t.Fatalf("the second batch is not newer than the first (%s at %s, cut %s)", o.Key, o.LastModified, cut)
+		}
+	}
+	run := func(name string, filters ...string) []string {
+		t.Helper()
+		dstBucket := migratetest.Bucket(t, env.Store2, "filter-"+name)
+		stdout, stderr, code := migrateCLI(t, nil, append(append([]string{"start", "--json"}, jobArgs(srcBucket, dstBucket)...), filters...)...)
+		var st contract.Status
+		oneJSON(t, stdout, &st)
+		var keys []string
+		for _, o := range migratetest.List(t, env.Store2, dstBucket, "cli/") {
+			keys = append(keys, strings.TrimPrefix(o.Key, "cli/"))
+		}
+		if code != 0 || st.Copied != int64(len(keys)) || st.Filtered != int64(len(all)-len(keys)) || st.Filter == nil {
+			t.Fatalf("%s: exit %d, %d copied of %v, filtered %d\n%s\n%s", name, code, st.Copied, keys, st.Filtered, stdout, stderr)
+		}
+		return keys
+	}
+	for _, c := range []struct {
+		name    string
+		filters []string
+		want    []string
+	}{
+		{"patterns-and-sizes", []string{"--exclude", "/tmp/**", "--exclude", "*.tmp", "--include", "*.js", "--min-size", "1k", "--max-size", "16k"},
+			[]string{"a/keep.js", "a/tmp/y.js", "b/new.js"}},
+		{"after", []string{"--modified-after", cut.UTC().Format(time.RFC3339Nano)}, []string{"b/new.js"}},
+		{"before", []string{"--modified-before", cut.UTC().Format(time.RFC3339Nano), "--include", "/a/*"},
+			[]string{"a/big.js", "a/keep.js", "a/skip.tmp", "a/tiny.js"}},
+	} {
+		if got := run(c.name, c.filters...); !slices.Equal(got, c.want) {
+			t.Errorf("%s: copied %v, want %v", c.name, got, c.want)
 		}
 	}
 }
