@@ -68,6 +68,13 @@ func (a *Activities) Precheck(ctx context.Context, in contract.PrecheckInput) er
 // same page, so a retry is harmless.
 func (a *Activities) ListPage(ctx context.Context, in contract.ListInput) (contract.ListResult, error) {
 	defer beat(ctx)()
+	var filter *migrate.KeyFilter
+	if in.Filter != nil {
+		var err error
+		if filter, err = in.Filter.Compile(); err != nil {
+			return contract.ListResult{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrPermanent, nil)
+		}
+	}
 	var listed migrate.Listed
 	var err error
 	if in.KeyList != "" {
@@ -85,10 +92,19 @@ func (a *Activities) ListPage(ctx context.Context, in contract.ListInput) (contr
 	if err != nil {
 		return contract.ListResult{}, err
 	}
-	res := contract.ListResult{Seq: in.Seq, Count: len(listed.Objects), Bytes: listed.Bytes, Next: listed.Next, Last: listed.Last}
+	// Filtered after listing, so a page is as many keys as ever however
+	// few the filters keep, and its bounds are the keys listed.
+	var excluded []string
+	if in.KeyList != "" {
+		listed, excluded = migrate.FilterKeys(filter, listed)
+	} else {
+		listed, excluded = migrate.FilterListed(filter, in.Source.Prefix, listed)
+	}
+	res := contract.ListResult{Seq: in.Seq, Count: len(listed.Objects), Filtered: len(excluded), Bytes: listed.Bytes, Next: listed.Next, Last: listed.Last}
 	page := migrate.Page{Seq: in.Seq, Objects: listed.Objects}
 	bounded := in.Bounded && in.KeyList == ""
 	if bounded {
+		page.Excluded = excluded
 		// A sync's page answers for the destination from the previous
 		// page's last key (the range's start, for the first) to its own
 		// last key, or to the range's end for the last page.
@@ -99,11 +115,9 @@ func (a *Activities) ListPage(ctx context.Context, in contract.ListInput) (contr
 		if listed.Last {
 			page.Until = in.Range.Until
 		}
-		if n := len(listed.Objects); n > 0 {
-			res.LastKey = listed.Objects[n-1].Key
-		}
+		res.LastKey = page.LastListed()
 	}
-	if len(listed.Objects) > 0 || bounded && listed.Last {
+	if len(listed.Objects) > 0 || bounded && (listed.Last || len(excluded) > 0) {
 		if err := a.Jobs.PutPage(ctx, in.Job, in.Execution, page); err != nil {
 			return contract.ListResult{}, err
 		}
@@ -162,6 +176,11 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 	var done int64
 	run.Options.Progress = func(n int) { done = int64(n) }
 	run.DeleteExtraneous = in.Sync != nil && in.Sync.DeleteExtraneous
+	if in.Filter != nil {
+		if run.Filter, err = in.Filter.Compile(); err != nil {
+			return contract.PageReport{}, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrPermanent, nil)
+		}
+	}
 	var out migrate.PageOutcome
 	if in.Pass == 0 {
 		out, err = migrate.CopyPage(ctx, run)

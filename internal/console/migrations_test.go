@@ -84,3 +84,24 @@ func TestMalformedAllowlistStopsTheConsole(t *testing.T) {
 		t.Fatalf("Run with a malformed allowlist: %v, want an error naming %s", err, jobclient.EnvAllowedEndpoints)
 	}
 }
+
+// A job's filters over the API are checked by the starter's rules, each
+// problem naming its field (and, for a pattern, its rule and where it is
+// wrong); an unknown field in a rule is refused by name.
+func TestStartRefusesBadFilters(t *testing.T) {
+	t.Setenv("MIGRATE_ALLOWED_ENDPOINTS", "203.0.113.5:9000")
+	srv, _ := newTestServer(t)
+	with := func(fields string) string {
+		return strings.Replace(startBody("s3://src-a", "203.0.113.5:9000", "s3://dst-b", "203.0.113.5:9000"), "{", "{"+fields+",", 1)
+	}
+	for _, c := range []struct{ body, want string }{
+		{with(`"filters":[{"include":"*.js"},{"exclude":"a["}]`), `exclude "a[" (filter rule 2): at character 2`},
+		{with(`"filters":[{"include":"a","exclude":"b"}]`), "filters[0]: give exactly one of include and exclude"},
+		{with(`"filters":[{"includ":"a"}]`), "includ: unknown field"},
+		{with(`"minSize":"ten"`), `minSize: size "ten"`},
+		{with(`"modifiedBefore":"tomorrow"`), `modifiedBefore: "tomorrow"`},
+	} {
+		resp, env := call(t, srv, "POST", "/api/v1/migrations", rwSecret, c.body)
+		wantError(t, resp, env, http.StatusBadRequest, CodeInvalid, c.want)
+	}
+}

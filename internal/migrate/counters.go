@@ -27,6 +27,9 @@ type Counters struct {
 	Unchanged  int64 `json:"unchanged,omitempty"`
 	Extraneous int64 `json:"extraneous,omitempty"`
 	Deleted    int64 `json:"deleted,omitempty"`
+	// Filtered are the keys the job's filters left out of its listing
+	// (--include, --exclude, sizes, times): not listed objects either.
+	Filtered int64 `json:"filtered,omitempty"`
 }
 
 // Add adds o to c.
@@ -45,6 +48,7 @@ func (c *Counters) Add(o Counters) {
 	c.Unchanged += o.Unchanged
 	c.Extraneous += o.Extraneous
 	c.Deleted += o.Deleted
+	c.Filtered += o.Filtered
 }
 
 // Done is the number of listed objects that reached an outcome.

@@ -27,6 +27,9 @@ type PageRun struct {
 	// sides different the outcome names (a cutover's; 0 none).
 	DeleteExtraneous bool
 	Differences      int
+	// Filter is the job's (nil: none): a bounded page never takes what it
+	// leaves out for extraneous.
+	Filter *KeyFilter
 }
 
 func (r PageRun) keepPartial() bool { return r.KeepPartial != nil && r.KeepPartial() }

@@ -56,6 +56,23 @@ type Page struct {
 	After   string `json:"after,omitempty"`
 	Until   string `json:"until,omitempty"`
 	Final   bool   `json:"final,omitempty"`
+	// Excluded (a bounded page) are the source keys of its listing that the
+	// job's filters left out: they are at the source, so their copies at
+	// the destination are never extraneous.
+	Excluded []string `json:"excluded,omitempty"`
+}
+
+// LastListed is the page's last listed key, whether the filters kept it or
+// not ("" for an empty page): its span reaches there.
+func (p Page) LastListed() string {
+	last := ""
+	if n := len(p.Objects); n > 0 {
+		last = p.Objects[n-1].Key
+	}
+	if n := len(p.Excluded); n > 0 && p.Excluded[n-1] > last {
+		last = p.Excluded[n-1]
+	}
+	return last
 }
 
 // WriteJSONLines writes each value as one line of JSON.

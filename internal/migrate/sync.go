@@ -40,7 +40,8 @@ type DestSpan struct {
 
 // SpanOf is the destination span of a bounded page. Its source range runs
 // from page.After (exclusive) to its last key, or for the final page to
-// page.Until ("" unbounded); the key map carries it over, with bounds that
+// page.Until ("" unbounded); its last key is the last listed, whether the
+// job's filters kept it or not (Page.Excluded); the key map carries it over, with bounds that
 // lie outside the source prefix clamped to it (the map preserves key order,
 // so the span's order is the page's).
 func SpanOf(m KeyMap, p Page) DestSpan {
@@ -57,10 +58,11 @@ func SpanOf(m KeyMap, p Page) DestSpan {
 	}
 	upper := p.Until
 	if !p.Final {
-		if len(p.Objects) == 0 {
+		// The last key listed, kept by the filters or not: the next
+		// page's span starts after it.
+		if upper = p.LastListed(); upper == "" {
 			return DestSpan{Empty: true}
 		}
-		upper = p.Objects[len(p.Objects)-1].Key
 	}
 	switch {
 	case upper == "":
@@ -86,26 +88,38 @@ func isProbe(destPrefix, key string) bool {
 	return strings.HasPrefix(rest, ".edgeflow-precheck")
 }
 
-// Extraneous are the destination keys of listed (in key order, any range)
-// that lie in the span and that no object of the page maps to, precheck
-// probes aside.
-func Extraneous(m KeyMap, p Page, listed []string) []string {
+// Extraneous are the destination objects of listed (in key order, any
+// range) that lie in the span, that no source key of the page maps to
+// (kept by the job's filters or left out: Page.Excluded), and that the
+// filters keep, judged by their key below the job's image of the source
+// prefix and their size, as rclone's sync judges a destination: what the
+// filters leave out is never deleted. Times are not asked: a copy's is
+// when it was written. Precheck probes are never extraneous.
+func Extraneous(m KeyMap, p Page, f *KeyFilter, listed []Object) []string {
 	span := SpanOf(m, p)
-	mapped := make(map[string]bool, len(p.Objects))
+	mapped := make(map[string]bool, len(p.Objects)+len(p.Excluded))
 	for _, o := range p.Objects {
 		mapped[m.Dest(o.Key)] = true
 	}
+	for _, k := range p.Excluded {
+		mapped[m.Dest(k)] = true
+	}
 	var out []string
-	for _, k := range listed {
-		if span.Contains(k) && !mapped[k] && !isProbe(m.DestPrefix, k) {
-			out = append(out, k)
+	for _, o := range listed {
+		k := o.Key
+		if !span.Contains(k) || mapped[k] || isProbe(m.DestPrefix, k) {
+			continue
 		}
+		if !f.KeepKey(RelativeKey(span.Prefix, k)) || !f.KeepSize(o.Size) {
+			continue
+		}
+		out = append(out, k)
 	}
 	return out
 }
 
-// listSpan lists the destination keys of a span, in order.
-func listSpan(ctx context.Context, s Sides, span DestSpan) ([]string, error) {
+// listSpan lists the destination objects of a span, in order.
+func listSpan(ctx context.Context, s Sides, span DestSpan) ([]Object, error) {
 	if span.Empty {
 		return nil, nil
 	}
@@ -113,7 +127,7 @@ func listSpan(ctx context.Context, s Sides, span DestSpan) ([]string, error) {
 	if span.Range.After > span.Prefix {
 		opts.StartAfter = span.Range.After
 	}
-	var keys []string
+	var objs []Object
 	for {
 		page, err := s.Dest.List(ctx, s.DestBucket, opts)
 		if err != nil {
@@ -121,12 +135,12 @@ func listSpan(ctx context.Context, s Sides, span DestSpan) ([]string, error) {
 		}
 		for _, o := range page.Objects {
 			if span.Range.Until != "" && o.Key > span.Range.Until {
-				return keys, nil
+				return objs, nil
 			}
-			keys = append(keys, o.Key)
+			objs = append(objs, objectOf(o))
 		}
 		if page.NextToken == "" {
-			return keys, nil
+			return objs, nil
 		}
 		opts.ContinuationToken, opts.StartAfter = page.NextToken, ""
 	}
@@ -150,7 +164,7 @@ func (r PageRun) extraneousPlan(ctx context.Context, p Page) ([]string, error) {
 	if err != nil {
 		return nil, r.destinationDown(ctx, "listing the destination", err)
 	}
-	plan = Extraneous(r.Sides.Map, p, listed)
+	plan = Extraneous(r.Sides.Map, p, r.Filter, listed)
 	if len(plan) == 0 {
 		return nil, nil // nothing to delete: a retry may list again
 	}

@@ -84,9 +84,51 @@ func TestSyncSpanOfARange(t *testing.T) {
 func TestSyncExtraneousLeavesMappedKeysAndProbes(t *testing.T) {
 	m := migrate.KeyMap{DestPrefix: "copy/"}
 	p := migrate.Page{Objects: objects("a", "c"), Bounded: true, Final: true}
-	listed := []string{"copy/.edgeflow-precheck-job", "copy/.edgeflow-precheck/x", "copy/a", "copy/b", "copy/c", "copy/d", "other/e"}
-	if got := migrate.Extraneous(m, p, listed); !slices.Equal(got, []string{"copy/b", "copy/d"}) {
+	listed := objects("copy/.edgeflow-precheck-job", "copy/.edgeflow-precheck/x", "copy/a", "copy/b", "copy/c", "copy/d", "other/e")
+	if got := migrate.Extraneous(m, p, nil, listed); !slices.Equal(got, []string{"copy/b", "copy/d"}) {
 		t.Fatalf("extraneous %v", got)
+	}
+}
+
+// With filters, a destination object is extraneous only if no source key
+// maps to it, kept or left out (Page.Excluded), and the filters keep it by
+// its key below the image of the source prefix and its size.
+func TestSyncExtraneousKeepsWhatTheFiltersLeaveOut(t *testing.T) {
+	m := migrate.KeyMap{SourcePrefix: "p/", DestPrefix: "copy/"}
+	max := int64(100)
+	f, err := migrate.Filter{Rules: []migrate.FilterRule{{Exclude: "/tmp/**"}}, MaxSize: &max}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := migrate.Page{Objects: objects("p/a"), Excluded: []string{"p/big", "p/tmp/x"}, Bounded: true, Final: true}
+	listed := objects("copy/p/a", "copy/p/big", "copy/p/gone", "copy/p/tmp/gone", "copy/p/tmp/x", "copy/p/x/tmp/y")
+	listed = append(listed, migrate.Object{Key: "copy/p/zz-huge-gone", Size: 101})
+	got := migrate.Extraneous(m, p, f, listed)
+	if !slices.Equal(got, []string{"copy/p/gone", "copy/p/x/tmp/y"}) {
+		t.Fatalf("extraneous %v, want the two the filters keep and the source lacks", got)
+	}
+}
+
+// A page's span reaches its last listed key even when the filters left it
+// out, so the next page's span starts after it with no gap; a page of
+// keys all left out still answers for its range.
+func TestSyncSpanReachesTheLastKeyListed(t *testing.T) {
+	m := migrate.KeyMap{DestPrefix: "d/"}
+	pages := []migrate.Page{
+		{Objects: objects("a"), Excluded: []string{"b"}, Bounded: true},
+		{Excluded: []string{"c", "d"}, Bounded: true, After: "b"},
+		{Objects: objects("e"), Bounded: true, After: "d", Final: true},
+	}
+	for _, k := range []string{"d/a", "d/b", "d/bb", "d/c", "d/d", "d/dd", "d/e", "d/z"} {
+		in := 0
+		for _, p := range pages {
+			if migrate.SpanOf(m, p).Contains(k) {
+				in++
+			}
+		}
+		if in != 1 {
+			t.Errorf("%s is in %d spans, want 1", k, in)
+		}
 	}
 }
 

@@ -24,6 +24,9 @@ func TestCommandLine(t *testing.T) {
 // one-dash spellings still parse; an unreachable Temporal exits 3.
 func TestExitCodes(t *testing.T) {
 	nowhere := []string{"--address", "127.0.0.1:1"}
+	job := func(extra ...string) []string {
+		return append([]string{"start", "--source", "s3://src", "--source-endpoint", "s:9000", "--dest", "s3://dst", "--dest-endpoint", "d:9000"}, extra...)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -31,6 +34,13 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{"start", "--source", "s3://src", "--source-endpoint", "s:9000", "--dest", "s3://dst", "--dest-endpoint", "d:9000", "--follow", "--detach"}, cli.ExitUsage, "--follow and --detach exclude each other"},
 		{[]string{"start", "-source", "ftp://x", "-dest", "s3://dst", "-dest-endpoint", "d:9000", "-json"}, cli.ExitUsage, "--source"},
+		{job("--include", "*.js", "--exclude", "a/[b"), cli.ExitUsage, `--exclude "a/[b" (filter rule 2): at character 3: "[" not closed by "]"`},
+		{job("--include", "{{x}}"), cli.ExitUsage, `--include "{{x}}" (filter rule 1): at character 1: regular expressions`},
+		{job("--min-size", "10q"), cli.ExitUsage, `--min-size: size "10q"`},
+		{job("--min-size", "2M", "--max-size", "1M"), cli.ExitUsage, "--min-size 2097152 is above --max-size 1048576"},
+		{job("--modified-after", "yesterday"), cli.ExitUsage, `--modified-after: "yesterday": want an RFC 3339 time`},
+		{job("--modified-after", "24h", "--modified-before", "48h"), cli.ExitUsage, "is not before --modified-before"},
+		{job("--keys", "keys.txt", "--max-size", "1M"), cli.ExitUsage, "--keys: a key list has no sizes or times"},
 		{[]string{"status"}, cli.ExitUsage, "want exactly one JOB"},
 		{[]string{"pause", "a", "b"}, cli.ExitUsage, "want exactly one JOB"},
 		{[]string{"report", "job-1", "--format", "xml"}, cli.ExitUsage, `--format "xml": use csv or jsonl`},

@@ -31,6 +31,38 @@ type jobFlags struct {
 	concurrency, pageSize, pagesInFlight  int
 	multipartCutoff, partSize, copyCutoff string
 	jobStore                              migrate.JobStoreConfig
+	// filters are --include and --exclude in the order given.
+	filters                       []migrate.FilterRule
+	minSize, maxSize              string
+	modifiedAfter, modifiedBefore string
+}
+
+// ruleFlag is --include or --exclude: both append to one list, so the rules
+// keep the order they were given in across the two flags.
+type ruleFlag struct {
+	rules   *[]migrate.FilterRule
+	include bool
+}
+
+func (r ruleFlag) Set(p string) error {
+	if r.include {
+		*r.rules = append(*r.rules, migrate.FilterRule{Include: p})
+	} else {
+		*r.rules = append(*r.rules, migrate.FilterRule{Exclude: p})
+	}
+	return nil
+}
+
+func (r ruleFlag) Type() string { return "pattern" }
+
+func (r ruleFlag) String() string {
+	var ps []string
+	for _, rule := range *r.rules {
+		if p, inc := rule.Pattern(); inc == r.include {
+			ps = append(ps, p)
+		}
+	}
+	return strings.Join(ps, ",")
 }
 
 // register adds the flags that describe a job; the connection and --json
@@ -60,6 +92,12 @@ func (f *jobFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.multipartCutoff, "multipart-cutoff", "", "objects above this size go between stores as parallel parts (default 16MiB)")
 	fs.StringVar(&f.partSize, "part-size", "", "part size of multipart copies (default 16MiB; 5MiB to 5GiB, raised for an object that would need more than 10,000 parts)")
 	fs.StringVar(&f.copyCutoff, "copy-cutoff", "", "on one store, objects above this size are composed from part copies (default 5GiB, S3's limit)")
+	fs.Var(ruleFlag{&f.filters, true}, "include", `copy only keys matching this pattern (rclone's rules: * within a "/" segment, ** across, ?, [a-z], {a,b}; "/" first anchors at the source prefix); repeatable, with --exclude the first matching rule decides`)
+	fs.Var(ruleFlag{&f.filters, false}, "exclude", "leave out keys matching this pattern; repeatable (see --include)")
+	fs.StringVar(&f.minSize, "min-size", "", "leave out objects smaller than this (10k, 1.5M, 2G: binary units; a bare number is bytes)")
+	fs.StringVar(&f.maxSize, "max-size", "", "leave out objects larger than this (as --min-size)")
+	fs.StringVar(&f.modifiedAfter, "modified-after", "", "leave out objects last modified before this: RFC 3339 time, date (2026-05-01) or age (24h, 7d: that long before the job starts)")
+	fs.StringVar(&f.modifiedBefore, "modified-before", "", "leave out objects last modified at or after this (as --modified-after)")
 	f.jobStore.RegisterFlags(fs)
 }
 
@@ -103,6 +141,7 @@ func (f *jobFlags) options() jobclient.Options {
 		Keys: f.keys, Overwrite: f.overwrite, Verify: f.verify, DryRun: f.dryRun, Job: f.job, Account: f.account,
 		StripSourcePrefix: f.stripSourcePrefix, Concurrency: f.concurrency, PageSize: f.pageSize, PagesInFlight: f.pagesInFlight,
 		MultipartCutoff: f.multipartCutoff, PartSize: f.partSize, CopyCutoff: f.copyCutoff,
+		Filters: f.filters, MinSize: f.minSize, MaxSize: f.maxSize, ModifiedAfter: f.modifiedAfter, ModifiedBefore: f.modifiedBefore,
 	}
 }
 
@@ -138,7 +177,8 @@ func newStartCommand(c *common) *cobra.Command {
 A running job with --job's id is followed; an ended one runs again.`,
 		`  migrate start --source s3://old-bucket --source-endpoint old.example.com:9000 --dest s3://new-bucket --dest-endpoint new.example.com:9000 --follow
   migrate start --source gs://old-bucket --dest s3://new-bucket --dest-endpoint 127.0.0.1:9000 --dest-insecure --credentials creds.env
-  migrate start --source s3://old --source-endpoint h:9000 --dest s3://new --dest-endpoint h:9000 --keys keys.txt --dry-run --json`,
+  migrate start --source s3://old --source-endpoint h:9000 --dest s3://new --dest-endpoint h:9000 --keys keys.txt --dry-run --json
+  migrate start --source s3://old/img/ --source-endpoint h:9000 --dest s3://new --dest-endpoint h:9000 --exclude '/tmp/**' --include '*.{jpg,png}' --min-size 1k --max-size 1.5M --modified-after 2026-01-01 --modified-before 24h`,
 		cli.NoArgs, func([]string) int { f.common = *c; return runStart(&f) })
 	f.register(cmd.Flags())
 	return cmd

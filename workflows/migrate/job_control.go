@@ -97,7 +97,7 @@ func (j *job) status(ctx workflow.Context) contract.Status {
 	s := contract.Status{
 		Job: j.in.Job, State: st.State, Account: j.account(), Execution: st.Execution,
 		Source: j.in.Source.String(), Dest: j.in.Dest.String(), DryRun: j.in.DryRun, Verify: j.in.Verify,
-		Counters: st.Counters, ListingDone: st.Listing.Done, PagesInFlight: j.outstanding(),
+		Filter: j.in.Filter, Counters: st.Counters, ListingDone: st.Listing.Done, PagesInFlight: j.outstanding(),
 		Redriving: st.Redrive != nil || st.RedriveRequested, RedrivePasses: st.Passes,
 		Started: st.Started, Error: st.Error, ContinuedAsNew: st.Runs,
 	}

@@ -62,7 +62,7 @@ func (j *job) listNext(ctx workflow.Context) {
 		size = ramped
 	}
 	in := contract.ListInput{Job: j.in.Job, Execution: st.Execution, Seq: st.Listing.Seq, Token: st.Listing.Token,
-		Source: j.in.Source, KeyList: j.in.KeyList, Range: j.in.Range, PageSize: size}
+		Source: j.in.Source, KeyList: j.in.KeyList, Range: j.in.Range, PageSize: size, Filter: j.in.Filter}
 	if j.in.Sync != nil && j.in.KeyList == "" {
 		// A sync's pages also answer for the destination between them.
 		in.Bounded, in.After = true, st.ListedThrough
@@ -91,6 +91,7 @@ func (j *job) listNext(ctx workflow.Context) {
 		}
 		st.Counters.Listed += int64(res.Count)
 		st.Counters.ListedBytes += res.Bytes
+		st.Counters.Filtered += int64(res.Filtered)
 		if res.LastKey != "" {
 			st.ListedThrough = res.LastKey
 		}
@@ -152,7 +153,7 @@ func (j *job) listDeadPages(ctx workflow.Context) {
 func (j *job) startPage(ctx workflow.Context, pass, seq, item, restart int) {
 	in := contract.PageInput{
 		Job: j.in.Job, Execution: j.st.Execution, Pass: pass, Seq: seq, Item: item,
-		Source: j.in.Source, Dest: j.in.Dest, Map: j.in.KeyMap(), Overwrite: j.in.Overwrite,
+		Source: j.in.Source, Dest: j.in.Dest, Map: j.in.KeyMap(), Filter: j.in.Filter, Overwrite: j.in.Overwrite,
 		Verify: j.in.Verify, DryRun: j.in.DryRun, KeysOnly: pass > 0 || j.in.KeyList != "",
 		Started: j.st.Started, Restart: restart, Settings: j.set, Sync: j.in.Sync,
 	}

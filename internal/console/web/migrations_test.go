@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ func TestMigrationFormReadsTheAPIsOptions(t *testing.T) {
 		migrate.EnvSourceSecretKey: {" s p "}, migrate.EnvDestAccessKey: {""}}}
 	o, creds, problems := f.options()
 	want := jobclient.Options{Source: "s3://a/p/", SourceEndpoint: "h:1", SourceInsecure: true, Dest: "s3://b", DestEndpoint: "h:2", Verify: true, Concurrency: 4}
-	if o != want || len(problems) != 0 {
+	if !reflect.DeepEqual(o, want) || len(problems) != 0 {
 		t.Fatalf("options %+v %q, want %+v", o, problems, want)
 	}
 	// A secret is taken as typed; an empty field is not given.

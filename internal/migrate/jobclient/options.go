@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
@@ -41,6 +42,17 @@ type Options struct {
 	MultipartCutoff   string `json:"multipartCutoff,omitempty"`
 	PartSize          string `json:"partSize,omitempty"`
 	CopyCutoff        string `json:"copyCutoff,omitempty"`
+	// Filters are --include and --exclude in the order given, each
+	// {"include": PATTERN} or {"exclude": PATTERN}; the first that matches
+	// a key decides.
+	Filters        []migrate.FilterRule `json:"filters,omitempty"`
+	MinSize        string               `json:"minSize,omitempty"`
+	MaxSize        string               `json:"maxSize,omitempty"`
+	ModifiedAfter  string               `json:"modifiedAfter,omitempty"`
+	ModifiedBefore string               `json:"modifiedBefore,omitempty"`
+	// Now is when an age (--modified-after 24h) counts back from; zero is
+	// the time Input is called.
+	Now time.Time `json:"-"`
 }
 
 // Namer spells an option's name for the caller: the starter's "--part-size",
@@ -143,6 +155,11 @@ func (o Options) Input(job string, name Namer) (contract.JobInput, []string) {
 	if err := in.Settings.Check(); err != nil {
 		bad("%v", err)
 	}
+	in.Filter = o.filter(n, bad)
+	if o.Keys != "" && in.Filter != nil && in.Filter.OnObjects() {
+		bad("%s: a key list has no sizes or times before it is copied, so %s, %s, %s and %s need a listed source",
+			n("keys"), n("min-size"), n("max-size"), n("modified-after"), n("modified-before"))
+	}
 	if o.Keys != "" && in.Source.Prefix != "" {
 		bad("%s with %s %s: the key list names whole source keys, so the source takes no prefix (give s3://%s)", n("keys"), n("source"), in.Source.Location, in.Source.Bucket)
 	}
@@ -152,6 +169,70 @@ func (o Options) Input(job string, name Namer) (contract.JobInput, []string) {
 		problems[i] = flagMention.ReplaceAllStringFunc(p, func(m string) string { return name(m[2:]) })
 	}
 	return in, problems
+}
+
+// filter builds the job's filter (nil: none) from the options, reporting
+// each problem with bad. An age (--modified-after 24h) becomes the time it
+// names now, so the job and its syncs keep one bound.
+func (o Options) filter(n func(string) string, bad func(string, ...any)) *migrate.Filter {
+	var f migrate.Filter
+	for i, r := range o.Filters {
+		p, include := r.Pattern()
+		option := "exclude"
+		if include {
+			option = "include"
+		}
+		switch {
+		case (r.Include == "") == (r.Exclude == ""):
+			bad("filters[%d]: give exactly one of include and exclude, with a pattern", i)
+			continue
+		default:
+			if _, err := migrate.CompileGlob(p); err != nil {
+				bad("%s %q (filter rule %d): %v", n(option), p, i+1, err)
+				continue
+			}
+		}
+		f.Rules = append(f.Rules, r)
+	}
+	for _, s := range []struct {
+		option, value string
+		into          **int64
+	}{{"min-size", o.MinSize, &f.MinSize}, {"max-size", o.MaxSize, &f.MaxSize}} {
+		if s.value == "" {
+			continue
+		}
+		size, err := migrate.ParseSize(s.value)
+		if err != nil {
+			bad("%s: %v", n(s.option), err)
+			continue
+		}
+		*s.into = &size
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	for _, t := range []struct {
+		option, value string
+		into          *time.Time
+	}{{"modified-after", o.ModifiedAfter, &f.ModifiedAfter}, {"modified-before", o.ModifiedBefore, &f.ModifiedBefore}} {
+		if t.value == "" {
+			continue
+		}
+		at, err := migrate.ParseFilterTime(t.value, now)
+		if err != nil {
+			bad("%s: %v", n(t.option), err)
+			continue
+		}
+		*t.into = at.UTC()
+	}
+	if f.IsZero() {
+		return nil
+	}
+	if err := f.Check(); err != nil {
+		bad("%v", err) // the bounds against each other; it names the flags
+	}
+	return &f
 }
 
 // flagMention is a flag named in an error: --part-size.

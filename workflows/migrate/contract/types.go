@@ -17,7 +17,10 @@ type JobInput struct {
 	// means the source is listed.
 	KeyList string `json:"keyList,omitempty"`
 	// Range limits the listing to a key range (a split job).
-	Range             migrate.KeyRange  `json:"range,omitzero"`
+	Range migrate.KeyRange `json:"range,omitzero"`
+	// Filter leaves objects out of the listing (--include, --exclude,
+	// sizes, times); a sync of the job takes it too.
+	Filter            *migrate.Filter   `json:"filter,omitempty"`
 	StripSourcePrefix bool              `json:"stripSourcePrefix,omitempty"`
 	Overwrite         migrate.Overwrite `json:"overwrite"`
 	Verify            bool              `json:"verify,omitempty"`
@@ -64,6 +67,14 @@ func SyncInput(job JobInput, run SyncRun) JobInput {
 func (in JobInput) Check() error {
 	if err := in.Settings.Check(); err != nil {
 		return err
+	}
+	if in.Filter != nil {
+		if err := in.Filter.Check(); err != nil {
+			return err
+		}
+		if in.KeyList != "" && in.Filter.OnObjects() {
+			return fmt.Errorf("a key list (--keys) has no sizes or times before it is copied: --min-size, --max-size, --modified-after and --modified-before need a listed source")
+		}
 	}
 	if in.Sync != nil && in.Sync.Cutover && in.DryRun {
 		return fmt.Errorf("job %s is a dry run: it copied nothing, so there is nothing to cut over to", in.Job)
@@ -178,6 +189,8 @@ type Status struct {
 	Dest      string `json:"dest"`
 	DryRun    bool   `json:"dryRun,omitempty"`
 	Verify    bool   `json:"verify,omitempty"`
+	// Filter is what the job leaves out; Counters.Filtered counts the keys.
+	Filter *migrate.Filter `json:"filter,omitempty"`
 	migrate.Counters
 	// ObjectsPerSecond and BytesPerSecond are zero until measured.
 	ObjectsPerSecond float64 `json:"objectsPerSecond"`
@@ -239,14 +252,17 @@ func SyncReportOf(st Status) SyncReport {
 // PageInput asks a page child to copy one page (pass 0) or to retry one
 // page's dead letters (pass > 0).
 type PageInput struct {
-	Job       string            `json:"job"`
-	Execution string            `json:"execution"`
-	Pass      int               `json:"pass,omitempty"`
-	Seq       int               `json:"seq"`
-	Item      int               `json:"item"` // the redrive item (pass > 0); Seq otherwise
-	Source    Endpoint          `json:"source"`
-	Dest      Endpoint          `json:"dest"`
-	Map       migrate.KeyMap    `json:"map"`
+	Job       string         `json:"job"`
+	Execution string         `json:"execution"`
+	Pass      int            `json:"pass,omitempty"`
+	Seq       int            `json:"seq"`
+	Item      int            `json:"item"` // the redrive item (pass > 0); Seq otherwise
+	Source    Endpoint       `json:"source"`
+	Dest      Endpoint       `json:"dest"`
+	Map       migrate.KeyMap `json:"map"`
+	// Filter is the job's: a sync's page leaves the destination keys it
+	// leaves out where they are.
+	Filter    *migrate.Filter   `json:"filter,omitempty"`
 	Overwrite migrate.Overwrite `json:"overwrite"`
 	Verify    bool              `json:"verify,omitempty"`
 	DryRun    bool              `json:"dryRun,omitempty"`
@@ -298,6 +314,9 @@ type ListInput struct {
 	KeyList   string           `json:"keyList,omitempty"`
 	Range     migrate.KeyRange `json:"range,omitzero"`
 	PageSize  int              `json:"pageSize"`
+	// Filter leaves objects out of the page; they count in
+	// ListResult.Filtered, and a bounded page keeps their keys.
+	Filter *migrate.Filter `json:"filter,omitempty"`
 	// Bounded (a sync's listing): the page is stored bounded (see
 	// migrate.Page), after After, the previous page's last key; the last
 	// page is stored even when empty.
@@ -307,11 +326,13 @@ type ListInput struct {
 
 // ListResult is one listed page, stored in the job store for its child.
 type ListResult struct {
-	Seq   int    `json:"seq"`
-	Count int    `json:"count"`
-	Bytes int64  `json:"bytes"`
-	Next  string `json:"next,omitempty"`
-	Last  bool   `json:"last,omitempty"`
+	Seq   int `json:"seq"`
+	Count int `json:"count"`
+	// Filtered counts the keys listed that the filters left out (not in Count).
+	Filtered int    `json:"filtered,omitempty"`
+	Bytes    int64  `json:"bytes"`
+	Next     string `json:"next,omitempty"`
+	Last     bool   `json:"last,omitempty"`
 	// LastKey (a bounded page) is its last key; Stored says a page was
 	// stored for a child, even an empty one.
 	LastKey string `json:"lastKey,omitempty"`
