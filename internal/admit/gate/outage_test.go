@@ -24,6 +24,13 @@ func TestVanishedRoomKeepsAdmittingWithinLimits(t *testing.T) {
 		TotalActiveUsers: 8, NewUsersPerMinute: 3, SessionDuration: 2, DisableSessionRenewal: true,
 		RefreshIntervalSeconds: 10, SnapshotMaxAgeSeconds: 3600}
 	h := newHarness(t, s, func(c *Config) { c.Counters = counters })
+	// The gate's sessions go to the ledger in the background, as gatehost
+	// runs them; the test's clock waits for each to land (it moves a
+	// second a step, far faster than any recorder lags in real time).
+	recorded, stopRecorder := context.WithCancel(context.Background())
+	recorderDone := make(chan struct{})
+	go func() { counters.Sessions.Run(recorded); close(recorderDone) }()
+	t.Cleanup(func() { stopRecorder(); <-recorderDone })
 	// The counters' keys expire with their minutes on Redis's clock: the
 	// room runs a day ahead of it, so none expires during the test.
 	start := time.Now().UTC().Add(24 * time.Hour).Truncate(time.Minute)
@@ -87,6 +94,7 @@ func TestVanishedRoomKeepsAdmittingWithinLimits(t *testing.T) {
 				continue
 			}
 			res := h.get(a.v, "/shop/x")
+			waitRecorded(t, counters.Sessions)
 			if res.fromOrigin() {
 				admittedAt = append(admittedAt, now)
 				perMinute[admit.MinuteOf(now, length)]++
@@ -134,4 +142,17 @@ func TestVanishedRoomKeepsAdmittingWithinLimits(t *testing.T) {
 		t.Fatal("nobody admitted")
 	}
 	mustOrigin(t, h.get(sessions[len(sessions)-1], "/shop/x"), "the last session admitted")
+}
+
+// waitRecorded waits until the recorder has applied every session move
+// recorded so far.
+func waitRecorded(t *testing.T, r *SessionRecorder) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for r.Pending() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d session moves still not in the ledger after 30 s", r.Pending())
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -146,9 +146,10 @@ type SessionRecorder struct {
 	Ledger admit.SessionLedger
 	Logger *slog.Logger
 
-	once  sync.Once
-	moves chan sessionMove
-	lost  atomic.Int64
+	once    sync.Once
+	moves   chan sessionMove
+	lost    atomic.Int64
+	pending atomic.Int64 // queued and not yet applied (or dropped)
 }
 
 type sessionMove struct {
@@ -173,12 +174,18 @@ func (s *SessionRecorder) Record(room string, eff admit.Effect) {
 	if eff.SessionFrom.IsZero() && eff.SessionTo.IsZero() {
 		return
 	}
+	s.pending.Add(1)
 	select {
 	case s.queue() <- sessionMove{room: room, eff: admit.Effect{SessionFrom: eff.SessionFrom, SessionTo: eff.SessionTo}}:
 	default:
+		s.pending.Add(-1)
 		s.lost.Add(1)
 	}
 }
+
+// Pending is how many moves are queued or being applied: 0 once the
+// ledger holds every move recorded so far.
+func (s *SessionRecorder) Pending() int64 { return s.pending.Load() }
 
 // Lost is how many moves were dropped or failed so far.
 func (s *SessionRecorder) Lost() int64 { return s.lost.Load() }
@@ -190,6 +197,7 @@ func (s *SessionRecorder) Run(ctx context.Context) {
 	var logged time.Time
 	apply := func(ctx context.Context, m sessionMove) {
 		err := admit.RecordSession(ctx, s.Ledger, m.room, m.eff)
+		s.pending.Add(-1)
 		if err != nil {
 			s.lost.Add(1)
 		}
