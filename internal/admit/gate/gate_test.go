@@ -50,7 +50,7 @@ func newHarness(t *testing.T, s admit.Settings, configure ...func(*Config)) *har
 			_, _ = io.WriteString(w, "origin is overloaded\n")
 			return
 		case "/slow":
-			time.Sleep(300 * time.Millisecond)
+			<-r.Context().Done() // answers only after the gate gave up
 		case "/upload":
 			n, err := io.Copy(io.Discard, r.Body)
 			if err != nil {
@@ -89,7 +89,7 @@ func newHarness(t *testing.T, s admit.Settings, configure ...func(*Config)) *har
 	h.counters = MemoryCounters()
 	originURL, _ := url.Parse(h.origin.URL)
 	cfg := Config{Origin: originURL, Gate: gateID, Keys: h.keys, Counters: h.counters, Registry: h.reg,
-		Now: h.clock, Logger: quietLogger(), Transport: NewTransport(OriginTimeouts{Dial: time.Second, ResponseHeader: 200 * time.Millisecond, Idle: time.Second})}
+		Now: h.clock, Logger: quietLogger(), Transport: NewTransport(OriginTimeouts{Dial: time.Second, ResponseHeader: harnessOriginTimeout, Idle: time.Second})}
 	for _, c := range configure {
 		c(&cfg)
 	}
@@ -99,6 +99,11 @@ func newHarness(t *testing.T, s admit.Settings, configure ...func(*Config)) *har
 	h.g.renderClock = func() time.Time { return t0 } // pages render in no time, however loaded the machine
 	return h
 }
+
+// harnessOriginTimeout is how long the harness's gate waits for the
+// origin's headers: long enough for a loaded machine (a test waiting on a
+// slow origin sets its own).
+const harnessOriginTimeout = 10 * time.Second
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

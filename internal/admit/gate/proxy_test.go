@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
 )
@@ -45,7 +46,10 @@ func TestOriginRevokesSession(t *testing.T) {
 }
 
 func TestOriginErrorsPassedOnHonestly(t *testing.T) {
-	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10})
+	h := newHarness(t, admit.Settings{Name: "shop", TotalActiveUsers: 10, NewUsersPerMinute: 10}, func(c *Config) {
+		// /slow never answers: the gate's own deadline ends the request.
+		c.Transport = NewTransport(OriginTimeouts{Dial: time.Second, ResponseHeader: 200 * time.Millisecond, Idle: time.Second})
+	})
 	v := newVisitor()
 	res := h.get(v, "/broken")
 	if res.status != 503 || res.body != "origin is overloaded\n" || res.header.Get("Retry-After") != "7" {
