@@ -51,6 +51,24 @@ func TestTransferBatchesSmallObjects(t *testing.T) {
 	if b := proxy.Batches(); b != before {
 		t.Fatalf("overwrite=never sent %d batches", b-before)
 	}
+
+	// Per-object writes (what a store without extraction gets): no batch,
+	// each object written once.
+	perObject := migratetest.Bucket(t, env.Store2, "per-object")
+	sides.DestBucket = perObject
+	opts.Policy, opts.PerObjectWrites = migrate.OverwriteIfDifferent, true
+	before = proxy.Batches()
+	migrate.Transfer(context.Background(), sides, listed, opts)
+	migratetest.CheckCopies(t, env.Store2, perObject, sides.Map, objs)
+	if b := proxy.Batches(); b != before {
+		t.Fatalf("per-object writes sent %d batches", b-before)
+	}
+	writes = proxy.Writes()
+	for _, o := range objs {
+		if n := writes[perObject+"/"+o.Key]; n != 1 {
+			t.Errorf("per-object: %s written %d times", o.Key, n)
+		}
+	}
 }
 
 // keepsArchives is a store that does not extract batches: it keeps the

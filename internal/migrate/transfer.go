@@ -64,6 +64,10 @@ type TransferOptions struct {
 	// it decides whether 403s on many keys are the store's (it fails) or
 	// the objects' (it passes). Nil: they are the store's.
 	Probe func(ctx context.Context, side string) error
+	// PerObjectWrites writes each object with a request of its own even to
+	// a destination that extracts archives: the path of every store that
+	// does not (R2, S3), measured on MinIO.
+	PerObjectWrites bool
 }
 
 func (o *TransferOptions) defaults() {
@@ -111,7 +115,7 @@ func Transfer(ctx context.Context, sides Sides, objects []Object, opts TransferO
 	if !opts.KeysOnly {
 		t.existing = listDest(ctx, sides, objects)
 	}
-	if !opts.DryRun {
+	if !opts.DryRun && !opts.PerObjectWrites {
 		t.batch = newBatcher(sides.Dest, sides.DestBucket, opts.Concurrency)
 	}
 	next := atomic.Int64{}
