@@ -140,6 +140,7 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 			Concurrency: set.Concurrency, Controller: a.stores.controller(src, dst, set.Concurrency),
 			MultipartCutoff: set.MultipartCutoff, PartSize: set.PartSize, PartConcurrency: set.PartConcurrency, CopyCutoff: set.CopyCutoff,
 			Priority: in.Seq, PerObjectWrites: a.PerObjectWrites.Load(),
+			BatchVerdicts: a.stores.batchVerdicts(dst),
 			Probe: func(ctx context.Context, side string) error {
 				if side == migrate.SideSource {
 					return migrate.Probe(ctx, side, src.Store, in.Source.Location, in.Job)
