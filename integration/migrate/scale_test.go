@@ -169,11 +169,11 @@ func largestHistory(t *testing.T, job string) (int64, string) {
 		for _, e := range resp.GetExecutions() {
 			n := e.GetHistoryLength()
 			if n == 0 { // not kept by this visibility store: asked of the run
-				d, err := env.Client.DescribeWorkflowExecution(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId())
+				d, err := env.Client.DescribeWorkflow(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId())
 				if err != nil {
 					t.Fatal(err)
 				}
-				n = d.GetWorkflowExecutionInfo().GetHistoryLength()
+				n = d.RawResponse.GetWorkflowExecutionInfo().GetHistoryLength()
 			}
 			if n > largest {
 				largest, which = n, e.GetType().GetName()+" "+e.GetExecution().GetWorkflowId()
