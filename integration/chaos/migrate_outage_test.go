@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"github.com/edgeflow/edgeflow/internal/devstack"
 	"github.com/edgeflow/edgeflow/internal/faultproxy"
@@ -37,21 +34,8 @@ func TestMigrateStoreOutages(t *testing.T) {
 	if *soak {
 		count = 20_000
 	}
-	key, err := keyring.Generate("outage")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, _ := keyring.New(key)
-	jobs := migrate.JobStore{Store: env.primaryStore, Bucket: "chaos-outage-jobs"}
-	if err := jobs.Ensure(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	workerEnv := []string{"TEMPORAL_ADDRESS=" + env.temporal.HostPort, "CODEC_KEYS=" + key.Encode(), "LOG_FORMAT=json", "HEALTH_ADDR=127.0.0.1:0",
-		"S3_ENDPOINT=" + env.primary.Endpoint, "S3_ACCESS_KEY=" + env.primary.AccessKey, "S3_SECRET_KEY=" + env.primary.SecretKey,
-		"BUCKET_MIGRATE=" + jobs.Bucket, "MAX_ACTIVITIES=16"}
-	for i := range 2 {
-		supervise(t, fmt.Sprintf("migrate-outage-%d", i), env.bins["migrate"], workerEnv)
-	}
+	rig := startMigrateRig(t, "migrate-outage", "chaos-outage-jobs")
+	keys, jobs := rig.keys, rig.jobs
 	for _, down := range []string{migrate.SideDest, migrate.SideSource} {
 		t.Run(down, func(t *testing.T) { outageJob(t, f, keys, jobs, down, count, outage) })
 	}
@@ -132,14 +116,7 @@ func outageJob(t *testing.T, f *figures, keys *keyring.Keyring, jobs migrate.Job
 	job := fmt.Sprintf("outage-%s-%d", down[:3], time.Now().UnixNano())
 	in := migrateInput(t, keys, job, srcEndpoint, srcBucket, dstEndpoint, dstBucket)
 	in.Verify = false
-	run, err := env.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: contract.MigrationWorkflowID(job), TaskQueue: contract.TaskQueue,
-		TypedSearchAttributes: temporal.NewSearchAttributes(contract.JobKey.ValueSet(job),
-			contract.SourceBucketKey.ValueSet(srcBucket), contract.DestBucketKey.ValueSet(dstBucket)),
-	}, contract.WorkflowTypeMigration, in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := startMigration(ctx, t, in)
 	query := func() (contract.Status, error) {
 		v, err := env.client.QueryWorkflow(ctx, contract.MigrationWorkflowID(job), "", contract.StatusQuery)
 		var st contract.Status

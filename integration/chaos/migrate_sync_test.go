@@ -9,12 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"github.com/edgeflow/edgeflow/internal/faultproxy"
-	"github.com/edgeflow/edgeflow/internal/keyring"
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/migrate/jobclient"
 	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
@@ -41,39 +37,18 @@ func TestMigrateSyncUnderKills(t *testing.T) {
 	srcBucket := migratetest.Bucket(t, env.primaryStore, "chaos-sync-src")
 	seed(t, env.primaryStore, srcBucket, objs)
 	dstBucket := migratetest.Bucket(t, env.mirrorStore, "chaos-sync-dst")
-	key, err := keyring.Generate("chaos-sync")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, _ := keyring.New(key)
-	jobs := migrate.JobStore{Store: env.primaryStore, Bucket: "chaos-migrate-jobs"}
-	if err := jobs.Ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rig := startMigrateRig(t, "migrate-sync", "chaos-migrate-jobs")
+	keys, jobs, workers := rig.keys, rig.jobs, rig.workers
 	srcProxy := faultproxy.New(env.primary.Endpoint, faultproxy.Faults{}, 31)
 	defer srcProxy.Close()
 	dstProxy := faultproxy.New(env.mirror.Endpoint, faultproxy.Faults{}, 32)
 	defer dstProxy.Close()
-	workerEnv := []string{"TEMPORAL_ADDRESS=" + env.temporal.HostPort, "CODEC_KEYS=" + key.Encode(), "LOG_FORMAT=json", "HEALTH_ADDR=127.0.0.1:0",
-		"S3_ENDPOINT=" + env.primary.Endpoint, "S3_ACCESS_KEY=" + env.primary.AccessKey, "S3_SECRET_KEY=" + env.primary.SecretKey,
-		"BUCKET_MIGRATE=" + jobs.Bucket, "MAX_ACTIVITIES=16"}
-	var workers []*proc
-	for i := range 2 {
-		workers = append(workers, supervise(t, fmt.Sprintf("migrate-sync-%d", i), env.bins["migrate"], workerEnv))
-	}
 
 	// The bulk copy, without faults: what is tested is the sync.
 	job := fmt.Sprintf("chaos-sync-%d", time.Now().UnixNano())
 	in := migrateInput(t, keys, job, srcProxy.Endpoint, srcBucket, dstProxy.Endpoint, dstBucket)
 	in.Settings.PageSize = 500
-	run, err := env.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: contract.MigrationWorkflowID(job), TaskQueue: contract.TaskQueue,
-		TypedSearchAttributes: temporal.NewSearchAttributes(contract.JobKey.ValueSet(job),
-			contract.SourceBucketKey.ValueSet(srcBucket), contract.DestBucketKey.ValueSet(dstBucket)),
-	}, contract.WorkflowTypeMigration, in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := startMigration(ctx, t, in)
 	var bulk contract.Status
 	eventually(t, 20*time.Minute, "the bulk copy ends", jobEnded(ctx, t, run, job, &bulk))
 	if bulk.State != contract.StateCompleted || bulk.Copied != int64(count) {

@@ -10,7 +10,6 @@ import (
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	"github.com/edgeflow/edgeflow/internal/faultproxy"
@@ -46,38 +45,16 @@ func TestMigrateUnderFaults(t *testing.T) {
 
 	// The job store stays direct: the faults are between the job and the
 	// buckets it copies.
-	key, err := keyring.Generate("chaos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, _ := keyring.New(key)
-	jobs := migrate.JobStore{Store: env.primaryStore, Bucket: "chaos-migrate-jobs"}
-	if err := jobs.Ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rig := startMigrateRig(t, "migrate", "chaos-migrate-jobs")
+	keys, jobs, workers := rig.keys, rig.jobs, rig.workers
 	srcProxy := faultproxy.New(env.primary.Endpoint, migrateFaults, 21)
 	defer srcProxy.Close()
 	dstProxy := faultproxy.New(env.mirror.Endpoint, migrateFaults, 22)
 	defer dstProxy.Close()
 
-	workerEnv := []string{"TEMPORAL_ADDRESS=" + env.temporal.HostPort, "CODEC_KEYS=" + key.Encode(), "LOG_FORMAT=json", "HEALTH_ADDR=127.0.0.1:0",
-		"S3_ENDPOINT=" + env.primary.Endpoint, "S3_ACCESS_KEY=" + env.primary.AccessKey, "S3_SECRET_KEY=" + env.primary.SecretKey,
-		"BUCKET_MIGRATE=" + jobs.Bucket, "MAX_ACTIVITIES=16"}
-	var workers []*proc
-	for i := range 2 {
-		workers = append(workers, supervise(t, fmt.Sprintf("migrate-%d", i), env.bins["migrate"], workerEnv))
-	}
-
 	job := fmt.Sprintf("chaos-%d", time.Now().UnixNano())
 	in := migrateInput(t, keys, job, srcProxy.Endpoint, srcBucket, dstProxy.Endpoint, dstBucket)
-	run, err := env.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: contract.MigrationWorkflowID(job), TaskQueue: contract.TaskQueue,
-		TypedSearchAttributes: temporal.NewSearchAttributes(contract.JobKey.ValueSet(job),
-			contract.SourceBucketKey.ValueSet(srcBucket), contract.DestBucketKey.ValueSet(dstBucket)),
-	}, contract.WorkflowTypeMigration, in)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := startMigration(ctx, t, in)
 	killCap := kills
 	stopKilling := make(chan struct{})
 	killed := killer(workers, 20*time.Second, 9, stopKilling)
