@@ -24,28 +24,23 @@ type Limits struct {
 // IsZero: no limit.
 func (l Limits) IsZero() bool { return l.MaxBandwidth <= 0 && l.MaxRequests <= 0 }
 
-// Check refuses negative limits.
-func (l Limits) Check() error {
-	if l.MaxBandwidth < 0 || l.MaxRequests < 0 {
-		return fmt.Errorf("--max-bandwidth %d, --max-requests %d: limits are not negative (0 or absent: no limit)", l.MaxBandwidth, l.MaxRequests)
-	}
-	return nil
-}
-
-// Capped is l with each limit at most the cap's (a zero limit on either
-// side is no limit).
-func (l Limits) Capped(c Limits) Limits {
-	lower := func(a, b int64) int64 {
+// ShareWithin is one user's share of a job's limits (Share), lowered to
+// its share of its account's budget: the budget divided among the jobs the
+// account runs at once, each divided as the job is. Zero is no limit.
+func ShareWithin(job, account Limits, jobs int) (bytesPerSecond, requestsPerSecond float64) {
+	bps, rps := job.Share()
+	account.Shares = max(jobs, 1) * max(job.Shares, 1)
+	abps, arps := account.Share()
+	lower := func(a, b float64) float64 {
 		switch {
 		case a <= 0:
-			return max(b, 0)
+			return b
 		case b <= 0:
 			return a
 		}
 		return min(a, b)
 	}
-	l.MaxBandwidth, l.MaxRequests = lower(l.MaxBandwidth, c.MaxBandwidth), lower(l.MaxRequests, c.MaxRequests)
-	return l
+	return lower(bps, abps), lower(rps, arps)
 }
 
 // Share is one user's part of the limits, per second; zero is no limit.
@@ -167,12 +162,12 @@ type Limiter struct {
 	requests, bytes *Bucket // nil: that one is not limited
 }
 
-// NewLimiter is one share of l; nil without limits.
-func NewLimiter(l Limits) *Limiter {
-	if l.IsZero() {
+// NewLimiter paces to bytes and requests a second (zero: that one is not
+// limited); nil without limits.
+func NewLimiter(bps, rps float64) *Limiter {
+	if bps <= 0 && rps <= 0 {
 		return nil
 	}
-	bps, rps := l.Share()
 	lim := &Limiter{}
 	if bps > 0 {
 		lim.bytes = NewBucket(bps)

@@ -118,15 +118,19 @@ func TestLimitsDivideAmongShares(t *testing.T) {
 	if bps, rps := (Limits{MaxRequests: 8}).Share(); bps != 0 || rps != 8 {
 		t.Fatalf("no shares given: %v, %v; want the whole request limit and no byte limit", bps, rps)
 	}
-	if NewLimiter(Limits{Shares: 4}) != nil {
+	if NewLimiter(Limits{Shares: 4}.Share()) != nil {
 		t.Fatal("no limits: want no limiter")
 	}
-	capped := Limits{MaxBandwidth: 100, Shares: 4}.Capped(Limits{MaxBandwidth: 40, MaxRequests: 7})
-	if capped != (Limits{MaxBandwidth: 40, MaxRequests: 7, Shares: 4}) {
-		t.Fatalf("capped: %+v", capped)
+	// An account's budget of 30 MiB/s over 3 jobs at once, each of 4
+	// shares: 2.5 MiB/s a share, below the job's own 10/4; the job's 5
+	// requests stay as they are where the account sets none.
+	bps, rps = ShareWithin(l, Limits{MaxBandwidth: 30 << 20}, 3)
+	if bps != 2.5*(1<<20) || rps != 1.25 {
+		t.Fatalf("within the account: %v B/s, %v req/s; want 2.5 MiB/s and 1.25", bps, rps)
 	}
-	if c := (Limits{MaxBandwidth: 10}).Capped(Limits{MaxBandwidth: 40}); c.MaxBandwidth != 10 {
-		t.Fatalf("a cap above the job's limit changed it: %+v", c)
+	// A job without limits takes the account's share alone.
+	if bps, rps := ShareWithin(Limits{Shares: 2}, Limits{MaxRequests: 12}, 3); bps != 0 || rps != 2 {
+		t.Fatalf("unlimited job in a limited account: %v, %v; want no byte limit and 2 req/s", bps, rps)
 	}
 }
 
