@@ -31,8 +31,13 @@ type Activities struct {
 	JobsPerAccount int
 	// Metrics counts the pool's work for /metrics (Metrics()); nil counts nothing.
 	Metrics *PoolMetrics
+	// AccountLimits is every account's budget on its sources, across all
+	// its jobs (MIGRATE_ACCOUNT_MAX_BANDWIDTH, MIGRATE_ACCOUNT_MAX_REQUESTS;
+	// zero: none); every worker of the pool must have the same.
+	AccountLimits migrate.Limits
 
-	stores stores
+	stores      stores
+	accountJobs accountJobs
 }
 
 // Precheck proves both sides usable before a job copies anything.
@@ -84,7 +89,8 @@ func (a *Activities) ListPage(ctx context.Context, in contract.ListInput) (contr
 		if src, err = a.store(in.Job, migrate.SideSource, in.Source); err != nil {
 			return contract.ListResult{}, err
 		}
-		listed, err = migrate.ListSource(ctx, src.Store, in.Source.Location, in.Range, in.Token, in.PageSize)
+		limited := migrate.LimitSource(src.Store, a.sourceLimiter(ctx, in.Account, in.Limits))
+		listed, err = migrate.ListSource(ctx, limited, in.Source.Location, in.Range, in.Token, in.PageSize)
 		if err != nil {
 			return contract.ListResult{}, a.listingFailed(ctx, in, src, err)
 		}
@@ -139,7 +145,9 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 	info := activity.GetInfo(ctx)
 	run := migrate.PageRun{
 		Jobs: a.Jobs, Job: in.Job, Execution: in.Execution, Seq: in.Seq,
-		Sides: migrate.Sides{Source: src.Store, SourceBucket: in.Source.Bucket, Dest: dst.Store, DestBucket: in.Dest.Bucket, Map: in.Map},
+		// The page's share of the job's limits on its source; probes (a
+		// store down) go around them.
+		Sides: migrate.Sides{Source: migrate.LimitSource(src.Store, a.sourceLimiter(ctx, in.Account, set.SourceLimits())), SourceBucket: in.Source.Bucket, Dest: dst.Store, DestBucket: in.Dest.Bucket, Map: in.Map},
 		Options: migrate.TransferOptions{
 			Policy: in.Overwrite, DryRun: in.DryRun, Verify: in.Verify, KeysOnly: in.KeysOnly,
 			// A retried attempt, or a page started again, may find its own copies.

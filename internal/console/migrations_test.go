@@ -100,6 +100,9 @@ func TestStartRefusesBadFilters(t *testing.T) {
 		{with(`"filters":[{"includ":"a"}]`), "includ: unknown field"},
 		{with(`"minSize":"ten"`), `minSize: size "ten"`},
 		{with(`"modifiedBefore":"tomorrow"`), `modifiedBefore: "tomorrow"`},
+		{with(`"max_bandwidth":"10XB"`), `maxBandwidth: bandwidth "10XB": want bytes a second`},
+		{with(`"maxRequests":-5`), `maxRequests: requests "-5": not negative`},
+		{with(`"max_requests":true`), `want a number or a string, not true`},
 	} {
 		resp, env := call(t, srv, "POST", "/api/v1/migrations", rwSecret, c.body)
 		wantError(t, resp, env, http.StatusBadRequest, CodeInvalid, c.want)

@@ -28,7 +28,7 @@ var errSourceChanged = fmt.Errorf("the source object changed during the copy: %w
 // retry goes alone.
 func (t *transfer) copy(ctx context.Context, src Object, dk string, first bool) (note string, err error) {
 	s, o := t.sides, t.opts
-	if c, ok := s.Dest.(objectstore.Copier); ok && c.CanCopyFrom(s.Source) {
+	if c, ok := s.Dest.(objectstore.Copier); ok && c.CanCopyFrom(Unlimited(s.Source)) {
 		partSize, raised, err := PartSizeFor(src.Size, o.PartSize)
 		if err != nil {
 			return "", err
@@ -44,7 +44,18 @@ func (t *transfer) copy(ctx context.Context, src Object, dk string, first bool) 
 				}
 			}
 		}
-		_, err = objectstore.Copy(ctx, s.Source, s.SourceBucket, src.Key, s.Dest, s.DestBucket, dk, opts)
+		// The source store reads the bytes of a server-side copy itself:
+		// they count against its limits as a read would, one request per
+		// copy request (a composed copy: a look at the source, and a part
+		// copy per part).
+		requests := 1
+		if src.Size > o.CopyCutoff {
+			requests = 1 + int((src.Size+partSize-1)/partSize)
+		}
+		if err := ChargeServerCopy(ctx, s.Source, src.Size, requests); err != nil {
+			return "", err
+		}
+		_, err = objectstore.Copy(ctx, Unlimited(s.Source), s.SourceBucket, src.Key, s.Dest, s.DestBucket, dk, opts)
 		if raised && src.Size > o.CopyCutoff {
 			note = partSizeNote(partSize, o.PartSize)
 		}
@@ -96,7 +107,7 @@ func partSizeNote(used, asked int64) string {
 // copyWhole streams an object in one request.
 func (t *transfer) copyWhole(ctx context.Context, src Object, dk string, first bool) error {
 	s, o := t.sides, t.opts
-	body, info, err := s.Source.Get(ctx, s.SourceBucket, src.Key)
+	body, info, err := s.Source.Get(ReadingSize(ctx, src.Size), s.SourceBucket, src.Key)
 	if err != nil {
 		return err
 	}
@@ -228,7 +239,7 @@ func (t *transfer) copyParts(ctx context.Context, mu objectstore.MultipartUpload
 func (t *transfer) checksums(ctx context.Context, src Object, dk string, dst Object) (srcMD5, dstMD5 string, err error) {
 	s := t.sides
 	if !IsMD5ETag(src.ETag) {
-		if srcMD5, err = MD5Of(ctx, s.Source, s.SourceBucket, src.Key); err != nil {
+		if srcMD5, err = MD5Of(ReadingSize(ctx, src.Size), s.Source, s.SourceBucket, src.Key); err != nil {
 			return "", "", err
 		}
 	}
@@ -261,7 +272,7 @@ func (t *transfer) verify(ctx context.Context, src Object, dk string) (verdict, 
 	}
 	srcSum, dstSum := NormalizeETag(src.ETag), NormalizeETag(dst.ETag)
 	if plan.SourceMD5 {
-		if srcSum, err = MD5Of(ctx, s.Source, s.SourceBucket, src.Key); err != nil {
+		if srcSum, err = MD5Of(ReadingSize(ctx, src.Size), s.Source, s.SourceBucket, src.Key); err != nil {
 			return "", "", err
 		}
 	}

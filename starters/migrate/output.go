@@ -51,6 +51,9 @@ func printStatus(out io.Writer, st contract.Status) {
 	}
 	fmt.Fprintf(out, "  listed %s (%s), %s %d (%s), skipped %d, failed %d\n",
 		listed, migrate.HumanBytes(float64(st.ListedBytes)), verb, st.Copied, migrate.HumanBytes(float64(st.Bytes)), st.Skipped, st.Failed)
+	if st.Limits != nil {
+		fmt.Fprintf(out, "  source limits %s (each of %d pages in flight: an equal share)\n", st.Limits, st.Limits.Shares)
+	}
 	if st.Filter != nil || st.Filtered > 0 {
 		fmt.Fprintf(out, "  left out by the filters %d (not listed)\n", st.Filtered)
 	}

@@ -35,6 +35,7 @@ type jobFlags struct {
 	filters                       []migrate.FilterRule
 	minSize, maxSize              string
 	modifiedAfter, modifiedBefore string
+	maxBandwidth, maxRequests     string
 }
 
 // ruleFlag is --include or --exclude: both append to one list, so the rules
@@ -98,6 +99,8 @@ func (f *jobFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.maxSize, "max-size", "", "leave out objects larger than this (as --min-size)")
 	fs.StringVar(&f.modifiedAfter, "modified-after", "", "leave out objects last modified before this: RFC 3339 time, date (2026-05-01) or age (24h, 7d: that long before the job starts)")
 	fs.StringVar(&f.modifiedBefore, "modified-before", "", "leave out objects last modified at or after this (as --modified-after)")
+	fs.StringVar(&f.maxBandwidth, "max-bandwidth", "", "bytes a second the whole job reads from the source, on all workers together: 50MiB, 100M, 1.5G/s (binary units; a bare number is bytes; default no limit)")
+	fs.StringVar(&f.maxRequests, "max-requests", "", "requests a second the whole job sends to the source (GET, HEAD, LIST), on all workers together (default no limit)")
 	f.jobStore.RegisterFlags(fs)
 }
 
@@ -142,6 +145,7 @@ func (f *jobFlags) options() jobclient.Options {
 		StripSourcePrefix: f.stripSourcePrefix, Concurrency: f.concurrency, PageSize: f.pageSize, PagesInFlight: f.pagesInFlight,
 		MultipartCutoff: f.multipartCutoff, PartSize: f.partSize, CopyCutoff: f.copyCutoff,
 		Filters: f.filters, MinSize: f.minSize, MaxSize: f.maxSize, ModifiedAfter: f.modifiedAfter, ModifiedBefore: f.modifiedBefore,
+		MaxBandwidth: jobclient.LimitValue(f.maxBandwidth), MaxRequests: jobclient.LimitValue(f.maxRequests),
 	}
 }
 
@@ -178,7 +182,8 @@ A running job with --job's id is followed; an ended one runs again.`,
 		`  migrate start --source s3://old-bucket --source-endpoint old.example.com:9000 --dest s3://new-bucket --dest-endpoint new.example.com:9000 --follow
   migrate start --source gs://old-bucket --dest s3://new-bucket --dest-endpoint 127.0.0.1:9000 --dest-insecure --credentials creds.env
   migrate start --source s3://old --source-endpoint h:9000 --dest s3://new --dest-endpoint h:9000 --keys keys.txt --dry-run --json
-  migrate start --source s3://old/img/ --source-endpoint h:9000 --dest s3://new --dest-endpoint h:9000 --exclude '/tmp/**' --include '*.{jpg,png}' --min-size 1k --max-size 1.5M --modified-after 2026-01-01 --modified-before 24h`,
+  migrate start --source s3://old/img/ --source-endpoint h:9000 --dest s3://new --dest-endpoint h:9000 --exclude '/tmp/**' --include '*.{jpg,png}' --min-size 1k --max-size 1.5M --modified-after 2026-01-01 --modified-before 24h
+  migrate start --source s3://prod-assets --source-endpoint h:9000 --dest s3://new --dest-endpoint h:9000 --max-bandwidth 50MiB --max-requests 200`,
 		cli.NoArgs, func([]string) int { f.common = *c; return runStart(&f) })
 	f.register(cmd.Flags())
 	return cmd

@@ -30,6 +30,7 @@ func newRootCommand() *cobra.Command {
 	var opts workerhost.Options
 	var jobs migrate.JobStoreConfig
 	var perAccount int
+	var accountBandwidth, accountRequests string
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "The worker pool of the migrate task queue: Migrate's jobs, listings and transfers",
@@ -40,21 +41,52 @@ codec keys (CODEC_KEYS, CODEC_KEYS_FILE, or the development key file make run
 creates). It serves until SIGINT or SIGTERM, then lets its activities in flight
 finish.`,
 		Example: `  migrate
-  migrate --jobs-per-account 5 --s3-endpoint minio:9000 --ops-addr 0.0.0.0:8093`,
+  migrate --jobs-per-account 5 --s3-endpoint minio:9000 --ops-addr 0.0.0.0:8093
+  MIGRATE_ACCOUNT_MAX_BANDWIDTH=200MiB MIGRATE_ACCOUNT_MAX_REQUESTS=500 migrate`,
 		Args: cli.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			budget, err := accountLimits(accountBandwidth, accountRequests)
+			if err != nil {
+				return err
+			}
 			log := workerhost.Logger("migrate")
-			return workerhost.Failed(log, serve(log, opts, jobs, perAccount))
+			return workerhost.Failed(log, serve(log, opts, jobs, perAccount, budget))
 		},
 	}
 	opts.RegisterFlags(cmd.Flags(), contract.TaskQueue, 32, "8093")
 	jobs.RegisterFlags(cmd.Flags())
 	cmd.Flags().IntVar(&perAccount, "jobs-per-account", config.EnvInt("MIGRATE_JOBS_PER_ACCOUNT", migrate.DefaultJobLimit),
 		"jobs of one account that run at once; the others wait in line (env MIGRATE_JOBS_PER_ACCOUNT)")
+	cmd.Flags().StringVar(&accountBandwidth, "account-max-bandwidth", config.Env(envAccountBandwidth, ""),
+		"bytes a second all jobs of one account read from their sources together, e.g. 200MiB (env "+envAccountBandwidth+"; the same on every worker)")
+	cmd.Flags().StringVar(&accountRequests, "account-max-requests", config.Env(envAccountRequests, ""),
+		"requests a second all jobs of one account send to their sources together (env "+envAccountRequests+"; the same on every worker)")
 	return cmd
 }
 
-func serve(log *slog.Logger, opts workerhost.Options, jobs migrate.JobStoreConfig, perAccount int) error {
+const (
+	envAccountBandwidth = "MIGRATE_ACCOUNT_MAX_BANDWIDTH"
+	envAccountRequests  = "MIGRATE_ACCOUNT_MAX_REQUESTS"
+)
+
+// accountLimits reads an account's budget on its sources (empty: none).
+func accountLimits(bandwidth, requests string) (migrate.Limits, error) {
+	var l migrate.Limits
+	var err error
+	if bandwidth != "" {
+		if l.MaxBandwidth, err = migrate.ParseBandwidth(bandwidth); err != nil {
+			return l, cli.Fail(cli.ExitUsage, "--account-max-bandwidth (%s): %v", envAccountBandwidth, err)
+		}
+	}
+	if requests != "" {
+		if l.MaxRequests, err = migrate.ParseRequests(requests); err != nil {
+			return l, cli.Fail(cli.ExitUsage, "--account-max-requests (%s): %v", envAccountRequests, err)
+		}
+	}
+	return l, nil
+}
+
+func serve(log *slog.Logger, opts workerhost.Options, jobs migrate.JobStoreConfig, perAccount int, budget migrate.Limits) error {
 	keys, err := keyring.Codec.Load()
 	if err != nil {
 		return fmt.Errorf("codec keys (they open the jobs' sealed credentials): %w", err)
@@ -76,9 +108,9 @@ func serve(log *slog.Logger, opts workerhost.Options, jobs migrate.JobStoreConfi
 		return err
 	}
 	defer c.Close()
-	log.Info("migrate worker", "jobStore", jobs.S3.Endpoint+"/"+jobs.Bucket, "codecKeys", keys.IDs(), "jobsPerAccount", perAccount)
+	log.Info("migrate worker", "jobStore", jobs.S3.Endpoint+"/"+jobs.Bucket, "codecKeys", keys.IDs(), "jobsPerAccount", perAccount, "accountBudget", budget.String())
 	return workerhost.Run(opts, log, func(w worker.Worker) {
 		wf.Register(w)
-		acts.Register(w, &acts.Activities{Keys: keys, Jobs: store, Temporal: c, JobsPerAccount: perAccount, Metrics: acts.Metrics()})
+		acts.Register(w, &acts.Activities{Keys: keys, Jobs: store, Temporal: c, JobsPerAccount: perAccount, AccountLimits: budget, Metrics: acts.Metrics()})
 	})
 }

@@ -101,6 +101,9 @@ func (j *job) status(ctx workflow.Context) contract.Status {
 		Redriving: st.Redrive != nil || st.RedriveRequested, RedrivePasses: st.Passes,
 		Started: st.Started, Error: st.Error, ContinuedAsNew: st.Runs,
 	}
+	if l := j.set.SourceLimits(); !l.IsZero() {
+		s.Limits = &l
+	}
 	if objs, bytes, ok := st.Rate.Rate(); ok && st.State == contract.StateRunning {
 		s.ObjectsPerSecond, s.BytesPerSecond = objs, bytes
 		if st.Listing.Done {

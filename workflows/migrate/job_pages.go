@@ -62,7 +62,9 @@ func (j *job) listNext(ctx workflow.Context) {
 		size = ramped
 	}
 	in := contract.ListInput{Job: j.in.Job, Execution: st.Execution, Seq: st.Listing.Seq, Token: st.Listing.Token,
-		Source: j.in.Source, KeyList: j.in.KeyList, Range: j.in.Range, PageSize: size, Filter: j.in.Filter}
+		Source: j.in.Source, KeyList: j.in.KeyList, Range: j.in.Range, PageSize: size, Filter: j.in.Filter,
+		// The listing runs only while a page's share is free (schedule).
+		Limits: j.set.SourceLimits(), Account: j.in.Account}
 	if j.in.Sync != nil && j.in.KeyList == "" {
 		// A sync's pages also answer for the destination between them.
 		in.Bounded, in.After = true, st.ListedThrough
@@ -155,7 +157,7 @@ func (j *job) startPage(ctx workflow.Context, pass, seq, item, restart int) {
 		Job: j.in.Job, Execution: j.st.Execution, Pass: pass, Seq: seq, Item: item,
 		Source: j.in.Source, Dest: j.in.Dest, Map: j.in.KeyMap(), Filter: j.in.Filter, Overwrite: j.in.Overwrite,
 		Verify: j.in.Verify, DryRun: j.in.DryRun, KeysOnly: pass > 0 || j.in.KeyList != "",
-		Started: j.st.Started, Restart: restart, Settings: j.set, Sync: j.in.Sync,
+		Started: j.st.Started, Restart: restart, Settings: j.set, Sync: j.in.Sync, Account: j.in.Account,
 	}
 	summary := fmt.Sprintf("%s: page %d", j.in.Job, seq)
 	if pass > 0 {

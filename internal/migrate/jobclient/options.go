@@ -6,6 +6,7 @@
 package jobclient
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -50,9 +51,65 @@ type Options struct {
 	MaxSize        string               `json:"maxSize,omitempty"`
 	ModifiedAfter  string               `json:"modifiedAfter,omitempty"`
 	ModifiedBefore string               `json:"modifiedBefore,omitempty"`
+	// MaxBandwidth (bytes a second: "50MiB", 1048576) and MaxRequests (a
+	// second) protect the source across all the job's workers. The API
+	// also reads them as max_bandwidth and max_requests.
+	MaxBandwidth      LimitValue `json:"maxBandwidth,omitempty"`
+	MaxRequests       LimitValue `json:"maxRequests,omitempty"`
+	MaxBandwidthSnake LimitValue `json:"max_bandwidth,omitempty"`
+	MaxRequestsSnake  LimitValue `json:"max_requests,omitempty"`
 	// Now is when an age (--modified-after 24h) counts back from; zero is
 	// the time Input is called.
 	Now time.Time `json:"-"`
+}
+
+// LimitValue is a limit as given: a flag's text, or in JSON a string or a
+// number.
+type LimitValue string
+
+// UnmarshalJSON takes a string ("50MiB") or a number (1048576) as written.
+func (v *LimitValue) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*v = LimitValue(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("want a number or a string, not %s", b)
+	}
+	*v = LimitValue(n.String())
+	return nil
+}
+
+// limits reads --max-bandwidth and --max-requests into the settings.
+func (o Options) limits(set *contract.Settings, n func(string) string, bad func(string, ...any)) {
+	for _, l := range []struct {
+		option      string
+		value, also LimitValue
+		parse       func(string) (int64, error)
+		into        *int64
+	}{
+		{"max-bandwidth", o.MaxBandwidth, o.MaxBandwidthSnake, migrate.ParseBandwidth, &set.MaxBandwidth},
+		{"max-requests", o.MaxRequests, o.MaxRequestsSnake, migrate.ParseRequests, &set.MaxRequests},
+	} {
+		value := l.value
+		if value == "" {
+			value = l.also
+		} else if l.also != "" && l.also != value {
+			bad("%s %q and %s %q: give one", n(l.option), l.value, strings.ReplaceAll(l.option, "-", "_"), l.also)
+			continue
+		}
+		if value == "" {
+			continue
+		}
+		v, err := l.parse(string(value))
+		if err != nil {
+			bad("%s: %v", n(l.option), err)
+			continue
+		}
+		*l.into = v
+	}
 }
 
 // Namer spells an option's name for the caller: the starter's "--part-size",
@@ -152,6 +209,7 @@ func (o Options) Input(job string, name Namer) (contract.JobInput, []string) {
 		}
 		*s.into = size
 	}
+	o.limits(&in.Settings, n, bad)
 	if err := in.Settings.Check(); err != nil {
 		bad("%v", err)
 	}

@@ -240,6 +240,19 @@ type Settings struct {
 	// WatchEvery is how long the job waits without a page report before it
 	// looks for pages whose report was lost.
 	WatchEvery time.Duration `json:"watchEvery,omitempty"`
+	// MaxBandwidth and MaxRequests protect the source: bytes and requests
+	// a second read from it by the whole job, on every worker (zero: no
+	// limit). Each page in flight gets an equal share (SourceLimits).
+	MaxBandwidth int64 `json:"maxBandwidth,omitempty"`
+	MaxRequests  int64 `json:"maxRequests,omitempty"`
+}
+
+// SourceLimits are the job's limits on its source, divided among the most
+// users of the source that run at once: PagesInFlight, because a listing
+// starts only while fewer pages than that are in flight (schedule), and a
+// redrive reads the job store, not the source, to find its pages.
+func (s Settings) SourceLimits() migrate.Limits {
+	return migrate.Limits{MaxBandwidth: s.MaxBandwidth, MaxRequests: s.MaxRequests, Shares: max(s.PagesInFlight, 1)}
 }
 
 // Defaults.
@@ -308,6 +321,10 @@ func (s Settings) Check() error {
 		return fmt.Errorf("multipart cutoff (--multipart-cutoff) %d is below the part size (--part-size) %d", s.MultipartCutoff, s.PartSize)
 	case s.CopyCutoff > objectstore.MaxCopySize:
 		return fmt.Errorf("copy cutoff (--copy-cutoff) %d: S3 copies at most 5 GiB in one request", s.CopyCutoff)
+	case s.MaxBandwidth < 0:
+		return fmt.Errorf("max bandwidth (--max-bandwidth) %d: not negative (0: no limit)", s.MaxBandwidth)
+	case s.MaxRequests < 0:
+		return fmt.Errorf("max requests (--max-requests) %d: not negative (0: no limit)", s.MaxRequests)
 	}
 	return nil
 }

@@ -191,6 +191,9 @@ type Status struct {
 	Verify    bool   `json:"verify,omitempty"`
 	// Filter is what the job leaves out; Counters.Filtered counts the keys.
 	Filter *migrate.Filter `json:"filter,omitempty"`
+	// Limits are the job's on its source (--max-bandwidth, --max-requests),
+	// divided into Shares; absent without any.
+	Limits *migrate.Limits `json:"limits,omitempty"`
 	migrate.Counters
 	// ObjectsPerSecond and BytesPerSecond are zero until measured.
 	ObjectsPerSecond float64 `json:"objectsPerSecond"`
@@ -277,6 +280,9 @@ type PageInput struct {
 	// objects may have been copied by an earlier, unreported run.
 	Restart  int      `json:"restart,omitempty"`
 	Settings Settings `json:"settings"`
+	// Account is the job's (empty: default), whose budget on the source
+	// (the workers' MIGRATE_ACCOUNT_MAX_*) may lower the job's limits.
+	Account string `json:"account,omitempty"`
 }
 
 // PageReport is a page's outcome, signalled to its job and returned.
@@ -322,6 +328,10 @@ type ListInput struct {
 	// page is stored even when empty.
 	Bounded bool   `json:"bounded,omitempty"`
 	After   string `json:"after,omitempty"`
+	// Limits are the job's on its source, the listing taking one share;
+	// Account is the job's (empty: default), whose own budget may lower them.
+	Limits  migrate.Limits `json:"limits,omitzero"`
+	Account string         `json:"account,omitempty"`
 }
 
 // ListResult is one listed page, stored in the job store for its child.

@@ -1,0 +1,208 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Limits protect a production source: at most MaxBandwidth bytes and
+// MaxRequests requests a second read from it (zero: no limit), across
+// every worker running the job. Shares is how many users of the source may
+// run at once (a job's pages in flight, its listing among them); each gets
+// an equal part, so together they never exceed the limit, wherever they run.
+type Limits struct {
+	MaxBandwidth int64 `json:"maxBandwidth,omitempty"`
+	MaxRequests  int64 `json:"maxRequests,omitempty"`
+	Shares       int   `json:"shares,omitempty"`
+}
+
+// IsZero: no limit.
+func (l Limits) IsZero() bool { return l.MaxBandwidth <= 0 && l.MaxRequests <= 0 }
+
+// ShareWithin is one user's share of a job's limits (Share), lowered to
+// its share of its account's budget: the budget divided among the jobs the
+// account runs at once, each divided as the job is. Zero is no limit.
+func ShareWithin(job, account Limits, jobs int) (bytesPerSecond, requestsPerSecond float64) {
+	bps, rps := job.Share()
+	account.Shares = max(jobs, 1) * max(job.Shares, 1)
+	abps, arps := account.Share()
+	lower := func(a, b float64) float64 {
+		switch {
+		case a <= 0:
+			return b
+		case b <= 0:
+			return a
+		}
+		return min(a, b)
+	}
+	return lower(bps, abps), lower(rps, arps)
+}
+
+// Share is one user's part of the limits, per second; zero is no limit.
+func (l Limits) Share() (bytesPerSecond, requestsPerSecond float64) {
+	n := float64(max(l.Shares, 1))
+	if l.MaxBandwidth > 0 {
+		bytesPerSecond = float64(l.MaxBandwidth) / n
+	}
+	if l.MaxRequests > 0 {
+		requestsPerSecond = float64(l.MaxRequests) / n
+	}
+	return bytesPerSecond, requestsPerSecond
+}
+
+// String is the limits for people: "50 MiB/s, 100 requests/s".
+func (l Limits) String() string {
+	var parts []string
+	if l.MaxBandwidth > 0 {
+		parts = append(parts, HumanBytes(float64(l.MaxBandwidth))+"/s")
+	}
+	if l.MaxRequests > 0 {
+		parts = append(parts, fmt.Sprintf("%d requests/s", l.MaxRequests))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ParseBandwidth reads --max-bandwidth: a size a second, "50MiB", "100M",
+// "1.5G/s" or bytes ("1048576"), binary units as ParseSize.
+func ParseBandwidth(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "/s"), "ps")
+	if strings.HasPrefix(t, "-") {
+		return 0, fmt.Errorf("bandwidth %q: not negative (0 or absent: no limit)", s)
+	}
+	n, err := ParseSize(t)
+	if err != nil {
+		return 0, fmt.Errorf("bandwidth %q: want bytes a second with an optional unit (50MiB, 100M, 1.5G/s; binary units)", s)
+	}
+	return n, nil
+}
+
+// ParseRequests reads --max-requests: a whole number of requests a second.
+func ParseRequests(s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(s), "/s"), 10, 64)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("requests %q: want a whole number of requests a second", s)
+	case n < 0:
+		return 0, fmt.Errorf("requests %q: not negative (0 or absent: no limit)", s)
+	}
+	return n, nil
+}
+
+// Bucket paces takes to a rate: each take of n units reserves the next
+// n/rate of time and waits for its turn (GCRA without burst tolerance),
+// so what is taken over any window is at most rate × window plus the last
+// take. It starts empty and idle time earns no credit: a page that starts
+// or pauses never bursts above its share.
+type Bucket struct {
+	mu       sync.Mutex
+	perUnit  float64 // seconds a unit costs
+	next     time.Time
+	now      func() time.Time
+	sleepFor func(context.Context, time.Duration) error
+}
+
+// NewBucket paces to rate units a second (rate > 0).
+func NewBucket(rate float64) *Bucket {
+	return &Bucket{perUnit: 1 / rate, now: time.Now, sleepFor: sleepCtx}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// reserve books n units and says when they may be used.
+func (b *Bucket) reserve(n int64) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	at := b.next
+	if at.Before(now) {
+		at = now
+	}
+	cost := time.Duration(math.Min(float64(n)*b.perUnit*float64(time.Second), float64(math.MaxInt64/4)))
+	b.next = at.Add(cost)
+	return at
+}
+
+// Take waits until n units may be used. A cancelled wait keeps its booking:
+// erring low is the safe side.
+func (b *Bucket) Take(ctx context.Context, n int64) error {
+	return b.waitUntil(ctx, b.reserve(n))
+}
+
+// Charge books n units already used (what a response turned out to hold):
+// the next take waits for them.
+func (b *Bucket) Charge(n int64) { b.reserve(n) }
+
+func (b *Bucket) waitUntil(ctx context.Context, at time.Time) error {
+	if d := at.Sub(b.now()); d > 0 {
+		return b.sleepFor(ctx, d)
+	}
+	return ctx.Err()
+}
+
+// Limiter paces one user's requests and bytes read from the source.
+type Limiter struct {
+	requests, bytes *Bucket // nil: that one is not limited
+}
+
+// NewLimiter paces to bytes and requests a second (zero: that one is not
+// limited); nil without limits.
+func NewLimiter(bps, rps float64) *Limiter {
+	if bps <= 0 && rps <= 0 {
+		return nil
+	}
+	lim := &Limiter{}
+	if bps > 0 {
+		lim.bytes = NewBucket(bps)
+	}
+	if rps > 0 {
+		lim.requests = NewBucket(rps)
+	}
+	return lim
+}
+
+// Wait books one request reading about n bytes (0: not known yet) and
+// waits until both may go.
+func (l *Limiter) Wait(ctx context.Context, n int64) error {
+	if l == nil {
+		return ctx.Err()
+	}
+	var at time.Time
+	var b *Bucket
+	if l.requests != nil {
+		at, b = l.requests.reserve(1), l.requests
+	}
+	if l.bytes != nil && n > 0 {
+		if t := l.bytes.reserve(n); t.After(at) || b == nil {
+			at, b = t, l.bytes
+		}
+	}
+	if b == nil {
+		return ctx.Err()
+	}
+	return b.waitUntil(ctx, at)
+}
+
+// Charge books n bytes already read (or about to be, past what Wait booked).
+func (l *Limiter) Charge(n int64) {
+	if l != nil && l.bytes != nil && n > 0 {
+		l.bytes.Charge(n)
+	}
+}
