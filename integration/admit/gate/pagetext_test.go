@@ -20,6 +20,9 @@ import (
 // pageText must not take it for one, or TestBrowserWaitsInTheDemoRoomAndGetsIn
 // reads the origin's "Demo origin|" with no welcome in it.
 func TestPageTextReadsOnlyAWholeDocument(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: drives a headless Chromium (not started with -short)")
+	}
 	rest := make(chan struct{})
 	released := func() {
 		select {
