@@ -232,7 +232,8 @@ func allowedIn(res loadResult, s engine.Settings, from, to time.Time) int {
 }
 
 // checkOutageRoom counts a room's admissions against both limits and its
-// record against what the visitors saw, and measures its outage: the
+// record (and, for the outage's minutes, its ledger) against what the
+// visitors saw, and measures its outage: the
 // share of the allowed admitted in [from, to), and the least share of
 // new_users_per_minute of a minute from the outage's fourth on.
 func checkOutageRoom(t *testing.T, st *outageStack, s engine.Settings, from, to time.Time) (over, under int64, share, steady float64) {
@@ -273,6 +274,19 @@ func checkOutageRoom(t *testing.T, st *outageStack, s engine.Settings, from, to 
 		if n := perMinute[r.Minute.UTC()]; r.Admitted < n {
 			t.Errorf("%s: room minute %s: the room recorded %d admissions, the visitors saw %d", st.name, r.Minute.Format("15:04"), r.Admitted, n)
 			under += int64(n - r.Admitted)
+		}
+	}
+	// The outage's minutes have no snapshot, so no line of the record:
+	// the room's ledger must hold what the gates admitted in them all the
+	// same (it counts their sessions as active from them).
+	recorded := map[time.Time]bool{}
+	for _, r := range d.Recent {
+		recorded[r.Minute.UTC()] = true
+	}
+	for m := engine.MinuteOf(from, roomMinute).UTC(); !m.After(to); m = m.Add(roomMinute) {
+		if n, got := perMinute[m], d.Ledger.Totals(m).Admitted; !recorded[m] && got < n {
+			t.Errorf("%s: outage minute %s: the room's ledger holds %d admissions, the visitors saw %d", st.name, m.Format("15:04"), got, n)
+			under += int64(n - got)
 		}
 	}
 	if allowed := allowedIn(res, s, from, to); allowed > 0 {

@@ -17,6 +17,8 @@ type outageRun struct {
 	outageTo   time.Time // the minute the room came back in
 	inOutage   int       // admitted in [outageFrom, outageTo)
 	mostAlive  int
+	room       *Room
+	published  []*Snapshot // every snapshot from the room's return on
 }
 
 // runOutage drives a queueing room (more visitors than its limits take)
@@ -49,6 +51,12 @@ type outageOptions struct {
 	// strategy, when set, gives each gate its own (the even split on
 	// counters of its own).
 	strategy func(g Gate) Strategy
+	// frozen is Temporal itself down rather than the room's workers: no
+	// report reaches it meanwhile (the gates keep them), and once back its
+	// timer fires before the reports the gates send again arrive.
+	frozen bool
+	// beginsAt is how far into its minute the outage begins (default 30 s).
+	beginsAt time.Duration
 }
 
 func runOutageWith(t *testing.T, s Settings, o outageOptions) outageRun {
@@ -76,7 +84,7 @@ func runOutageWith(t *testing.T, s Settings, o outageOptions) outageRun {
 	var held []Report     // reports sent while the room is down
 	var withheld []Report // with aggregated, the return minute's, until it ends
 	down := func(now time.Time) bool { return !now.Before(run.outageFrom) && now.Before(run.outageTo) }
-	run.outageFrom = t0.Add(4 * length).Add(30 * time.Second) // mid-minute, as outages begin
+	run.outageFrom = t0.Add(4 * length).Add(cmp.Or(o.beginsAt, 30*time.Second)) // mid-minute, as outages begin
 	run.outageTo = MinuteOf(run.outageFrom, length).Add(time.Duration(outage) * length).Add(20 * time.Second)
 	end := run.outageTo.Add(4 * length)
 	n := 0
@@ -122,7 +130,12 @@ func runOutageWith(t *testing.T, s Settings, o outageOptions) outageRun {
 			continue
 		}
 		if held != nil {
-			// Back: the room takes every report it was sent first.
+			if o.frozen {
+				w.room.Advance(w.now)
+				w.sync()
+			}
+			// Back: the room takes every report it was sent (first, when
+			// Temporal held them).
 			for _, r := range held {
 				if aggregated && r.Minute.Equal(MinuteOf(w.now, length)) {
 					withheld = append(withheld, r)
@@ -149,7 +162,11 @@ func runOutageWith(t *testing.T, s Settings, o outageOptions) outageRun {
 			g.tally.Finish(MinuteOf(w.now, length))
 		}
 		w.step(time.Second)
+		if n := len(run.published); !w.now.Before(run.outageTo) && (n == 0 || run.published[n-1] != w.room.Snapshot) {
+			run.published = append(run.published, w.room.Snapshot)
+		}
 	}
+	run.room = w.room
 	for m, got := range run.admitted {
 		if got > s.NewUsersPerMinute {
 			t.Errorf("minute %s: %d admitted, new_users_per_minute %d", m.Format("15:04"), got, s.NewUsersPerMinute)

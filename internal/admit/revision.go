@@ -52,9 +52,14 @@ const (
 	// RevSettleRecent (settle-recent-minutes): a recent minute's record
 	// counts the reports that reach the room after it was recorded.
 	RevSettleRecent
+	// RevOutageReports (await-outage-reports): after minutes it published
+	// no snapshot of (Temporal or its workers down), the room waits for
+	// the reports the gates kept through them and keeps those minutes open
+	// for the reports that come later (see Room.Returned).
+	RevOutageReports
 
 	// RevCurrent is the revision new rooms start at.
-	RevCurrent = RevSettleRecent
+	RevCurrent = RevOutageReports
 )
 
 // UnmarshalJSON reads a room as every revision of the workflow wrote it.

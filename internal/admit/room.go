@@ -47,6 +47,14 @@ type Room struct {
 	// to that counter (the new visitors' pool, Anywhere) and what they took
 	// counts against its slots. Kept for republishing in that minute.
 	OutageMinute time.Time `json:"outageMinute,omitzero"`
+	// Returned is the minute of the first snapshot after minutes that had
+	// none of their own (RevOutageReports): the gates' reports of those
+	// minutes may reach the room only after it published it, so they stay
+	// open until two minutes after it (see outage_reports.go).
+	Returned time.Time `json:"returned,omitzero"`
+	// AwaitingOutage is when the room, back, began waiting for those
+	// reports before that snapshot (at most FinalWait).
+	AwaitingOutage time.Time `json:"awaitingOutage,omitzero"`
 
 	Shuffles []TimeRange     `json:"shuffles,omitempty"`
 	Recent   []MinuteSummary `json:"recent,omitempty"` // the last RecentMinutes minutes, oldest first
@@ -152,6 +160,9 @@ func (r *Room) NextWake(now time.Time) time.Time {
 	if r.awaitsFinals() && !now.Before(next) {
 		// A snapshot is due and waits for final reports, or for this.
 		next = MinuteOf(now.Add(-r.Grace()), r.MinuteLength()).Add(r.FinalWait())
+		if back := r.AwaitingOutage.Add(r.FinalWait()); !r.AwaitingOutage.IsZero() && back.After(now) && (back.Before(next) || !next.After(now)) {
+			next = back
+		}
 	}
 	if t, ok := NextEventChange(r.Events, now); ok && t.Before(next) {
 		next = t
@@ -170,8 +181,11 @@ func (r *Room) Advance(now time.Time) (*Snapshot, bool) {
 	}
 	switch {
 	case due.After(r.Snapshot.Minute):
-		if r.awaitsFinals() && now.Before(due.Add(r.FinalWait())) && !r.Ledger.Final(due.Add(-2*length), due.Add(-length)) {
+		if r.awaitsFinals() && now.Before(due.Add(r.FinalWait())) && (!r.Ledger.Final(due.Add(-2*length), due.Add(-length))) {
 			return r.Snapshot, false // gates keep spending what the current snapshot leaves them
+		}
+		if r.awaitsFinals() && r.awaitsOutageReports(due, now) {
+			return r.Snapshot, false // the gates keep to the outage's rules a few seconds more
 		}
 		r.Events = PruneEvents(r.Events, now)
 		return r.publish(now, due), true
@@ -252,7 +266,7 @@ func (r *Room) publish(now, minute time.Time) *Snapshot {
 	if r.Rev >= RevSettleRecent {
 		r.settleRecent(previous)
 	}
-	r.Ledger.Close(previous, minute.Add(-time.Duration(ledgerMinutes)*length))
+	r.Ledger.Close(r.closeBefore(minute, previous), minute.Add(-time.Duration(ledgerMinutes)*length))
 	last := r.Ledger.Totals(previous)
 
 	active := r.Ledger.Sessions(minute.Add(-time.Duration(eff.SessionDuration)*length), minute)

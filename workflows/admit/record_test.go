@@ -3,6 +3,8 @@ package admit_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,7 +38,7 @@ func TestRecordHistories(t *testing.T) {
 	c := replaytest.Dial(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	replaytest.StartWorker(t, c, contract.TaskQueue, func(w worker.Worker) { roomwf.Register(w) })
+	w := startRoomWorker(t, c)
 	rc := roomclient.Client{C: c}
 
 	settings := engine.Settings{Name: "rec-shop", TotalActiveUsers: 12, NewUsersPerMinute: 6, SessionDuration: 1, RefreshIntervalSeconds: 1}
@@ -54,7 +56,7 @@ func TestRecordHistories(t *testing.T) {
 	gates := []engine.Gate{{DataCenter: "ams", ID: "ams-1"}, {DataCenter: "fra", ID: "fra-1"}, {DataCenter: "fra", ID: "fra-2"}}
 	tallies := []*engine.Tally{engine.NewTally(settings.Name, gates[0], 0), engine.NewTally(settings.Name, gates[1], 0), engine.NewTally(settings.Name, gates[2], 0)}
 	fra := map[time.Time]map[string]engine.Report{} // the fra gates' newest reports by minute, as in Redis
-	aggregate := func(m time.Time) error {
+	aggregate := func(m time.Time, send func(engine.Report) error) error {
 		reports := func(m time.Time) []engine.Report {
 			var out []engine.Report
 			for _, g := range []string{"fra-1", "fra-2"} {
@@ -68,7 +70,7 @@ func TestRecordHistories(t *testing.T) {
 		if !ok {
 			return nil
 		}
-		return rc.Report(ctx, agg, nil)
+		return send(agg)
 	}
 	counters := engine.NewMemoryCounter(nil)
 	// A report signal that does not decode: dropped and counted, the
@@ -77,14 +79,10 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	var tickets []*engine.Ticket
-	for i := 0; runID(t, ctx, c, id) == first; i++ {
-		if i > 80 {
-			t.Fatal("the room never continued as new")
-		}
-		snap, err := rc.Snapshot(ctx, settings.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
+	// play lets one more visitor in line, decides every visitor's request
+	// on snap and hands the gates' reports to send (fra's through their
+	// aggregate).
+	play := func(i int, snap engine.Snapshot, send func(engine.Report) error) {
 		tickets = append(tickets, nil)
 		for k := range tickets {
 			g := k % 3
@@ -118,21 +116,62 @@ func TestRecordHistories(t *testing.T) {
 					fra[r.Minute][r.Gate] = r
 					continue
 				}
-				if err := rc.Report(ctx, r, nil); err != nil {
+				if err := send(r); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		for m := range fra {
+		for _, m := range slices.SortedFunc(maps.Keys(fra), time.Time.Compare) {
 			if !m.Before(engine.MinuteOf(time.Now(), 3*time.Second).Add(-3 * time.Second)) {
-				if err := aggregate(m); err != nil {
+				if err := aggregate(m, send); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
+	}
+	report := func(r engine.Report) error { return rc.Report(ctx, r, nil) }
+	// Temporal away (as when its server is frozen): no worker runs the
+	// room, and the gates keep deciding on its last snapshot and keep
+	// their reports. Back, the room waits for them before its next
+	// snapshot and takes the minutes it published none of late
+	// (await-outage-reports).
+	away := func(snap engine.Snapshot) {
+		w.Stop()
+		var kept []engine.Report
+		keep := func(r engine.Report) error { // the newest of each reporter and minute, as gates keep them
+			kept = slices.DeleteFunc(kept, func(k engine.Report) bool { return k.Gate == r.Gate && k.Minute.Equal(r.Minute) })
+			kept = append(kept, r)
+			return nil
+		}
+		for i := 0; i < 24; i++ { // four of the room's minutes
+			play(100+i, snap, keep)
+			time.Sleep(500 * time.Millisecond)
+		}
+		w = startRoomWorker(t, c)
+		time.Sleep(time.Second) // the room's timer fired long ago: it wakes first
+		slices.SortStableFunc(kept, func(a, b engine.Report) int { return a.Minute.Compare(b.Minute) })
+		for _, r := range kept {
+			if err := report(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := 0; runID(t, ctx, c, id) == first; i++ {
+		if i > 80 {
+			t.Fatal("the room never continued as new")
+		}
+		snap, err := rc.Snapshot(ctx, settings.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		play(i, snap, report)
 		time.Sleep(500 * time.Millisecond)
+		if i == 6 {
+			away(snap)
+		}
 	}
 	last := runID(t, ctx, c, id)
+
 	// The gates shut down: their last reports say they are leaving, so the
 	// room waits for no more of theirs.
 	for _, tl := range tallies {
@@ -152,7 +191,7 @@ func TestRecordHistories(t *testing.T) {
 	}
 	for m := range fra {
 		if !m.Before(engine.MinuteOf(time.Now(), 3*time.Second).Add(-3 * time.Second)) {
-			if err := aggregate(m); err != nil {
+			if err := aggregate(m, report); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -213,6 +252,19 @@ func TestRecordHistories(t *testing.T) {
 	}
 	replaytest.WriteHistory(t, ctx, c, "room_continued_first_run.json", id, first)
 	replaytest.WriteHistory(t, ctx, c, "room_last_run.json", id, last)
+}
+
+// startRoomWorker runs the room workflow until it is stopped or the test
+// ends.
+func startRoomWorker(t *testing.T, c client.Client) worker.Worker {
+	t.Helper()
+	w := worker.New(c, contract.TaskQueue, worker.Options{})
+	roomwf.Register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
 }
 
 func runID(t *testing.T, ctx context.Context, c client.Client, id string) string {

@@ -25,6 +25,7 @@ func runRevision(ctx workflow.Context, strictPages bool) engine.Revision {
 	took[engine.RevOutageMinute] = newBranch(workflow.GetVersion(ctx, "allot-outage-minute", workflow.DefaultVersion, 1))
 	took[engine.RevStaleFreed] = newBranch(workflow.GetVersion(ctx, "hold-stale-freed", workflow.DefaultVersion, 1))
 	took[engine.RevSettleRecent] = newBranch(workflow.GetVersion(ctx, "settle-recent-minutes", workflow.DefaultVersion, 1))
+	took[engine.RevOutageReports] = newBranch(workflow.GetVersion(ctx, "await-outage-reports", workflow.DefaultVersion, 1))
 	rev, stray := prefixRevision(took)
 	if stray != 0 {
 		workflow.GetLogger(ctx).Warn("room took a change without an earlier one; it runs at the earlier revision", "revision", rev, "took", stray)

@@ -147,9 +147,7 @@ func pageText(t *testing.T, ctx context.Context, within time.Duration, ok func(s
 	deadline := time.Now().Add(within)
 	last := ""
 	for time.Now().Before(deadline) {
-		attempt, cancel := context.WithTimeout(ctx, 3*time.Second)
-		s, err := chromedp.Run(attempt, chromedp.Evaluate[string](`document.title + "|" + (document.body ? document.body.innerText : "")`))
-		cancel()
+		s, err := readPage(ctx)
 		if err == nil {
 			if last = s; ok(s) {
 				return s
@@ -159,4 +157,15 @@ func pageText(t *testing.T, ctx context.Context, within time.Duration, ok func(s
 	}
 	t.Fatalf("the browser did not show the page within %s; last seen: %q", within, last)
 	return ""
+}
+
+// readPage reads the page's title and text once, within a few seconds. A
+// document still being parsed reads as "(loading) title": its title may be
+// in while its body is not yet, and that is not the page.
+func readPage(ctx context.Context) (string, error) {
+	attempt, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	return chromedp.Run(attempt, chromedp.Evaluate[string](`document.readyState === "loading"
+		? "(loading) " + document.title
+		: document.title + "|" + (document.body ? document.body.innerText : "")`))
 }

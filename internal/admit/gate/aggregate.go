@@ -72,6 +72,8 @@ type Aggregator struct {
 	minutes    map[aggKey]*aggMinute
 	nextMid    map[string]time.Time
 	bounds     map[string]roomBound
+	owed       map[aggKey]bool // ended minutes not sent (see owe)
+	scanned    map[string]bool // rooms whose kept minutes this holding looked at
 	failing    bool
 	leaseWarn  bool // a lease no gate holds was logged
 	live       liveWriter
@@ -107,6 +109,9 @@ type AggregateRoom struct {
 	// Bound is the most admissions a data center can make in a minute
 	// (admissionBound of the room's snapshot).
 	Bound int
+	// Keep is how long after its end a minute the room has not taken is
+	// kept and sent again (keptFor); 0: only the last one.
+	Keep time.Duration
 }
 
 // fullReadEvery (in polls) is how often the holder reads a minute's whole
@@ -210,6 +215,8 @@ func (a *Aggregator) defaults() {
 		a.minutes = map[aggKey]*aggMinute{}
 		a.nextMid = map[string]time.Time{}
 		a.bounds = map[string]roomBound{}
+		a.owed = map[aggKey]bool{}
+		a.scanned = map[string]bool{}
 	}
 }
 
@@ -280,28 +287,34 @@ func (a *Aggregator) poll(ctx context.Context, now time.Time, r AggregateRoom, s
 	if grace <= 0 {
 		grace = r.Length / 8
 	}
-	a.send(ctx, now, r, last, !all, !now.Before(current.Add(grace)), sink)
+	// The last minute goes after those owed before it, oldest first; one
+	// that waits behind them, or fails, is owed in turn.
+	oldest := a.sendOwed(ctx, now, r, last, sink)
+	if !oldest.Equal(last) || a.send(ctx, now, r, last, !all, !now.Before(current.Add(grace)), sink) != nil {
+		a.owe(ctx, r, last)
+	}
 	if all || (a.Every > 0 && !now.Before(a.nextMid[r.Name])) {
 		a.nextMid[r.Name] = now.Add(a.Every)
-		a.send(ctx, now, r, current, false, false, sink)
+		_ = a.send(ctx, now, r, current, false, false, sink)
 	}
 	for k := range a.minutes {
-		if k.room == r.Name && k.minute < last.Add(-r.Length).UnixMilli() {
+		if k.room == r.Name && k.minute < oldest.Add(-r.Length).UnixMilli() {
 			delete(a.minutes, k)
 		}
 	}
 }
 
 // send reads minute m (and the minute before, whose gates it waits for)
-// where changed, and sends its aggregate if it is newer than the last sent.
-func (a *Aggregator) send(ctx context.Context, now time.Time, r AggregateRoom, m time.Time, ended, graceOver bool, sink ReportSink) {
+// where changed, and sends its aggregate if it is newer than the last
+// sent. It fails only if the minute could not be read or sent.
+func (a *Aggregator) send(ctx context.Context, now time.Time, r AggregateRoom, m time.Time, ended, graceOver bool, sink ReportSink) error {
 	prev, err := a.read(ctx, now, r, m.Add(-r.Length))
 	if err == nil {
 		var cur *aggMinute
 		if cur, err = a.read(ctx, now, r, m); err == nil {
 			rep, ok := admit.Aggregate(r.Name, a.DataCenter, m, prev.reports, cur.reports, graceOver)
 			if !ok || rep.Seq == cur.sent || (ended && !rep.Final && !rep.Leaving) {
-				return // an ended minute goes once final: the room waits for nothing else
+				return nil // an ended minute goes once final: the room waits for nothing else
 			}
 			if err = sink(ctx, rep); err == nil {
 				cur.sent = rep.Seq
@@ -315,7 +328,7 @@ func (a *Aggregator) send(ctx context.Context, now time.Time, r AggregateRoom, m
 					return nil
 				})
 				a.failing = false
-				return
+				return nil
 			}
 		}
 	}
@@ -323,6 +336,7 @@ func (a *Aggregator) send(ctx context.Context, now time.Time, r AggregateRoom, m
 		a.Logger.Warn("cannot send the data center's counts; trying again", "room", r.Name, "err", err)
 		a.failing = true
 	}
+	return err
 }
 
 // read returns what the data center's gates wrote for a minute, reading

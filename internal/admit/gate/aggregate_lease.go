@@ -116,6 +116,8 @@ func (a *Aggregator) renew(ctx context.Context, now time.Time) {
 	case !now.Before(a.holdsUntil):
 		a.Logger.Info("aggregating the data center's reports", "dataCenter", a.DataCenter)
 		clear(a.minutes) // a new holder reads every minute again (sentField says what was sent)
+		clear(a.owed)    // and looks at every kept minute again (sendOwed)
+		clear(a.scanned)
 		a.holdsUntil = now.Add(a.Lease)
 	default:
 		a.holdsUntil = now.Add(a.Lease)

@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/admit"
@@ -147,7 +148,7 @@ func (p *Reporter) aggregateRooms() []AggregateRoom {
 	var out []AggregateRoom
 	for _, r := range p.Registry.Rooms() {
 		if snap := r.Snapshot(); snap != nil && snap.Status != admit.StatusDeleted {
-			out = append(out, AggregateRoom{Name: r.name, Length: snap.MinuteLength(), Bound: admissionBound(snap)})
+			out = append(out, AggregateRoom{Name: r.name, Length: snap.MinuteLength(), Bound: admissionBound(snap), Keep: keptFor(snap)})
 		}
 	}
 	return out
@@ -255,31 +256,50 @@ func (p *Reporter) send(ctx context.Context, r *Room) {
 		}
 	}
 	p.writeAll(ctx, r)
+	// Oldest first: a room back from an outage waits for the minute
+	// before its snapshot's, and takes the earlier ones with it.
+	slices.SortStableFunc(r.unsent, func(a, b admit.Report) int { return a.Minute.Compare(b.Minute) })
 	var failed []admit.Report
-	for _, rep := range r.unsent {
+	for i, rep := range r.unsent {
 		sctx, cancel := context.WithTimeout(ctx, p.Timeout)
 		err := p.Sink(sctx, rep)
 		cancel()
 		if err != nil {
-			failed = append(failed, rep)
+			// The room does not answer: the rest waits for the next
+			// report (a hung Temporal costs one timeout, not one a minute).
+			failed = append(failed, r.unsent[i:]...)
 			if !p.failing && ctx.Err() == nil {
 				p.Logger.Warn("cannot report to the room; keeping the counts to send again", "room", r.name, "err", err)
 				p.failing = true
 			}
-			continue
+			break
 		}
 		if p.failing {
 			p.Logger.Info("reporting again", "room", r.name)
 			p.failing = false
 		}
 	}
-	// Keep only recent minutes: a room closes a minute soon after it ends.
+	// Keep the minutes a room back from an outage still takes (keptFor).
 	r.unsent = failed[:0:0]
 	for _, rep := range failed {
-		if snap := r.Snapshot(); snap == nil || !rep.Minute.Before(admit.MinuteOf(p.Now(), snap.MinuteLength()).Add(-2*snap.MinuteLength())) {
+		if snap := r.Snapshot(); snap == nil || !rep.Minute.Add(snap.MinuteLength()).Before(p.Now().Add(-keptFor(snap))) {
 			r.unsent = append(r.unsent, rep)
 		}
 	}
+}
+
+// keptExtraMinutes is how many minutes beyond its sessions' a room's
+// unsent counts are kept (keptFor).
+const keptExtraMinutes = 3
+
+// keptFor is how long after its end a gate, or a data center's lease
+// holder, keeps a minute's counts the room has not taken, to send them
+// again: the room's sessions and a few minutes. A room back from an
+// outage of Temporal takes them late (admit.RevOutageReports): its record
+// then holds the outage's admissions, and its active users every session
+// they began that may still run.
+func keptFor(snap *admit.Snapshot) time.Duration {
+	return time.Duration(max(snap.Settings.SessionDuration, 1)+keptExtraMinutes) * snap.MinuteLength()
 }
 
 // writeDirectAfter is how long the data center's Redis may fail to take

@@ -1,0 +1,117 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/edgeflow/edgeflow/internal/admit"
+)
+
+// keptOutage is how many minutes the tests below keep Temporal away: more
+// than the two a gate used to keep its unsent reports, fewer than a
+// session (five minutes by default) and a few.
+const keptOutage = 6
+
+// finalAdmitted is what the final reports that reached the room say of
+// each minute (the newest of each).
+func finalAdmitted(got []admit.Report) map[time.Time]int {
+	out := map[time.Time]int{}
+	for _, r := range got {
+		if r.Final {
+			out[r.Minute] = r.Admitted
+		}
+	}
+	return out
+}
+
+// While Temporal does not answer, a data center's lease holder keeps every
+// minute the room has not taken, and once Temporal answers again sends
+// them all, oldest first, so the room can take over what the gates did in
+// the outage. Before, it sent its last ended minute only: the minutes
+// before were never sent (the admit-outage chaos suite: 30 admissions of
+// the minute Temporal froze missing from the room's record).
+func TestDataCenterSendsTheMinutesTemporalMissed(t *testing.T) {
+	d := newDCGates(t, 2)
+	failing := false
+	d.reporters[0].Sink = func(ctx context.Context, r admit.Report) error {
+		if failing {
+			return errors.New("temporal does not answer")
+		}
+		return d.sink(ctx, r)
+	}
+	d.reporters[1].Sink = d.reporters[0].Sink
+	d.step(0)
+	failing = true
+	for m := range keptOutage {
+		minute := t0.Add(time.Duration(m) * time.Minute)
+		for i, r := range d.rooms {
+			for range m + i + 1 {
+				r.tally.Add(admit.Effect{Minute: minute, NewVisitor: true, Admitted: true, Seen: true, Pool: admit.PoolNew, Scope: d.dc})
+			}
+		}
+		for d.now.Before(minute.Add(time.Minute)) {
+			d.step(500 * time.Millisecond)
+		}
+	}
+	failing = false
+	for end := d.now.Add(2 * time.Second); d.now.Before(end); {
+		d.step(100 * time.Millisecond)
+	}
+	got := finalAdmitted(d.got)
+	var order []time.Time
+	for _, r := range d.got {
+		order = append(order, r.Minute)
+	}
+	for m := range keptOutage {
+		minute := t0.Add(time.Duration(m) * time.Minute)
+		if want := 2*m + 3; got[minute] != want {
+			t.Errorf("minute %s: the room got a final report of %d admissions, want %d (reports of minutes %v)", minute.Format("15:04"), got[minute], want, order)
+		}
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i].Before(order[i-1]) {
+			t.Errorf("the kept minutes went newest first: %v", order)
+			break
+		}
+	}
+}
+
+// A gate reporting to the room itself (no shared Redis) keeps its unsent
+// reports as long: the room's sessions and a few minutes. Before, two.
+func TestGateKeepsItsUnsentMinutesForASession(t *testing.T) {
+	reg := registryWith(t, admit.Settings{Name: "shop"})
+	room := reg.Room("shop")
+	now := t0.Add(time.Second)
+	var got []admit.Report
+	failing := true
+	p := &Reporter{Registry: reg, Every: 2 * time.Second, Logger: quietLogger(), Now: func() time.Time { return now },
+		Sink: func(_ context.Context, r admit.Report) error {
+			if failing {
+				return errors.New("temporal does not answer")
+			}
+			got = append(got, r)
+			return nil
+		}}
+	ctx := context.Background()
+	for m := range keptOutage {
+		minute := t0.Add(time.Duration(m) * time.Minute)
+		for range m + 1 {
+			room.tally.Add(admit.Effect{Minute: minute, NewVisitor: true, Admitted: true, Seen: true})
+		}
+		for now.Before(minute.Add(time.Minute)) {
+			p.Tick(ctx)
+			now = now.Add(2 * time.Second)
+		}
+	}
+	failing = false
+	p.Tick(ctx)
+	admitted := finalAdmitted(got)
+	for m := range keptOutage {
+		minute := t0.Add(time.Duration(m) * time.Minute)
+		if admitted[minute] != m+1 {
+			t.Errorf("minute %s: the room got a final report of %d admissions, want %d", minute.Format("15:04"), admitted[minute], m+1)
+		}
+	}
+}
