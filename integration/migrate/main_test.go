@@ -75,8 +75,9 @@ func (logWriter) Write(p []byte) (int, error) {
 	return logs.Write(p)
 }
 
-// startWorker runs a migrate worker in this process until the test ends.
-func startWorker(t testing.TB, perAccount int) {
+// startWorker runs a migrate worker in this process until the test ends,
+// and returns its activities.
+func startWorker(t testing.TB, perAccount int) *acts.Activities {
 	t.Helper()
 	setup(t)
 	// A client of its own, whose logger the worker and activities use.
@@ -89,11 +90,13 @@ func startWorker(t testing.TB, perAccount int) {
 	t.Cleanup(c.Close)
 	w := worker.New(c, contract.TaskQueue, worker.Options{})
 	wf.Register(w)
-	acts.Register(w, &acts.Activities{Keys: keys, Jobs: jobs, Temporal: env.Client, JobsPerAccount: perAccount})
+	a := &acts.Activities{Keys: keys, Jobs: jobs, Temporal: env.Client, JobsPerAccount: perAccount}
+	acts.Register(w, a)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
+	return a
 }
 
 // side describes one side of a job for tests.
