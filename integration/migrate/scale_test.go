@@ -89,6 +89,9 @@ func scaleRun(t *testing.T, srcBucket, prefix string, n int) scaleResult {
 	}
 	r := scaleResult{objects: n, took: time.Since(began), load: loadAverage()}
 	r.peakRSS = worker.peakRSS(t)
+	// The job's pages end after it (a page's last workflow task follows
+	// its report): they do so on this worker, before it is killed.
+	leavesNoJobRunning(t)
 	worker.stop()
 	r.largestHistory, r.largestWorkflow = largestHistory(t, job)
 	// The copies go: the next run and the disk need the room.
