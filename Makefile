@@ -21,7 +21,7 @@ ERRCHECK_MODULE       := github.com/kisielk/errcheck@$(ERRCHECK_VERSION)
 TEMPORAL_SERVER_VERSION := v1.29.1
 UI_SERVER_MODULE        := github.com/temporalio/ui-server/v2/cmd/server@v2.42.1
 
-.PHONY: run test test-short lint bench fuzz simulate build tools browser redis nginx clean
+.PHONY: run test test-short lint bench fuzz simulate build tools browser redis nginx rclone clean
 
 run: tools redis build ## the whole system in the foreground (Ctrl-C stops it)
 	./bin/devstack
@@ -59,7 +59,7 @@ define check_pin
 		echo "$(TOOLS)/$(1) is not $(2): remove it and run make lint again"; exit 1; }
 endef
 
-bench: tools redis nginx ## every benchmark, with a summary table
+bench: tools redis nginx rclone ## every benchmark, with a summary table
 	$(GO) run ./cmd/benchtable
 
 SIMULATE_OUT ?= docs/simulate
@@ -129,6 +129,17 @@ nginx:
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		{ $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nginx libnginx-mod-http-brotli-static >/dev/null; } || \
 			echo "!! could not install nginx: BenchmarkGateOutOfProcess and BenchmarkEdgeOutOfProcess leave out their nginx rows"; \
+	}
+
+# The Migrate benchmarks compare with Debian's rclone (`rclone copy -M`),
+# its remotes given by environment variables; install it when missing. If
+# it cannot be, they leave out the rclone rows.
+rclone:
+	@command -v rclone >/dev/null 2>&1 || { \
+		echo ">> installing Debian's rclone for the Migrate benchmarks"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		{ $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq rclone >/dev/null; } || \
+			echo "!! could not install rclone: the Migrate benchmarks leave out their rclone rows"; \
 	}
 
 # go_install builds a pinned module into .tools/bin, showing each package as it

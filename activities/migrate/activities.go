@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -35,6 +36,11 @@ type Activities struct {
 	// its jobs (MIGRATE_ACCOUNT_MAX_BANDWIDTH, MIGRATE_ACCOUNT_MAX_REQUESTS;
 	// zero: none); every worker of the pool must have the same.
 	AccountLimits migrate.Limits
+	// PerObjectWrites writes each object with a request of its own, also
+	// to a destination that extracts archives (MinIO): the per-object path
+	// every other store takes, for measuring it on MinIO. Settable while
+	// the worker runs.
+	PerObjectWrites atomic.Bool
 
 	stores      stores
 	accountJobs accountJobs
@@ -155,7 +161,8 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 			JobStarted: in.Started, ClockSkew: set.ClockSkew,
 			Concurrency: set.Concurrency, Controller: a.stores.controller(src, dst, set.Concurrency),
 			MultipartCutoff: set.MultipartCutoff, PartSize: set.PartSize, PartConcurrency: set.PartConcurrency, CopyCutoff: set.CopyCutoff,
-			Priority: in.Seq,
+			Priority: in.Seq, PerObjectWrites: a.PerObjectWrites.Load(),
+			BatchVerdicts: a.stores.batchVerdicts(dst),
 			Probe: func(ctx context.Context, side string) error {
 				if side == migrate.SideSource {
 					return migrate.Probe(ctx, side, src.Store, in.Source.Location, in.Job)

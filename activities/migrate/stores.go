@@ -31,6 +31,24 @@ type stores struct {
 	mu          sync.Mutex
 	clients     map[string]objectstore.Store
 	controllers map[string]*migrate.Controller
+	// verdicts remember, per destination store, the buckets that keep
+	// batch archives whole, so only a worker's first page to one probes.
+	verdicts map[string]*migrate.BatchVerdicts
+}
+
+// batchVerdicts are the destination store's.
+func (s *stores) batchVerdicts(dst *storeHandle) *migrate.BatchVerdicts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.verdicts[dst.id]
+	if !ok {
+		if s.verdicts == nil {
+			s.verdicts = map[string]*migrate.BatchVerdicts{}
+		}
+		v = &migrate.BatchVerdicts{}
+		s.verdicts[dst.id] = v
+	}
+	return v
 }
 
 func (a *Activities) sides(job string, src, dst contract.Endpoint) (*storeHandle, *storeHandle, error) {

@@ -38,6 +38,12 @@ var targets = []target{
 	// Migrate's rate over a plain minio-go worker pool's, medians of alternating runs.
 	{"BenchmarkMigrateSmallObjects", "migrate/baseline", false, 1.0},
 	{"BenchmarkMigrateLargeObjects", "migrate/baseline", false, 0.9},
+	// Against rclone copy -M in the same rotation, and the per-object path
+	// (a destination that does not extract archives: R2, S3; measured on
+	// MinIO with batches off) against both (issue #39).
+	{"BenchmarkMigrateSmallObjects", "migrate/rclone", false, 1.2},
+	{"BenchmarkMigrateSmallObjects", "per-object/rclone", false, 1.2},
+	{"BenchmarkMigrateSmallObjects", "per-object/baseline", false, 1.0},
 	// A check of the whole catalog (5,900 libraries) well under the
 	// schedule's 10-minute interval; with 1% new, every new version
 	// visible within one interval.

@@ -73,12 +73,20 @@ func BenchmarkMigrateLargeObjects(b *testing.B) {
 	compare(b, objs, []int{1, 2, 4, 8}, true)
 }
 
+// benchSide is one way of copying a bucket in a comparison.
+type benchSide struct {
+	name string // its metrics' prefix
+	copy func(dstBucket string)
+}
+
 // compare seeds the source once, finds the plain pool's best concurrency,
-// then alternates both sides, each into a fresh bucket, and reports.
+// then rotates the sides (the pool, rclone when installed, Migrate, and
+// for small objects Migrate writing each object on its own: the path of a
+// destination that does not extract archives), each into a fresh bucket,
+// and reports.
 func compare(b *testing.B, objs []migratetest.Object, concurrencies []int, large bool) {
 	setup(b)
-	startWorker(b, 100)
-	ctx := context.Background()
+	a := startWorker(b, 100)
 	srcBucket := migratetest.Bucket(b, env.Store, "bench-src")
 	seedParallel(b, srcBucket, objs)
 	total := totalBytes(objs)
@@ -92,21 +100,17 @@ func compare(b *testing.B, objs []migratetest.Object, concurrencies []int, large
 		concurrencies = nil
 	}
 	for _, c := range concurrencies {
-		d := runOnce(b, func(dst string) { plainPool(b, srcBucket, dst, c, large) })
+		d := runOnce(b, n, func(dst string) { plainPool(b, srcBucket, dst, c, large) })
 		if rate := float64(n) / d.Seconds(); rate > bestRate {
 			best, bestRate = c, rate
 		}
 		b.Logf("plain pool, %d at once: %.0f objects/s, %.1f MB/s", c, float64(n)/d.Seconds(), float64(total)/1e6/d.Seconds())
 	}
-	var plain, engine []time.Duration
-	var plainCPU, engineCPU []cpuUse
 	job := 0
-	for range *benchRuns {
-		before := readCPU(b)
-		plain = append(plain, runOnce(b, func(dst string) { plainPool(b, srcBucket, dst, best, large) }))
-		plainCPU = append(plainCPU, readCPU(b).since(before))
-		before = readCPU(b)
-		engine = append(engine, runOnce(b, func(dst string) {
+	migrateJob := func(perObject bool) func(string) {
+		return func(dst string) {
+			a.PerObjectWrites.Store(perObject)
+			defer a.PerObjectWrites.Store(false)
 			job++
 			in := jobInput(b, fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), job), source(srcBucket), dest2(env.MinIO2.Endpoint, dst, ""))
 			in.Settings = contract.Settings{} // the defaults users get
@@ -115,41 +119,84 @@ func compare(b *testing.B, objs []migratetest.Object, concurrencies []int, large
 			if err != nil || st.Copied != int64(n) {
 				b.Fatalf("job: %+v %v", st, err)
 			}
-		}))
-		engineCPU = append(engineCPU, readCPU(b).since(before))
+		}
 	}
-	pm, em := median(plain), median(engine)
+	sides := []benchSide{{"baseline", func(dst string) { plainPool(b, srcBucket, dst, best, large) }}}
+	if rc := rcloneBinary(b); rc != "" {
+		// rclone with as many transfers (and checkers) as the pool's best.
+		sides = append(sides, benchSide{"rclone", func(dst string) { rcloneCopy(b, rc, srcBucket, dst, best) }})
+	}
+	sides = append(sides, benchSide{"migrate", migrateJob(false)})
+	if !large {
+		sides = append(sides, benchSide{"per-object", migrateJob(true)})
+	}
+	runs := make([][]time.Duration, len(sides))
+	cpus := make([][]cpuUse, len(sides))
+	for range *benchRuns {
+		for i, side := range sides {
+			before := readCPU(b)
+			runs[i] = append(runs[i], runOnce(b, n, side.copy))
+			cpus[i] = append(cpus[i], readCPU(b).since(before))
+		}
+	}
 	unit, per := "objects/s", func(d time.Duration) float64 { return float64(n) / d.Seconds() }
 	if large {
 		unit, per = "MB/s", func(d time.Duration) float64 { return float64(total) / 1e6 / d.Seconds() }
 	}
 	b.ReportMetric(float64(best), "baseline-concurrency")
-	b.ReportMetric(per(pm), "baseline-"+unit)
-	b.ReportMetric(per(em), "migrate-"+unit)
-	b.ReportMetric(pm.Seconds()/em.Seconds(), "migrate/baseline")
-	pc, ec := medianCPU(plainCPU), medianCPU(engineCPU)
-	for _, part := range []struct {
-		name         string
-		plain, moved float64
-	}{{"source-minio", pc.source, ec.source}, {"dest-minio", pc.dest, ec.dest}, {"temporal", pc.temporal, ec.temporal}, {"client", pc.self, ec.self}} {
-		b.ReportMetric(part.plain, "baseline-cpu-s-"+part.name)
-		b.ReportMetric(part.moved, "migrate-cpu-s-"+part.name)
-	}
 	// On a shared machine the run times move with the neighbours' load; the
 	// CPU each side's whole system spent (both stores, Temporal, this
 	// process) moves less, and says what the engine costs per object.
 	sum := func(c cpuUse) float64 { return c.source + c.dest + c.temporal + c.self }
-	var plainTotal, engineTotal, pairs []float64
-	for i := range plain {
-		plainTotal = append(plainTotal, sum(plainCPU[i]))
-		engineTotal = append(engineTotal, sum(engineCPU[i]))
-		pairs = append(pairs, plain[i].Seconds()/engine[i].Seconds())
+	medians, cpuTotals := make([]time.Duration, len(sides)), make([]float64, len(sides))
+	for i, side := range sides {
+		medians[i] = median(runs[i])
+		b.ReportMetric(per(medians[i]), side.name+"-"+unit)
+		mc := medianCPU(cpus[i])
+		for _, part := range []struct {
+			name string
+			v    float64
+		}{{"source-minio", mc.source}, {"dest-minio", mc.dest}, {"temporal", mc.temporal}, {"client", mc.self}} {
+			b.ReportMetric(part.v, side.name+"-cpu-s-"+part.name)
+		}
+		var totals []float64
+		for _, c := range cpus[i] {
+			totals = append(totals, sum(c))
+		}
+		cpuTotals[i] = medianFloat(totals)
+		b.Logf("%s: runs %v, CPU-seconds of each run, all parts %.1f", side.name, runs[i], totals)
 	}
-	b.ReportMetric(medianFloat(plainTotal)/medianFloat(engineTotal), "migrate/baseline-cpu")
-	b.Logf("runs (plain, migrate): %v, %v", plain, engine)
-	b.Logf("CPU-seconds of each run, all parts (plain, migrate): %.1f, %.1f", plainTotal, engineTotal)
-	b.Logf("ratio of each pair of adjacent runs: %.2f (median %.2f)", pairs, medianFloat(pairs))
-	_ = ctx
+	// Each engine side against each other: medians of the rates, and of
+	// the ratios of the runs of one rotation (neighbours in time).
+	for i, engine := range sides {
+		if engine.name != "migrate" && engine.name != "per-object" {
+			continue
+		}
+		for j, other := range sides {
+			if other.name != "baseline" && other.name != "rclone" {
+				continue
+			}
+			b.ReportMetric(medians[j].Seconds()/medians[i].Seconds(), engine.name+"/"+other.name)
+			var pairs []float64
+			for r := range runs[i] {
+				pairs = append(pairs, runs[j][r].Seconds()/runs[i][r].Seconds())
+			}
+			b.Logf("%s/%s of each rotation: %.2f (median %.2f)", engine.name, other.name, pairs, medianFloat(pairs))
+		}
+	}
+	b.ReportMetric(cpuTotals[0]/cpuTotals[slices.IndexFunc(sides, func(s benchSide) bool { return s.name == "migrate" })], "migrate/baseline-cpu")
+	b.Logf("load average after the runs: %s", loadAverage())
+}
+
+// loadAverage is the machine's load over 1, 5 and 15 minutes, said beside
+// every figure: the machine is shared.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	return strings.Join(f[:3], " ")
 }
 
 func medianFloat(v []float64) float64 {
@@ -158,13 +205,16 @@ func medianFloat(v []float64) float64 {
 	return s[len(s)/2]
 }
 
-// runOnce copies into a fresh destination bucket, times it, and removes
-// the copies afterwards (untimed).
-func runOnce(b *testing.B, copyInto func(dstBucket string)) time.Duration {
+// runOnce copies into a fresh destination bucket, times it, checks that
+// every object arrived, and removes the copies afterwards (both untimed).
+func runOnce(b *testing.B, want int, copyInto func(dstBucket string)) time.Duration {
 	dst := migratetest.Bucket(b, env.Store2, "bench-dst")
 	began := time.Now()
 	copyInto(dst)
 	d := time.Since(began)
+	if got, err := objectstore.ListAll(context.Background(), env.Store2, dst, ""); err != nil || len(got) != want {
+		b.Fatalf("%d objects arrived of %d (%v)", len(got), want, err)
+	}
 	if err := objectstore.DeletePrefix(context.Background(), env.Store2, dst, ""); err != nil {
 		b.Fatal(err)
 	}
@@ -286,7 +336,7 @@ func medianCPU(cs []cpuUse) cpuUse {
 // (found by the address in their command lines) and this process.
 func readCPU(b *testing.B) cpuUse {
 	var c cpuUse
-	c.self = procCPU(b, "self")
+	c.self = procCPU(b, "self") + childrenCPU(b)
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		cmdline, err := os.ReadFile(d + "/cmdline")
@@ -312,19 +362,35 @@ func portOf(hostPort string) string {
 	return hostPort[i+1:]
 }
 
-// procCPU is utime+stime of a process, in seconds.
-func procCPU(b *testing.B, pid string) float64 {
-	data, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
+// childrenCPU is the CPU time of this process's children that ended
+// (cutime+cstime): rclone's, which runs as one.
+func childrenCPU(b *testing.B) float64 {
+	f := statFields(b, "self")
+	if len(f) < 15 {
 		return 0
 	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	rest := string(data[bytes.LastIndexByte(data, ')')+2:])
-	f := strings.Fields(rest)
+	ut, _ := strconv.ParseFloat(f[13], 64)
+	st, _ := strconv.ParseFloat(f[14], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+// procCPU is utime+stime of a process, in seconds.
+func procCPU(b *testing.B, pid string) float64 {
+	f := statFields(b, pid)
 	if len(f) < 13 {
 		return 0
 	}
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return (ut + st) / 100 // USER_HZ
+}
+
+// statFields are the fields of /proc/PID/stat after the command name,
+// which is in parentheses and may hold spaces (nil if it cannot be read).
+func statFields(b *testing.B, pid string) []string {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
 }

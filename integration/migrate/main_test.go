@@ -75,8 +75,9 @@ func (logWriter) Write(p []byte) (int, error) {
 	return logs.Write(p)
 }
 
-// startWorker runs a migrate worker in this process until the test ends.
-func startWorker(t testing.TB, perAccount int) {
+// startWorker runs a migrate worker in this process until the test ends,
+// and returns its activities.
+func startWorker(t testing.TB, perAccount int) *acts.Activities {
 	t.Helper()
 	setup(t)
 	// A client of its own, whose logger the worker and activities use.
@@ -89,11 +90,25 @@ func startWorker(t testing.TB, perAccount int) {
 	t.Cleanup(c.Close)
 	w := worker.New(c, contract.TaskQueue, worker.Options{})
 	wf.Register(w)
-	acts.Register(w, &acts.Activities{Keys: keys, Jobs: jobs, Temporal: env.Client, JobsPerAccount: perAccount})
+	a := &acts.Activities{Keys: keys, Jobs: jobs, Temporal: env.Client, JobsPerAccount: perAccount}
+	acts.Register(w, a)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
+	checkedWhileWorkerRuns(t)
+	return a
+}
+
+// checkedWhileWorkerRuns runs leavesNoJobRunning before the worker just
+// started stops (clean-ups run last in, first out). A job's pages end after
+// the job can: a page's last workflow task follows its report, and one
+// that a killed worker had taken is handed to another only after the
+// workflow task timeout (10 s). Checked once the test's workers were gone,
+// such a page stayed running for want of a worker.
+func checkedWhileWorkerRuns(t testing.TB) {
+	t.Helper()
+	t.Cleanup(func() { leavesNoJobRunning(t) })
 }
 
 // side describes one side of a job for tests.
@@ -232,7 +247,8 @@ func searchAttributes(in contract.JobInput) temporal.SearchAttributes {
 // running: the next test's workers would go on with it, with that test's
 // stores and faults. Account workflows stay, as in production, idle until
 // their next job. It runs after the test's own clean-up, and waits for the
-// visibility store, which learns of ended runs a moment late.
+// visibility store, which learns of ended runs a moment late. Workers
+// check it too before they stop (checkedWhileWorkerRuns).
 func leavesNoJobRunning(t testing.TB) {
 	t.Helper()
 	query := "ExecutionStatus = 'Running' AND WorkflowType != '" + contract.WorkflowTypeMigrationAccount + "'"

@@ -59,11 +59,12 @@ type batcher struct {
 	cur      *batch
 	inFlight int
 
-	probe   sync.Mutex // held while the first batch finds out
-	settled bool       // under probe
-	works   bool       // under probe (read after settled)
-	off     chan struct{}
-	offOnce sync.Once
+	probe    sync.Mutex // held while the first batch finds out
+	settled  bool       // under probe
+	works    bool       // under probe (read after settled)
+	off      chan struct{}
+	offOnce  sync.Once
+	verdicts *BatchVerdicts // told when the store keeps archives whole
 }
 
 type batch struct {
@@ -73,12 +74,12 @@ type batch struct {
 	err     error
 }
 
-func newBatcher(dst objectstore.Store, bucket string, concurrency int) *batcher {
+func newBatcher(dst objectstore.Store, bucket string, concurrency int, verdicts *BatchVerdicts) *batcher {
 	w, ok := dst.(objectstore.BatchWriter)
 	if !ok {
 		return nil
 	}
-	return &batcher{w: w, store: dst, bucket: bucket, entries: max(4, concurrency), off: make(chan struct{})}
+	return &batcher{w: w, store: dst, bucket: bucket, entries: max(4, concurrency), off: make(chan struct{}), verdicts: verdicts}
 }
 
 // batchable says whether an object of this size and destination key may
@@ -180,6 +181,7 @@ func (b *batcher) flush(cur *batch) {
 		// (encryption), gets single writes from now on; they replace
 		// the archive kept under the first entry's key.
 		b.offOnce.Do(func() { close(b.off) })
+		b.verdicts.setKept(b.bucket)
 		cur.err = errNotBatched
 	}
 }
@@ -196,4 +198,34 @@ func (b *batcher) write(ctx context.Context, cur *batch) error {
 		return fmt.Errorf("its batch was throttled: %w", err)
 	}
 	return batchFailed(err)
+}
+
+// BatchVerdicts remembers the buckets of one destination store that kept
+// a batch whole (R2, S3 and most stores other than MinIO): their pages
+// write each object on its own from the start.
+type BatchVerdicts struct {
+	mu   sync.Mutex
+	kept map[string]bool
+}
+
+// Kept says whether bucket was found keeping archives whole.
+func (v *BatchVerdicts) Kept(bucket string) bool {
+	if v == nil {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.kept[bucket]
+}
+
+func (v *BatchVerdicts) setKept(bucket string) {
+	if v == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.kept == nil {
+		v.kept = map[string]bool{}
+	}
+	v.kept[bucket] = true
 }

@@ -3,6 +3,7 @@ package migrate_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/edgeflow/edgeflow/internal/migrate"
@@ -51,14 +52,38 @@ func TestTransferBatchesSmallObjects(t *testing.T) {
 	if b := proxy.Batches(); b != before {
 		t.Fatalf("overwrite=never sent %d batches", b-before)
 	}
+
+	// Per-object writes (what a store without extraction gets): no batch,
+	// each object written once.
+	perObject := migratetest.Bucket(t, env.Store2, "per-object")
+	sides.DestBucket = perObject
+	opts.Policy, opts.PerObjectWrites = migrate.OverwriteIfDifferent, true
+	before = proxy.Batches()
+	migrate.Transfer(context.Background(), sides, listed, opts)
+	migratetest.CheckCopies(t, env.Store2, perObject, sides.Map, objs)
+	if b := proxy.Batches(); b != before {
+		t.Fatalf("per-object writes sent %d batches", b-before)
+	}
+	writes = proxy.Writes()
+	for _, o := range objs {
+		if n := writes[perObject+"/"+o.Key]; n != 1 {
+			t.Errorf("per-object: %s written %d times", o.Key, n)
+		}
+	}
 }
 
 // keepsArchives is a store that does not extract batches: it keeps the
 // request's body as one object under the first entry's key, as AWS S3 does
 // with an archive it does not know.
-type keepsArchives struct{ *s3.Store }
+type keepsArchives struct {
+	*s3.Store
+	batches *atomic.Int64 // PutBatch calls (nil: not counted)
+}
 
 func (k keepsArchives) PutBatch(ctx context.Context, bucket string, entries []objectstore.BatchEntry) error {
+	if k.batches != nil {
+		k.batches.Add(1)
+	}
 	_, err := k.Put(ctx, bucket, entries[0].Key, strings.NewReader("an archive kept whole"), 21, objectstore.PutOptions{})
 	return err
 }
@@ -71,7 +96,7 @@ func TestTransferFallsBackWhenBatchesAreNotExtracted(t *testing.T) {
 	srcBucket := migratetest.Bucket(t, env.Store, "src")
 	listed := migratetest.Seed(t, env.Store, srcBucket, objs)
 	dstBucket := migratetest.Bucket(t, env.Store2, "dst")
-	sides := migrate.Sides{Source: env.Store, SourceBucket: srcBucket, Dest: keepsArchives{env.Store2}, DestBucket: dstBucket}
+	sides := migrate.Sides{Source: env.Store, SourceBucket: srcBucket, Dest: keepsArchives{Store: env.Store2}, DestBucket: dstBucket}
 	opts := testOptions()
 	opts.Concurrency = 16
 	results := migrate.Transfer(context.Background(), sides, listed, opts)
@@ -79,6 +104,32 @@ func TestTransferFallsBackWhenBatchesAreNotExtracted(t *testing.T) {
 		t.Fatalf("copied %d of %d: %+v", len(got), len(objs), results)
 	}
 	migratetest.CheckCopies(t, env.Store2, dstBucket, sides.Map, objs)
+}
+
+// A destination found keeping archives whole is remembered for the pages
+// after (each probing it would write its first batch twice, as an archive
+// and then object by object): only the first page sends a batch.
+func TestTransferRemembersAStoreThatKeepsArchives(t *testing.T) {
+	testenv.Require(t, env)
+	objs := migratetest.Small("pages/", 200, 2<<10)
+	srcBucket := migratetest.Bucket(t, env.Store, "src")
+	listed := migratetest.Seed(t, env.Store, srcBucket, objs)
+	dstBucket := migratetest.Bucket(t, env.Store2, "dst")
+	var batches atomic.Int64
+	sides := migrate.Sides{Source: env.Store, SourceBucket: srcBucket, Dest: keepsArchives{Store: env.Store2, batches: &batches}, DestBucket: dstBucket}
+	opts := testOptions()
+	opts.Concurrency = 16
+	opts.BatchVerdicts = &migrate.BatchVerdicts{}
+	for page := range 4 {
+		results := migrate.Transfer(context.Background(), sides, listed[page*50:(page+1)*50], opts)
+		if got := byStatus(results)[migrate.StatusCopied]; len(got) != 50 {
+			t.Fatalf("page %d: copied %d of 50: %+v", page, len(got), results)
+		}
+	}
+	migratetest.CheckCopies(t, env.Store2, dstBucket, sides.Map, objs)
+	if n := batches.Load(); n != 1 {
+		t.Fatalf("%d batches sent over 4 pages, want only the first page's probe", n)
+	}
 }
 
 // A batch whose write, or the lookup that confirms it, is answered with

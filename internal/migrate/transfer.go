@@ -64,6 +64,14 @@ type TransferOptions struct {
 	// it decides whether 403s on many keys are the store's (it fails) or
 	// the objects' (it passes). Nil: they are the store's.
 	Probe func(ctx context.Context, side string) error
+	// PerObjectWrites writes each object with a request of its own even to
+	// a destination that extracts archives: the path of every store that
+	// does not (R2, S3), measured on MinIO.
+	PerObjectWrites bool
+	// BatchVerdicts, shared by the pages to one destination store,
+	// remember a bucket found keeping archives whole, so later pages write
+	// object by object without probing it again (nil: each page probes).
+	BatchVerdicts *BatchVerdicts
 }
 
 func (o *TransferOptions) defaults() {
@@ -111,8 +119,8 @@ func Transfer(ctx context.Context, sides Sides, objects []Object, opts TransferO
 	if !opts.KeysOnly {
 		t.existing = listDest(ctx, sides, objects)
 	}
-	if !opts.DryRun {
-		t.batch = newBatcher(sides.Dest, sides.DestBucket, opts.Concurrency)
+	if !opts.DryRun && !opts.PerObjectWrites && !opts.BatchVerdicts.Kept(sides.DestBucket) {
+		t.batch = newBatcher(sides.Dest, sides.DestBucket, opts.Concurrency, opts.BatchVerdicts)
 	}
 	next := atomic.Int64{}
 	var done atomic.Int64

@@ -266,8 +266,15 @@ const (
 	DefaultPartConcurrency  = 4
 	DefaultCopyCutoff       = 5 << 30
 	DefaultHeartbeatTimeout = time.Minute
-	DefaultHistoryBudget    = 10000
-	DefaultWatchEvery       = 10 * time.Minute
+	// DefaultHistoryBudget is reached after about 45 pages (90,000
+	// objects, at 21 events a page): below the ~1,100 events a single run
+	// of a 100,000-object job would reach, so a job's largest history is
+	// the same at 100,000 objects as at a million (TestMigrateScale), and
+	// a worker that lost its cache replays at most this much. Each run
+	// carries only the flat JobState. A job keeps the budget it started
+	// with (settings records the defaults in its history).
+	DefaultHistoryBudget = 1000
+	DefaultWatchEvery    = 10 * time.Minute
 )
 
 // WithDefaults fills the zero fields.
