@@ -236,15 +236,67 @@ func (l *Limiter) Wait(ctx context.Context, n int64) error {
 	if l.bytes != nil && n > 0 {
 		bytes = l.bytes.reserve(n)
 	}
-	if l.requests != nil {
-		if err := l.requests.waitFor(ctx, request); err != nil {
-			return err
+	wait := func() error {
+		if l.requests != nil {
+			if err := l.requests.waitFor(ctx, request); err != nil {
+				return err
+			}
 		}
+		if l.bytes != nil && n > 0 {
+			return l.bytes.waitFor(ctx, bytes)
+		}
+		return ctx.Err()
 	}
-	if l.bytes != nil && n > 0 {
-		return l.bytes.waitFor(ctx, bytes)
+	if aside, ok := ctx.Value(asideKey{}).(*slotAside); ok && !l.due(request, bytes, n) {
+		return aside.while(wait)
 	}
-	return ctx.Err()
+	return wait()
+}
+
+// due says whether a booking may go now.
+func (l *Limiter) due(request, bytes float64, n int64) bool {
+	return (l.requests == nil || l.requests.due(request)) && (l.bytes == nil || n <= 0 || l.bytes.due(bytes))
+}
+
+func (b *Bucket) due(pos float64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.timeOf(pos).After(b.now())
+}
+
+type asideKey struct{}
+
+// slotAside frees a transfer's slot while it waits for its turn at a
+// limited source, so the transfers of other pages on the worker (which
+// share its slots, the oldest page's first) run meanwhile instead of
+// queueing behind a page that is waiting for its share. Several waits of
+// one transfer (the parts of a large object) free the slot once.
+type slotAside struct {
+	mu         sync.Mutex
+	aside      int
+	free, take func()
+}
+
+func (s *slotAside) while(wait func() error) error {
+	s.mu.Lock()
+	if s.aside++; s.aside == 1 {
+		s.free()
+	}
+	s.mu.Unlock()
+	err := wait()
+	s.mu.Lock()
+	if s.aside--; s.aside == 0 {
+		s.take()
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// StepAsideWhilePaced is ctx for a transfer holding a slot: a wait for its
+// turn at a limited source calls free before and take after (take returns
+// holding a slot again, even if ctx ended).
+func StepAsideWhilePaced(ctx context.Context, free, take func()) context.Context {
+	return context.WithValue(ctx, asideKey{}, &slotAside{free: free, take: take})
 }
 
 // SetRates paces to bytes and requests a second from now on, waits under

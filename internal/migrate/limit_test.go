@@ -217,3 +217,21 @@ func TestSourceUsers(t *testing.T) {
 		t.Fatalf("WithShares(2): %+v", l)
 	}
 }
+
+// A transfer waiting for its turn at a limited source frees its slot
+// meanwhile (other pages' transfers use it) and holds one again after; one
+// that may go at once keeps its slot.
+func TestLimiterStepsAsideWhileWaiting(t *testing.T) {
+	c := &sleepClock{now: time.Unix(1000, 0)}
+	lim := &Limiter{requests: fakeBucket(10, c)}
+	var events []string
+	ctx := StepAsideWhilePaced(context.Background(), func() { events = append(events, "free") }, func() { events = append(events, "take") })
+	_ = lim.Wait(ctx, 0) // the first goes at once
+	if len(events) != 0 {
+		t.Fatalf("a request due at once: %v, want the slot kept", events)
+	}
+	_ = lim.Wait(ctx, 0) // waits 100ms
+	if strings.Join(events, ",") != "free,take" {
+		t.Fatalf("a request that waited: %v, want free then take", events)
+	}
+}
