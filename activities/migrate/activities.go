@@ -149,11 +149,14 @@ func (a *Activities) TransferPage(ctx context.Context, in contract.PageInput) (c
 	}
 	set := in.Settings.WithDefaults()
 	info := activity.GetInfo(ctx)
+	// The page's share of the job's limits on its source, kept at the
+	// limits divided among the job's users now; probes (a store down) go
+	// around them.
+	lim := a.sourceLimiter(ctx, in.Account, set.SourceLimits())
+	defer a.followShares(ctx, in, set.SourceLimits(), lim)()
 	run := migrate.PageRun{
 		Jobs: a.Jobs, Job: in.Job, Execution: in.Execution, Seq: in.Seq,
-		// The page's share of the job's limits on its source; probes (a
-		// store down) go around them.
-		Sides: migrate.Sides{Source: migrate.LimitSource(src.Store, a.sourceLimiter(ctx, in.Account, set.SourceLimits())), SourceBucket: in.Source.Bucket, Dest: dst.Store, DestBucket: in.Dest.Bucket, Map: in.Map},
+		Sides: migrate.Sides{Source: migrate.LimitSource(src.Store, lim), SourceBucket: in.Source.Bucket, Dest: dst.Store, DestBucket: in.Dest.Bucket, Map: in.Map},
 		Options: migrate.TransferOptions{
 			Policy: in.Overwrite, DryRun: in.DryRun, Verify: in.Verify, KeysOnly: in.KeysOnly,
 			// A retried attempt, or a page started again, may find its own copies.

@@ -32,10 +32,66 @@ type accountJobLimit struct {
 // budget divided among the jobs the account runs at once, each divided
 // among its pages as the job's own limits are. nil: no limit.
 func (a *Activities) sourceLimiter(ctx context.Context, account string, job migrate.Limits) *migrate.Limiter {
+	return migrate.NewLimiter(a.share(ctx, account, job))
+}
+
+// share is the bytes and requests a second of one of job.Shares users.
+func (a *Activities) share(ctx context.Context, account string, job migrate.Limits) (bytesPerSecond, requestsPerSecond float64) {
 	if a.AccountLimits.IsZero() {
-		return migrate.NewLimiter(job.Share())
+		return job.Share()
 	}
-	return migrate.NewLimiter(migrate.ShareWithin(job, a.AccountLimits, a.jobsAtOnce(ctx, account)))
+	return migrate.ShareWithin(job, a.AccountLimits, a.jobsAtOnce(ctx, account))
+}
+
+// shareEvery is how often a page asks its job how many users share its
+// limits. Safety does not depend on it (a share grows only once the job
+// can start no other user, see migrate.SourceUsers); how soon a page
+// takes up the share of pages that ended does.
+const shareEvery = 2 * time.Second
+
+// followShares keeps lim, a page's share of its job's limits (and its
+// account's budget), at the limits divided among the job's users now: it
+// asks the job at once and every shareEvery until stop. A page starts at
+// the static share (the limits ÷ pages in flight, the most there are), and
+// a question that fails (the job continuing as new, a workflow from before
+// the query) keeps the share the page has: never raised on a failure.
+func (a *Activities) followShares(ctx context.Context, in contract.PageInput, job migrate.Limits, lim *migrate.Limiter) (stop func()) {
+	if lim == nil || a.Temporal == nil || in.JobWorkflowID == "" {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(shareEvery)
+		defer tick.Stop()
+		for {
+			if users, ok := a.sourceUsers(ctx, in); ok {
+				lim.SetRates(a.share(ctx, in.Account, job.WithShares(users)))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// sourceUsers asks the page's job how many users share its limits now.
+func (a *Activities) sourceUsers(ctx context.Context, in contract.PageInput) (int, bool) {
+	qctx, cancel := context.WithTimeout(ctx, shareEvery)
+	defer cancel()
+	v, err := a.Temporal.QueryWorkflow(qctx, in.JobWorkflowID, "", contract.SourceUsersQuery)
+	var u contract.SourceUsers
+	if err == nil {
+		err = v.Get(&u)
+	}
+	if err != nil || u.Execution != in.Execution || u.Users < 1 {
+		return 0, false
+	}
+	return u.Users, true
 }
 
 // jobsAtOnce is how many jobs the account runs at once (its queue's limit,

@@ -97,64 +97,109 @@ func ParseRequests(s string) (int64, error) {
 	return n, nil
 }
 
-// Bucket paces takes to a rate: each take of n units reserves the next
-// n/rate of time and waits for its turn (GCRA without burst tolerance),
-// so what is taken over any window is at most rate × window plus the last
-// take. It starts empty and idle time earns no credit: a page that starts
-// or pauses never bursts above its share.
+// Bucket paces takes to a rate: each take of n units books the next n
+// units and waits until the rate has released up to where its booking
+// starts (GCRA without burst tolerance), so what is taken over any window
+// is at most rate × window plus the last take. It starts empty and idle
+// time earns no credit: a page that starts or pauses never bursts above
+// its share. The rate may change while takers wait (SetRate): what is
+// booked and not yet released is then released at the new rate, so a
+// raised share is used at once, not after the backlog booked at the old one.
 type Bucket struct {
-	mu       sync.Mutex
-	perUnit  float64 // seconds a unit costs
-	next     time.Time
-	now      func() time.Time
-	sleepFor func(context.Context, time.Duration) error
+	mu        sync.Mutex
+	nsPerUnit float64   // nanoseconds a unit costs
+	since     time.Time // when the rate last changed
+	released  float64   // units released by since
+	booked    float64   // units booked: where the next take starts
+	changed   chan struct{}
+	now       func() time.Time
+	// sleepFor waits d, or less when woken (the rate changed).
+	sleepFor func(ctx context.Context, d time.Duration, woken <-chan struct{}) error
 }
 
 // NewBucket paces to rate units a second (rate > 0).
 func NewBucket(rate float64) *Bucket {
-	return &Bucket{perUnit: 1 / rate, now: time.Now, sleepFor: sleepCtx}
+	b := &Bucket{nsPerUnit: 1e9 / rate, now: time.Now, sleepFor: sleepCtx, changed: make(chan struct{})}
+	b.since = b.now()
+	return b
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+func sleepCtx(ctx context.Context, d time.Duration, woken <-chan struct{}) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return nil
+	case <-woken:
 	case <-ctx.Done():
-		return ctx.Err()
+	}
+	return ctx.Err()
+}
+
+// SetRate paces to rate units a second from now on (rate > 0), bookings
+// already made included.
+func (b *Bucket) SetRate(rate float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ns := 1e9 / rate; ns != b.nsPerUnit {
+		now := b.now()
+		b.released, b.since, b.nsPerUnit = b.releasedAt(now), now, ns
+		close(b.changed)
+		b.changed = make(chan struct{})
 	}
 }
 
-// reserve books n units and says when they may be used.
-func (b *Bucket) reserve(n int64) time.Time {
+// Rate is the units a second the bucket paces to now.
+func (b *Bucket) Rate() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
-	at := b.next
-	if at.Before(now) {
-		at = now
-	}
-	cost := time.Duration(math.Min(float64(n)*b.perUnit*float64(time.Second), float64(math.MaxInt64/4)))
-	b.next = at.Add(cost)
+	return 1e9 / b.nsPerUnit
+}
+
+func (b *Bucket) releasedAt(t time.Time) float64 {
+	return b.released + float64(t.Sub(b.since))/b.nsPerUnit
+}
+
+// timeOf is when the units up to pos are released (b.mu held).
+func (b *Bucket) timeOf(pos float64) time.Time {
+	ns := math.Round((pos - b.released) * b.nsPerUnit)
+	return b.since.Add(time.Duration(math.Min(ns, float64(math.MaxInt64/4))))
+}
+
+// reserve books n units and says where the booking starts.
+func (b *Bucket) reserve(n int64) float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.booked = max(b.booked, b.releasedAt(b.now())) // idle time earns no credit
+	at := b.booked
+	b.booked += float64(n)
 	return at
 }
 
 // Take waits until n units may be used. A cancelled wait keeps its booking:
 // erring low is the safe side.
 func (b *Bucket) Take(ctx context.Context, n int64) error {
-	return b.waitUntil(ctx, b.reserve(n))
+	return b.waitFor(ctx, b.reserve(n))
 }
 
 // Charge books n units already used (what a response turned out to hold):
 // the next take waits for them.
 func (b *Bucket) Charge(n int64) { b.reserve(n) }
 
-func (b *Bucket) waitUntil(ctx context.Context, at time.Time) error {
-	if d := at.Sub(b.now()); d > 0 {
-		return b.sleepFor(ctx, d)
+// waitFor waits until the units up to pos are released, at whatever rate
+// holds meanwhile.
+func (b *Bucket) waitFor(ctx context.Context, pos float64) error {
+	for {
+		b.mu.Lock()
+		at, woken := b.timeOf(pos), b.changed
+		b.mu.Unlock()
+		d := at.Sub(b.now())
+		if d <= 0 {
+			return ctx.Err()
+		}
+		if err := b.sleepFor(ctx, d, woken); err != nil {
+			return err
+		}
 	}
-	return ctx.Err()
 }
 
 // Limiter paces one user's requests and bytes read from the source.
@@ -184,20 +229,89 @@ func (l *Limiter) Wait(ctx context.Context, n int64) error {
 	if l == nil {
 		return ctx.Err()
 	}
-	var at time.Time
-	var b *Bucket
+	var request, bytes float64
 	if l.requests != nil {
-		at, b = l.requests.reserve(1), l.requests
+		request = l.requests.reserve(1)
 	}
 	if l.bytes != nil && n > 0 {
-		if t := l.bytes.reserve(n); t.After(at) || b == nil {
-			at, b = t, l.bytes
-		}
+		bytes = l.bytes.reserve(n)
 	}
-	if b == nil {
+	wait := func() error {
+		if l.requests != nil {
+			if err := l.requests.waitFor(ctx, request); err != nil {
+				return err
+			}
+		}
+		if l.bytes != nil && n > 0 {
+			return l.bytes.waitFor(ctx, bytes)
+		}
 		return ctx.Err()
 	}
-	return b.waitUntil(ctx, at)
+	if aside, ok := ctx.Value(asideKey{}).(*slotAside); ok && !l.due(request, bytes, n) {
+		return aside.while(wait)
+	}
+	return wait()
+}
+
+// due says whether a booking may go now.
+func (l *Limiter) due(request, bytes float64, n int64) bool {
+	return (l.requests == nil || l.requests.due(request)) && (l.bytes == nil || n <= 0 || l.bytes.due(bytes))
+}
+
+func (b *Bucket) due(pos float64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return !b.timeOf(pos).After(b.now())
+}
+
+type asideKey struct{}
+
+// slotAside frees a transfer's slot while it waits for its turn at a
+// limited source, so the transfers of other pages on the worker (which
+// share its slots, the oldest page's first) run meanwhile instead of
+// queueing behind a page that is waiting for its share. Several waits of
+// one transfer (the parts of a large object) free the slot once.
+type slotAside struct {
+	mu         sync.Mutex
+	aside      int
+	free, take func()
+}
+
+func (s *slotAside) while(wait func() error) error {
+	s.mu.Lock()
+	if s.aside++; s.aside == 1 {
+		s.free()
+	}
+	s.mu.Unlock()
+	err := wait()
+	s.mu.Lock()
+	if s.aside--; s.aside == 0 {
+		s.take()
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// StepAsideWhilePaced is ctx for a transfer holding a slot: a wait for its
+// turn at a limited source calls free before and take after (take returns
+// holding a slot again, even if ctx ended).
+func StepAsideWhilePaced(ctx context.Context, free, take func()) context.Context {
+	return context.WithValue(ctx, asideKey{}, &slotAside{free: free, take: take})
+}
+
+// SetRates paces to bytes and requests a second from now on, waits under
+// way included; a limit the limiter does not have, or a rate of zero,
+// stays as it is.
+func (l *Limiter) SetRates(bps, rps float64) {
+	if l == nil {
+		return
+	}
+	if l.bytes != nil && bps > 0 {
+		l.bytes.SetRate(bps)
+	}
+	if l.requests != nil && rps > 0 {
+		l.requests.SetRate(rps)
+	}
 }
 
 // Charge books n bytes already read (or about to be, past what Wait booked).

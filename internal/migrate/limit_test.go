@@ -17,7 +17,7 @@ type sleepClock struct {
 
 func (c *sleepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 
-func (c *sleepClock) sleep(_ context.Context, d time.Duration) error {
+func (c *sleepClock) sleep(_ context.Context, d time.Duration, _ ...<-chan struct{}) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
@@ -26,7 +26,8 @@ func (c *sleepClock) sleep(_ context.Context, d time.Duration) error {
 
 func fakeBucket(rate float64, c *sleepClock) *Bucket {
 	b := NewBucket(rate)
-	b.now, b.sleepFor = c.Now, func(ctx context.Context, d time.Duration) error {
+	b.now, b.since = c.Now, c.Now()
+	b.sleepFor = func(ctx context.Context, d time.Duration, _ <-chan struct{}) error {
 		// Sleeps of concurrent takers would each move the clock: the
 		// tests take one at a time, so the clock is each take's turn.
 		return c.sleep(ctx, d)
@@ -80,10 +81,10 @@ func TestBucketPacesToItsRateWithoutBursts(t *testing.T) {
 func TestBucketBooksTurnsForConcurrentTakers(t *testing.T) {
 	c := &sleepClock{now: time.Unix(0, 0)}
 	b := NewBucket(100)
-	b.now = c.Now
+	b.now, b.since = c.Now, c.Now()
 	var mu sync.Mutex
-	var turns []time.Time
-	b.sleepFor = func(context.Context, time.Duration) error { return nil }
+	var turns []float64
+	b.sleepFor = func(context.Context, time.Duration, <-chan struct{}) error { return nil }
 	var wg sync.WaitGroup
 	for range 50 {
 		wg.Go(func() {
@@ -94,13 +95,13 @@ func TestBucketBooksTurnsForConcurrentTakers(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	seen := map[time.Time]bool{}
-	for _, at := range turns {
-		if seen[at] {
-			t.Fatalf("two takers got the turn %v", at)
+	seen := map[float64]bool{}
+	for _, pos := range turns {
+		if seen[pos] {
+			t.Fatalf("two takers got the turn %v", pos)
 		}
-		seen[at] = true
-		if at.Sub(time.Unix(0, 0)) >= 500*time.Millisecond {
+		seen[pos] = true
+		if at := b.timeOf(pos); at.Sub(time.Unix(0, 0)) >= 500*time.Millisecond {
 			t.Fatalf("turn %v: 50 takes at 100/s all go within 0.5 s", at)
 		}
 	}
@@ -152,5 +153,85 @@ func TestParseLimits(t *testing.T) {
 		if _, err := ParseRequests(bad); err == nil {
 			t.Errorf("ParseRequests(%q): no error", bad)
 		}
+	}
+}
+
+// A rate changed while takers wait applies to what they booked: a share
+// raised when a page's users ended is used at once, not after the backlog
+// booked at the old rate; one lowered slows what is booked.
+func TestBucketRateChangeReachesBookedTakes(t *testing.T) {
+	c := &sleepClock{now: time.Unix(1000, 0)}
+	b := fakeBucket(10, c)
+	var positions []float64
+	for range 20 { // 20 concurrent takers at 10/s: the last one's turn is at 1.9 s
+		positions = append(positions, b.reserve(1))
+	}
+	b.SetRate(20)
+	if got := b.timeOf(positions[19]).Sub(c.Now()); got != 950*time.Millisecond {
+		t.Fatalf("at 20/s the 20th booked take goes after %v, want 950ms", got)
+	}
+	c.sleep(context.Background(), 500*time.Millisecond) // 10 released
+	b.SetRate(5)
+	if got := b.timeOf(positions[19]).Sub(c.Now()); got != 1800*time.Millisecond {
+		t.Fatalf("lowered to 5/s with 9 takes left, the last goes after %v, want 1.8s", got)
+	}
+	// A taker asleep when the rate changes is woken and waits the rest at
+	// the new rate.
+	woken := 0
+	b.sleepFor = func(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
+		if woken++; woken == 1 {
+			b.SetRate(50)
+			<-wake
+			return nil
+		}
+		return c.sleep(ctx, d)
+	}
+	start := c.Now()
+	if err := b.waitFor(context.Background(), positions[19]); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Now().Sub(start); woken != 2 || got != 180*time.Millisecond {
+		t.Fatalf("woken %d times, waited %v; want woken by the change and 180ms at 50/s", woken, got)
+	}
+}
+
+// A job's limits are divided by the pages in flight while it may start
+// more (a page started meanwhile draws before the others learn of it), and
+// by the pages still running once it cannot.
+func TestSourceUsers(t *testing.T) {
+	for _, c := range []struct {
+		inFlight, running int
+		more              bool
+		want              int
+	}{
+		{4, 4, true, 4}, {4, 1, true, 4}, {4, 0, true, 4}, // listing: the static share
+		{4, 3, false, 3}, {4, 1, false, 1}, {4, 0, false, 1}, // only ending now
+		{4, 6, false, 4}, // never below the static share
+		{0, 2, true, 1},
+	} {
+		if got := SourceUsers(c.inFlight, c.running, c.more); got != c.want {
+			t.Errorf("SourceUsers(%d in flight, %d running, may start more %t) = %d, want %d", c.inFlight, c.running, c.more, got, c.want)
+		}
+	}
+	if l := (Limits{MaxRequests: 30, Shares: 4}).WithShares(2); l.Shares != 2 {
+		t.Fatalf("WithShares(2): %+v", l)
+	}
+}
+
+// A transfer waiting for its turn at a limited source frees its slot
+// meanwhile (other pages' transfers use it) and holds one again after; one
+// that may go at once keeps its slot.
+func TestLimiterStepsAsideWhileWaiting(t *testing.T) {
+	c := &sleepClock{now: time.Unix(1000, 0)}
+	lim := &Limiter{requests: fakeBucket(10, c)}
+	var events []string
+	ctx := StepAsideWhilePaced(context.Background(), func() { events = append(events, "free") }, func() { events = append(events, "take") })
+	_ = lim.Wait(ctx, 0) // the first goes at once
+	if len(events) != 0 {
+		t.Fatalf("a request due at once: %v, want the slot kept", events)
+	}
+	_ = lim.Wait(ctx, 0) // waits 100ms
+	if strings.Join(events, ",") != "free,take" {
+		t.Fatalf("a request that waited: %v, want free then take", events)
 	}
 }

@@ -181,7 +181,8 @@ func (t *transfer) one(ctx context.Context, obj Object) ObjectResult {
 		if err := o.Controller.Acquire(ctx, o.Priority); err != nil {
 			return ObjectResult{}
 		}
-		res, err := t.attempt(ctx, obj, recovering, attempts == 0 && throttled == 0)
+		actx := StepAsideWhilePaced(ctx, o.Controller.StepAside, func() { o.Controller.Rejoin(ctx, o.Priority) })
+		res, err := t.attempt(actx, obj, recovering, attempts == 0 && throttled == 0)
 		if err == nil || IsThrottle(err) {
 			o.Controller.Release(err != nil)
 		} else {

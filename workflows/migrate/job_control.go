@@ -20,6 +20,9 @@ func (j *job) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.Status, error) { return j.status(ctx), nil }); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, contract.SourceUsersQuery, func() (contract.SourceUsers, error) { return j.sourceUsers(), nil }); err != nil {
+		return err
+	}
 	type control struct {
 		name     string
 		validate func() error
@@ -145,6 +148,14 @@ func (j *job) syncStatus(ctx workflow.Context, s *contract.Status) {
 	identical := s.State == contract.StateCompleted && s.DifferenceCount == 0 && !j.in.DryRun &&
 		c.Copied+c.Unchanged == c.Listed && c.Verified == c.Listed
 	s.Identical = &identical
+}
+
+// sourceUsers is how many users the job's limits on its source are
+// divided among now: its pages in flight, once it can start no other.
+func (j *job) sourceUsers() contract.SourceUsers {
+	st := j.st
+	more := !st.Listing.Done || j.listing || st.RedriveRequested || st.Redrive != nil && !st.Redrive.Listing.Done
+	return contract.SourceUsers{Execution: st.Execution, Users: migrate.SourceUsers(j.set.PagesInFlight, j.outstanding(), more)}
 }
 
 // details is the job's live summary in the Web UI.

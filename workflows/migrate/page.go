@@ -26,6 +26,11 @@ func Page(ctx workflow.Context, in contract.PageInput) (*contract.PageReport, er
 			NonRetryableErrorTypes: []string{contract.ErrPermanent, contract.ErrPrecheck},
 		},
 	})
+	if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
+		// The transfer asks its job for its share of the limits; the
+		// activity's input is not compared on replay, so no version.
+		in.JobWorkflowID = parent.ID
+	}
 	rep, runErr := transferPage(actx, in)
 	for {
 		down, ok := storeDown(runErr)

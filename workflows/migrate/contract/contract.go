@@ -131,10 +131,12 @@ const (
 	SetLimitUpdate = "set-limit"
 )
 
-// Queries: StatusQuery answers a job's Status, QueueQuery an account's Queue.
+// Queries: StatusQuery answers a job's Status, QueueQuery an account's
+// Queue, SourceUsersQuery a job's SourceUsers (its pages ask it).
 const (
-	StatusQuery = "status"
-	QueueQuery  = "queue"
+	StatusQuery      = "status"
+	QueueQuery       = "queue"
+	SourceUsersQuery = "source-users"
 )
 
 // Search attributes (Keyword) every job and page is findable by.

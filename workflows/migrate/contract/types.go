@@ -283,6 +283,11 @@ type PageInput struct {
 	// Account is the job's (empty: default), whose budget on the source
 	// (the workers' MIGRATE_ACCOUNT_MAX_*) may lower the job's limits.
 	Account string `json:"account,omitempty"`
+	// JobWorkflowID is the workflow of the job (or sync run) the page is
+	// of, which its transfer asks how many users share the limits
+	// (SourceUsersQuery); the page sets it from its parent. Empty: the
+	// transfer keeps its static share.
+	JobWorkflowID string `json:"jobWorkflowId,omitempty"`
 }
 
 // PageReport is a page's outcome, signalled to its job and returned.
@@ -385,6 +390,14 @@ type AccountInput struct {
 	Queue   migrate.JobQueue `json:"queue"`
 	// Holders maps a job to the workflow to signal when it may run.
 	Holders map[string]string `json:"holders,omitempty"`
+}
+
+// SourceUsers is how many users of a job's source its limits are divided
+// among now (migrate.SourceUsers), as SourceUsersQuery answers it; a page
+// of another execution of the job keeps its share.
+type SourceUsers struct {
+	Execution string `json:"execution"`
+	Users     int    `json:"users"`
 }
 
 // Queue is an account's line, as QueueQuery answers it.
