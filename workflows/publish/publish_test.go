@@ -366,23 +366,32 @@ func TestPublishVersionSlidingWindow(t *testing.T) {
 	}
 }
 
-// Without MaxPendingBatches every batch of a small plan starts at once.
+// Without MaxPendingBatches a version keeps two batches on the compress pool
+// at a time, however many it has: a 1,000-file release (40 batches) never
+// fills the pool, so a small release that comes meanwhile finds a free slot
+// instead of queueing behind all of its batches (issue #37).
 func TestPublishVersionDefaultWindow(t *testing.T) {
 	env, f := newEnv(t)
-	f.plan = contract.PlanSummary{Batches: 20, ToProcess: 20}
+	const batches, window = 40, 2
+	f.plan = contract.PlanSummary{Batches: batches, ToProcess: batches}
 	var children batchChildren
 	children.mock(env)
-	env.RegisterDelayedCallback(func() {
-		if n := children.count(); n != 20 {
-			t.Errorf("%d of 20 children started before any report", n)
-		}
-	}, 30*time.Second)
-	for b := 0; b < 20; b++ {
-		signalAt(env, f, done(b, 1), time.Minute)
+	for k := range batches {
+		env.RegisterDelayedCallback(func() {
+			// Before the k-th report: k done, so k+window started.
+			if n, want := children.count(), min(k+window, batches); n != want {
+				t.Errorf("before report %d: %d children started, want %d", k, n, want)
+			}
+			f.sent()
+			env.SignalWorkflow(contract.BatchDoneSignal, done(k, 1))
+		}, time.Duration(k+1)*time.Minute)
 	}
 	env.ExecuteWorkflow(publish.PublishVersion, contract.PublishInput{VersionRef: demoRef})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
+	}
+	if n := children.count(); n != batches || len(f.commits) != 1 || f.commitSeen[0] != batches {
+		t.Errorf("%d children, commits %v after %v reports; want %d children, one commit after all", n, f.commits, f.commitSeen, batches)
 	}
 }
 

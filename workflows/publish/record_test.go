@@ -57,9 +57,10 @@ func TestRecordHistories(t *testing.T) {
 		return contract.VersionRef{PackageRef: contract.PackageRef{Name: name}, Version: version}
 	}
 
-	// A version with reused files (Commit reports copies, Materialize runs).
+	// A version with reused files (Commit reports copies, Materialize runs),
+	// its three batches in the default window (two in flight).
 	demo := start(contract.PublishVersionWorkflowID("rec-demo", "1.0.0"), publish.PublishVersion,
-		contract.PublishInput{VersionRef: ref("rec-demo", "1.0.0"), MaxPendingBatches: 2})
+		contract.PublishInput{VersionRef: ref("rec-demo", "1.0.0")})
 	var out contract.PublishOutput
 	if err := demo.Get(ctx, &out); err != nil || out.Result == nil || out.Processing.Files != 1+2+3 {
 		t.Fatalf("rec-demo: %+v %v", out, err)

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/edgeflow/edgeflow/internal/publish/plan"
 	"github.com/edgeflow/edgeflow/workflows/publish/contract"
 )
 
@@ -168,14 +169,19 @@ func (v *version) setDetails(ctx workflow.Context) {
 		v.in.Name, v.in.Version, p.Stage, p.BatchesDone, p.Batches, p.FilesDone, p.Files, p.Reused))
 }
 
-// awaitBatches keeps at most MaxPendingBatches children running and counts
-// their completion signals. It returns early, with the state consistent,
-// when the history is due for continue-as-new.
+// awaitBatches keeps a sliding window of children running (MaxPendingBatches,
+// else plan.DefaultBatchesInFlight) and counts their completion signals. It
+// returns early, with the state consistent, when the history is due for
+// continue-as-new.
 func (v *version) awaitBatches(ctx workflow.Context) error {
 	in, st := v.in, v.st
-	window := in.MaxPendingBatches
-	if window <= 0 {
-		window = 500
+	window := plan.BatchWindow(in.MaxPendingBatches)
+	if workflow.GetVersion(ctx, "batch-window", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		// Runs from before started every batch at once unless asked not to.
+		window = plan.MaxBatchesInFlight
+		if in.MaxPendingBatches > 0 {
+			window = in.MaxPendingBatches
+		}
 	}
 	budget := in.HistoryBudget
 	if budget <= 0 {
@@ -193,7 +199,7 @@ func (v *version) awaitBatches(ctx workflow.Context) error {
 	v.lastDone, v.idleChecks = st.DoneCount(), 0
 	v.armStallCheck(ctx)
 	for st.DoneCount() < st.Plan.Batches {
-		for st.Started < st.Plan.Batches && st.Started-st.DoneCount() < window {
+		for n := plan.BatchesToStart(window, st.Started, st.DoneCount(), st.Plan.Batches); n > 0; n-- {
 			v.launch(ctx, st.Started)
 			st.Started++
 		}

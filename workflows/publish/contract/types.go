@@ -142,8 +142,9 @@ type CommitResult struct {
 // PublishInput asks for one version; Resume carries state across continue-as-new.
 type PublishInput struct {
 	VersionRef
-	// MaxPendingBatches bounds children in flight, well under Temporal's
-	// 2,000 pending children per workflow.
+	// MaxPendingBatches bounds children in flight (at most 500, well under
+	// Temporal's 2,000 pending children per workflow); zero means two, so a
+	// big version leaves the compress pool room for the next release.
 	MaxPendingBatches int `json:"maxPendingBatches,omitempty"`
 	// HistoryBudget is the event count after which the run continues as
 	// new; zero means the workflow's default.
