@@ -67,7 +67,12 @@ func (t TemporalRooms) Ended(ctx context.Context) ([]EndedRoom, error) {
 }
 
 // ended lists the rooms whose workflow ended without a delete, not running
-// again (listed), within VanishedFor, that the registry does not hold yet.
+// again (listed), within VanishedFor, that the registry does not hold
+// vanished yet and no watch follows. A room read live at the start (Sync)
+// while the listing still named its ended run is neither watched nor
+// vanished: it is taken here, or it would stay live on its last snapshot.
+// A watched room is left to discoverListed, which waits for two listings
+// without it (one may lag).
 func (w *Watcher) ended(ctx context.Context, listed map[string]bool) ([]EndedRoom, error) {
 	el, ok := w.Source.(EndedLister)
 	if !ok {
@@ -81,7 +86,10 @@ func (w *Watcher) ended(ctx context.Context, listed map[string]bool) ([]EndedRoo
 	}
 	var out []EndedRoom
 	for _, e := range all {
-		if !listed[e.Name] && w.Registry.Room(e.Name) == nil && e.At.After(w.Now().Add(-w.VanishedFor)) {
+		if listed[e.Name] || !e.At.After(w.Now().Add(-w.VanishedFor)) || w.isWatched(e.Name) {
+			continue
+		}
+		if r := w.Registry.Room(e.Name); r == nil || r.VanishedAt().IsZero() {
 			out = append(out, e)
 		}
 	}
@@ -124,4 +132,10 @@ func (w *Watcher) holdEnded(ctx context.Context, e EndedRoom) bool {
 			"room", e.Name, "ended", e.At, "for", w.VanishedFor)
 	}
 	return true
+}
+
+func (w *Watcher) isWatched(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.watched[name] != nil
 }

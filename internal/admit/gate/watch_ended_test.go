@@ -82,3 +82,65 @@ func TestEndedRoomsNotHeld(t *testing.T) {
 		t.Errorf("Sync with an ended room whose state cannot be read: %v, want it named", err)
 	}
 }
+
+// laggingSource lists a room as running once after its workflow ended
+// (visibility is eventually consistent), then as ended.
+type laggingSource struct {
+	*fakeRooms
+	listings int
+	ended    []EndedRoom
+}
+
+func (l *laggingSource) List(context.Context) ([]string, error) {
+	if l.listings++; l.listings == 1 {
+		return []string{"shop"}, nil
+	}
+	return nil, nil
+}
+
+func (l *laggingSource) Ended(context.Context) ([]EndedRoom, error) {
+	if l.listings == 1 {
+		return nil, nil
+	}
+	return l.ended, nil
+}
+
+// A gate whose first listing still named a room whose workflow had just
+// ended (its last state still answers queries) holds the room vanished once
+// the listing says it ended. Before, the room read at the start was neither
+// watched nor taken for ended, and stayed live on its last snapshot for
+// good (.ci/run: TestGateStartedAfterTerminationHoldsTheRoom).
+func TestRoomListedRunningAtStartThenEndedIsHeldVanished(t *testing.T) {
+	now := t0.Add(10 * time.Minute)
+	room, err := admit.NewRoom(admit.Settings{Name: "shop", Path: "/shop/", TotalActiveUsers: 10, NewUsersPerMinute: 10}, 60, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	endedAt := now.Add(-time.Minute)
+	for _, next := range []string{"Sync", "Discover"} {
+		t.Run(next, func(t *testing.T) {
+			src := &laggingSource{fakeRooms: &fakeRooms{snaps: map[string]admit.Snapshot{"shop": *room.Snapshot}, pages: map[string]string{}},
+				ended: []EndedRoom{{Name: "shop", At: endedAt}}}
+			reg := NewRegistry(admit.Gate{DataCenter: "ams", ID: "ams-1"})
+			w := &Watcher{Source: src, Registry: reg, Logger: quietLogger(), Now: func() time.Time { return now }}
+			if err := w.Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if r := reg.Room("shop"); r == nil || !r.VanishedAt().IsZero() {
+				t.Fatalf("after the first listing: held %t, want the room held live", r != nil)
+			}
+			var err error
+			if next == "Sync" {
+				err = w.Sync(context.Background())
+			} else {
+				err = w.Discover(context.Background())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := reg.Room("shop"); r == nil || !r.VanishedAt().Equal(endedAt) {
+				t.Fatalf("after the listing that says it ended: held %t, want it held vanished since %s", r != nil, endedAt)
+			}
+		})
+	}
+}
