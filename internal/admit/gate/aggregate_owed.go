@@ -9,8 +9,8 @@ import (
 // The minutes a data center owes its room: ended minutes whose aggregate
 // the room has not taken because Temporal did not answer (stopped, or
 // frozen with its connections open). The lease holder keeps them for
-// AggregateRoom.Keep after their end (the room's sessions and a few
-// minutes) and sends them, oldest first, before its last minute once
+// AggregateRoom.Keep after their end (keptFor: as long as the room's
+// ledger keeps a minute) and sends them, oldest first, before its last minute once
 // Temporal answers again: a room back from such an outage takes them late
 // (admit.RevOutageReports) and counts what the gates did meanwhile.
 // Before, only the last minute was sent, and the outage's first minutes
