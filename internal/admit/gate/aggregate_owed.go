@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The minutes a data center owes its room: ended minutes whose aggregate
@@ -64,4 +66,22 @@ func (a *Aggregator) sendOwed(ctx context.Context, now time.Time, r AggregateRoo
 		delete(a.owed, k)
 	}
 	return last
+}
+
+// keepAtLeast sets a key's expiry to ARGV[1] ms from now unless it already
+// lives longer: a gate's write of a minute (Write, MarkDirect) must not cut
+// short the time the lease holder keeps it for while it owes it (owe).
+// Before, a gate's final write that came after the holder began to owe the
+// minute (the later minutes of an outage are owed at once, behind the
+// earlier ones) set it back to aggKeep minutes.
+var keepAtLeast = redis.NewScript(`
+local t = redis.call('PTTL', KEYS[1])
+if t < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return t
+`)
+
+// keepMinute is keepAtLeast of a minute's counts for aggKeep minutes, in a
+// gate's write.
+func keepMinute(ctx context.Context, p redis.Pipeliner, key string, length time.Duration) {
+	keepAtLeast.Eval(ctx, p, []string{key}, (aggKeep * length).Milliseconds())
 }

@@ -131,3 +131,41 @@ func gateKeepsItsUnsentMinutes(t *testing.T, keptOutage int) {
 		}
 	}
 }
+
+// An ended minute's counts stay in Redis as long as the lease holder owes
+// it, even when a gate writes its final counts of the minute after the
+// holder began to owe it (the later minutes of an outage are owed at once,
+// behind the earlier ones, before every gate's final write is in). Before,
+// that write set them back to aggKeep minutes: a longer outage's minutes
+// were gone from Redis before Temporal answered again.
+func TestOwedMinutesOutliveTheGatesLateWrites(t *testing.T) {
+	d := newDCGates(t, 2)
+	for _, p := range d.reporters {
+		p.Aggregate.Lease = time.Hour // the first gate holds it throughout
+		p.Sink = func(context.Context, admit.Report) error { return errors.New("temporal does not answer") }
+	}
+	const outage = 4
+	for m := range outage {
+		minute := t0.Add(time.Duration(m) * time.Minute)
+		for _, r := range d.rooms {
+			r.tally.Add(admit.Effect{Minute: minute, NewVisitor: true, Admitted: true, Seen: true, Pool: admit.PoolNew, Scope: d.dc})
+		}
+		for d.now.Before(minute.Add(time.Minute + 20*time.Second)) {
+			d.step(500 * time.Millisecond)
+		}
+	}
+	if !d.reporters[0].Aggregate.Holds(d.now) {
+		t.Fatal("the first gate does not hold the lease: the test shows nothing")
+	}
+	for m := range outage {
+		minute := t0.Add(time.Duration(m) * time.Minute)
+		key := countsKey("shop", d.dc, minute)
+		ttl, err := d.reporters[0].Aggregate.Client.PTTL(context.Background(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= aggKeep*time.Minute {
+			t.Errorf("minute %s: its counts leave Redis in %s, while the room may still take them for %s", minute.Format("15:04"), ttl, admit.LedgerMinutes*time.Minute)
+		}
+	}
+}
