@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -14,16 +15,23 @@ import (
 // dropped their reports: the admissions of the outage were missing from
 // its record (the admit-outage chaos suite: 30 of the minute the freeze
 // began) and from its active users for session_duration.
+//
+// It holds for an outage of 30 minutes too (the figure): the room
+// takes every outage minute the gates kept, however far back.
 func TestFrozenTemporalOutageReachesTheRecord(t *testing.T) {
-	for _, aggregated := range []bool{false, true} {
-		name := map[bool]string{false: "gates' own reports", true: "data centers' aggregates"}[aggregated]
+	for _, c := range []struct {
+		minutes    int
+		aggregated bool
+	}{{4, false}, {4, true}, {30, false}, {30, true}} {
+		aggregated := c.aggregated
+		name := fmt.Sprintf("%d minutes, %s", c.minutes, map[bool]string{false: "gates' own reports", true: "data centers' aggregates"}[aggregated])
 		t.Run(name, func(t *testing.T) {
 			// Sessions of five minutes, not renewed, and room to spare in
 			// total_active_users: the room's active users are exactly the
 			// admissions of the five minutes before its snapshot's.
 			s := Settings{Name: "shop", TotalActiveUsers: 300, NewUsersPerMinute: 12, SessionDuration: 5, DisableSessionRenewal: true,
 				RefreshIntervalSeconds: 10, SnapshotMaxAgeSeconds: 3600}
-			run := runOutageWith(t, s, outageOptions{minutes: 4, aggregated: aggregated, frozen: true,
+			run := runOutageWith(t, s, outageOptions{minutes: c.minutes, aggregated: aggregated, frozen: true,
 				// Early in its minute, after its snapshot: most of the
 				// minute's admissions are made during the outage.
 				beginsAt: 10 * time.Second})

@@ -70,6 +70,14 @@ const (
 	maxEventsStore = 50
 )
 
+// LedgerMinutes is how many minutes back from its current one a room keeps
+// the totals of its closed minutes (the longest session, the let-in
+// window and two): a minute's late reports reach the room's record only
+// while it is within them, so gates keep the reports Temporal did not take
+// that long (an outage's minutes before that hold no session still
+// running).
+const LedgerMinutes = ledgerMinutes
+
 // NewRoom creates a room from validated settings and publishes its first
 // snapshot at once (every slot in the Anywhere pool, so it admits from its
 // first second). minuteSeconds is the length of the room's minute: 60 in

@@ -159,7 +159,7 @@ func (a *Aggregator) Write(ctx context.Context, rep admit.Report, length time.Du
 	_, err = a.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, key, field, signValue(a.Signer, key, field, string(b)))
 		p.HIncrBy(ctx, key, versionField, 1)
-		p.PExpire(ctx, key, aggKeep*length) // from now: gates' clocks may differ from Redis's
+		keepMinute(ctx, p, key, length) // from now: gates' clocks may differ from Redis's
 		return nil
 	})
 	if err != nil {
@@ -192,7 +192,7 @@ func (a *Aggregator) MarkDirect(ctx context.Context, rep admit.Report, length ti
 	_, err = a.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, key, field, signValue(a.Signer, key, field, string(b)))
 		p.HIncrBy(ctx, key, versionField, 1)
-		p.PExpire(ctx, key, aggKeep*length)
+		keepMinute(ctx, p, key, length)
 		return nil
 	})
 	if err != nil {

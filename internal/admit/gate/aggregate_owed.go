@@ -4,13 +4,15 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The minutes a data center owes its room: ended minutes whose aggregate
 // the room has not taken because Temporal did not answer (stopped, or
 // frozen with its connections open). The lease holder keeps them for
-// AggregateRoom.Keep after their end (the room's sessions and a few
-// minutes) and sends them, oldest first, before its last minute once
+// AggregateRoom.Keep after their end (keptFor: as long as the room's
+// ledger keeps a minute) and sends them, oldest first, before its last minute once
 // Temporal answers again: a room back from such an outage takes them late
 // (admit.RevOutageReports) and counts what the gates did meanwhile.
 // Before, only the last minute was sent, and the outage's first minutes
@@ -64,4 +66,22 @@ func (a *Aggregator) sendOwed(ctx context.Context, now time.Time, r AggregateRoo
 		delete(a.owed, k)
 	}
 	return last
+}
+
+// keepAtLeast sets a key's expiry to ARGV[1] ms from now unless it already
+// lives longer: a gate's write of a minute (Write, MarkDirect) must not cut
+// short the time the lease holder keeps it for while it owes it (owe).
+// Before, a gate's final write that came after the holder began to owe the
+// minute (the later minutes of an outage are owed at once, behind the
+// earlier ones) set it back to aggKeep minutes.
+var keepAtLeast = redis.NewScript(`
+local t = redis.call('PTTL', KEYS[1])
+if t < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return t
+`)
+
+// keepMinute is keepAtLeast of a minute's counts for aggKeep minutes, in a
+// gate's write.
+func keepMinute(ctx context.Context, p redis.Pipeliner, key string, length time.Duration) {
+	keepAtLeast.Eval(ctx, p, []string{key}, (aggKeep * length).Milliseconds())
 }

@@ -288,18 +288,19 @@ func (p *Reporter) send(ctx context.Context, r *Room) {
 	}
 }
 
-// keptExtraMinutes is how many minutes beyond its sessions' a room's
-// unsent counts are kept (keptFor).
-const keptExtraMinutes = 3
-
 // keptFor is how long after its end a gate, or a data center's lease
 // holder, keeps a minute's counts the room has not taken, to send them
-// again: the room's sessions and a few minutes. A room back from an
-// outage of Temporal takes them late (admit.RevOutageReports): its record
-// then holds the outage's admissions, and its active users every session
-// they began that may still run.
+// again: as long as the room's ledger keeps a minute (admit.LedgerMinutes,
+// 37 minutes). A room back from an outage of Temporal takes them late
+// (admit.RevOutageReports): its record then holds every minute of an
+// outage that long, and its active users every session they began that may
+// still run. Before, a gate kept them for the room's sessions and three
+// minutes (eight by default), and a 30-minute outage's first 19 minutes
+// never reached the room. The bound is the room's, not the outage's: a
+// minute older than that the room would drop, and a gate holds at most
+// that many reports a room (each a minute's counts, as in Redis).
 func keptFor(snap *admit.Snapshot) time.Duration {
-	return time.Duration(max(snap.Settings.SessionDuration, 1)+keptExtraMinutes) * snap.MinuteLength()
+	return admit.LedgerMinutes * snap.MinuteLength()
 }
 
 // writeDirectAfter is how long the data center's Redis may fail to take
