@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -150,18 +149,11 @@ func TestAdmitOutage(t *testing.T) {
 
 	workerDown, frozen, calm := stacks[0], stacks[1], stacks[2]
 	workerDown.worker.hold()
-	pgid := -frozen.temporal.PID()
-	if err := syscall.Kill(pgid, syscall.SIGSTOP); err != nil {
+	thaw, err := frozen.temporal.Freeze()
+	defer thaw()
+	if err != nil {
 		t.Fatal(err)
 	}
-	thawed := false
-	thaw := func() {
-		if !thawed {
-			thawed = true
-			_ = syscall.Kill(pgid, syscall.SIGCONT)
-		}
-	}
-	defer thaw()
 	from := time.Now()
 	phases.mark("admit worker stopped, Temporal frozen")
 	time.Sleep(time.Duration(minutes) * roomMinute) // the outages themselves

@@ -107,6 +107,18 @@ func (p *Process) Kill() {
 	<-p.ended
 }
 
+// Freeze stops the process group with SIGSTOP, as a hung server would:
+// its connections stay open and nothing answers. thaw (SIGCONT) is safe
+// to call more than once, so a test can thaw mid-way and again in cleanup.
+func (p *Process) Freeze() (thaw func(), err error) {
+	pgid := -p.cmd.Process.Pid
+	if err := syscall.Kill(pgid, syscall.SIGSTOP); err != nil {
+		return func() {}, fmt.Errorf("freezing %s: %w", p.Name, err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { _ = syscall.Kill(pgid, syscall.SIGCONT) }) }, nil
+}
+
 // startFailure is a server that started but did not become ready: it
 // exited, or another process answers on its port. It carries the server's
 // last log lines, which say why.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,16 +35,9 @@ func TestGateAnswersWhileTemporalHangs(t *testing.T) {
 		t.Fatal("a new visitor was not admitted before Temporal hung")
 	}
 
-	pgid := -env.Temporal.PID()
-	if err := syscall.Kill(pgid, syscall.SIGSTOP); err != nil {
+	thaw, err := env.Temporal.Freeze()
+	if err != nil {
 		t.Fatal(err)
-	}
-	thawed := false
-	thaw := func() {
-		if !thawed {
-			thawed = true
-			_ = syscall.Kill(pgid, syscall.SIGCONT)
-		}
 	}
 	t.Cleanup(func() {
 		thaw()
