@@ -16,12 +16,9 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/edgeflow/edgeflow/integration/e2echeck"
 	engine "github.com/edgeflow/edgeflow/internal/admit"
-	"github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/internal/devstack"
-	"github.com/edgeflow/edgeflow/internal/keyring"
 )
 
 // roomMinute is the outage suite's minute: a production room's, 60 s. The
@@ -76,15 +73,7 @@ func TestAdmitOutage(t *testing.T) {
 	minutes := outageLength(t)
 	s := engine.Settings{Name: "outage", Path: "/shop/", TotalActiveUsers: 200, NewUsersPerMinute: 30,
 		QueueingStatusCode: http.StatusTooManyRequests}.WithDefaults()
-	key, err := keyring.Generate("outage")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := keyring.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admissionCookies = e2echeck.CookieReader{Codec: gate.Codec{Keys: keys}, Room: s.Name, Name: gate.CookieNameFor(s.CookieSuffix)}
+	key := gateCookieKey(t, "outage", s)
 	origin := newCountingOrigin(t)
 
 	var stacks []*outageStack
@@ -94,6 +83,7 @@ func TestAdmitOutage(t *testing.T) {
 			st.temporal = env.temporal
 		} else {
 			tctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+			var err error
 			st.temporal, err = devstack.StartTemporal(tctx, devstack.TemporalOptions{Headless: true, Logs: env.logs})
 			cancel()
 			if err != nil {
@@ -115,10 +105,8 @@ func TestAdmitOutage(t *testing.T) {
 		for i := range 2 {
 			// The gates' own defaults (snapshots every 2 s, reports every
 			// 2 s, rooms listed every 3 s).
-			st.gates = append(st.gates, supervise(t, fmt.Sprintf("%s-gate-%d", name, i), env.bins["gate"], []string{
-				addr, "GATE_COOKIE_KEYS=" + key.Encode(), "LOG_FORMAT=", "GATE_ADDR=127.0.0.1:0", "GATE_HEALTH_ADDR=127.0.0.1:0",
-				"GATE_ORIGIN=" + origin.URL, "GATE_HOSTS=127.0.0.1,localhost", "GATE_DATA_CENTER=dc",
-				fmt.Sprintf("GATE_ID=%s-%d", name, i), "GATE_REDIS_URL=" + redis.URL}))
+			st.gates = append(st.gates, supervise(t, fmt.Sprintf("%s-gate-%d", name, i), env.bins["gate"],
+				gateEnv(st.temporal.HostPort, key, origin.URL, "dc", fmt.Sprintf("%s-%d", name, i), redis.URL)))
 		}
 		stacks = append(stacks, st)
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
 	"github.com/edgeflow/edgeflow/internal/devstack"
-	"github.com/edgeflow/edgeflow/internal/keyring"
 )
 
 // admitMinute is the suite's room minute: the room workflow and the gates
@@ -86,25 +85,12 @@ func TestAdmitUnderFaults(t *testing.T) {
 	defer func() { _, _ = rc.Delete(context.Background(), s.Name) }()
 
 	origin := newCountingOrigin(t)
-	key, err := keyring.Generate("chaos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := keyring.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The test holds the gates' cookie key, so it reads when each visitor
-	// was admitted (the ticket's acceptedAt, the gate's own clock) and
-	// counts every admission in its minute exactly.
-	admissionCookies = e2echeck.CookieReader{Codec: gate.Codec{Keys: keys}, Room: s.Name, Name: gate.CookieNameFor(s.CookieSuffix)}
+	key := gateCookieKey(t, "chaos", s)
 	var gates []*proc
 	for i := range 2 {
-		gates = append(gates, supervise(t, fmt.Sprintf("gate-%d", i), env.bins["gate"], []string{
-			"TEMPORAL_ADDRESS=" + env.temporal.HostPort, "GATE_COOKIE_KEYS=" + key.Encode(), "LOG_FORMAT=",
-			"GATE_ADDR=127.0.0.1:0", "GATE_HEALTH_ADDR=127.0.0.1:0", "GATE_ORIGIN=" + origin.URL, "GATE_HOSTS=127.0.0.1,localhost",
-			"GATE_DATA_CENTER=chaos", fmt.Sprintf("GATE_ID=chaos-gate-%d", i), "GATE_REDIS_URL=" + redis.URL,
-			"GATE_SNAPSHOT_EVERY=200ms", "GATE_REPORT_EVERY=200ms", "GATE_DISCOVER_EVERY=300ms"}))
+		gates = append(gates, supervise(t, fmt.Sprintf("gate-%d", i), env.bins["gate"],
+			gateEnv(env.temporal.HostPort, key, origin.URL, "chaos", fmt.Sprintf("chaos-gate-%d", i), redis.URL,
+				"GATE_SNAPSHOT_EVERY=200ms", "GATE_REPORT_EVERY=200ms", "GATE_DISCOVER_EVERY=300ms")))
 	}
 	for _, g := range gates {
 		g.logMatch(t, gateListening, time.Minute)
