@@ -138,6 +138,19 @@ func TestRoomLiveViewInTheBrowser(t *testing.T) {
 	}
 	t.Logf("the page shows %s queued; the API %d, %.1f s old; the minute rollup %d", shown, st.Live.QueuedUsers, st.Live.AgeSeconds, st.EstimatedQueuedUsers)
 
+	// The rooms table shows each room's live figures beside the rollup's,
+	// as `room list` does.
+	run("the rooms table", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#manage")))
+	cell, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector('tr[data-room=%q] td.live') || {}).textContent || ""`, room)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if queued, _ := strconv.Atoi(strings.SplitN(cell, " ", 2)[0]); queued < spike-1 {
+		t.Errorf("the rooms table's live cell says %q, want at least %d queued", cell, spike-1)
+	}
+	run("back to the room's page", chromedp.Navigate(srv.URL+"/rooms/"+room), chromedp.WaitVisible(chromedp.CSS("#live")),
+		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`))
+
 	// The console stops answering: the page's script says the figures are
 	// stale once they are older than 5 s, and drops the note once it
 	// answers again.
