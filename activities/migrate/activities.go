@@ -42,8 +42,9 @@ type Activities struct {
 	// the worker runs.
 	PerObjectWrites atomic.Bool
 
-	stores      stores
-	accountJobs accountJobs
+	stores       stores
+	accountJobs  accountJobs
+	usersAnswers sourceUsersAnswers
 }
 
 // Precheck proves both sides usable before a job copies anything.

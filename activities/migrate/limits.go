@@ -51,7 +51,8 @@ const shareEvery = 2 * time.Second
 
 // followShares keeps lim, a page's share of its job's limits (and its
 // account's budget), at the limits divided among the job's users now: it
-// asks the job at once and every shareEvery until stop. A page starts at
+// asks at once and every shareEvery until stop (the pages of one job on a
+// worker share one query an interval, sourceUsers). A page starts at
 // the static share (the limits ÷ pages in flight, the most there are), and
 // a question that fails (the job continuing as new, a workflow from before
 // the query) keeps the share the page has: never raised on a failure.
@@ -79,19 +80,26 @@ func (a *Activities) followShares(ctx context.Context, in contract.PageInput, jo
 	return func() { cancel(); <-done }
 }
 
-// sourceUsers asks the page's job how many users share its limits now.
+// sourceUsers is how many users share the limits of the page's job now,
+// as the job answered it within shareEvery (one query a job on this
+// worker, its pages sharing the answer); false when it could not say for
+// this execution, and the page keeps its share.
 func (a *Activities) sourceUsers(ctx context.Context, in contract.PageInput) (int, bool) {
-	qctx, cancel := context.WithTimeout(ctx, shareEvery)
-	defer cancel()
-	v, err := a.Temporal.QueryWorkflow(qctx, in.JobWorkflowID, "", contract.SourceUsersQuery)
-	var u contract.SourceUsers
-	if err == nil {
-		err = v.Get(&u)
-	}
+	u, err := a.usersAnswers.get(ctx, in.JobWorkflowID, a.querySourceUsers)
 	if err != nil || u.Execution != in.Execution || u.Users < 1 {
 		return 0, false
 	}
 	return u.Users, true
+}
+
+// querySourceUsers asks a job how many users share its limits.
+func (a *Activities) querySourceUsers(ctx context.Context, jobWorkflowID string) (contract.SourceUsers, error) {
+	var u contract.SourceUsers
+	v, err := a.Temporal.QueryWorkflow(ctx, jobWorkflowID, "", contract.SourceUsersQuery)
+	if err == nil {
+		err = v.Get(&u)
+	}
+	return u, err
 }
 
 // jobsAtOnce is how many jobs the account runs at once (its queue's limit,

@@ -22,14 +22,16 @@ type workerProcess struct {
 	logs *strings.Builder
 }
 
-func startWorkerProcess(t *testing.T) *workerProcess {
+// startWorkerProcess runs a worker process until the test ends, with extra
+// environment (NAME=value) beside the tests' own.
+func startWorkerProcess(t *testing.T, extraEnv ...string) *workerProcess {
 	t.Helper()
 	p := &workerProcess{cmd: exec.Command(binary(t, "migrate-worker")), logs: &strings.Builder{}}
 	port, err := devstack.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Env = processEnv("MAX_ACTIVITIES=8", fmt.Sprintf("HEALTH_ADDR=127.0.0.1:%d", port))
+	p.cmd.Env = processEnv(append([]string{"MAX_ACTIVITIES=8", fmt.Sprintf("HEALTH_ADDR=127.0.0.1:%d", port)}, extraEnv...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {

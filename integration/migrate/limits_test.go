@@ -73,17 +73,24 @@ func (w meteredWriter) Flush() {
 // out; the window must be long enough to say anything.
 func (m *sourceMeter) steady(t *testing.T, settle, atLeast time.Duration) (from, to time.Time) {
 	t.Helper()
+	first, last := m.span(t)
+	from, to = first.Add(settle), last
+	if to.Sub(from) < atLeast {
+		t.Fatalf("the job read its source for %v: too short a steady window (want %v after the first %v) — were the limits applied?",
+			last.Sub(first), atLeast, settle)
+	}
+	return from, to
+}
+
+// span is when the source saw its first request and its last.
+func (m *sourceMeter) span(t *testing.T) (first, last time.Time) {
+	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.requests) == 0 {
 		t.Fatal("the source saw no request")
 	}
-	from, to = m.requests[0].Add(settle), m.requests[len(m.requests)-1]
-	if to.Sub(from) < atLeast {
-		t.Fatalf("the job read its source for %v: too short a steady window (want %v after the first %v) — were the limits applied?",
-			m.requests[len(m.requests)-1].Sub(m.requests[0]), atLeast, settle)
-	}
-	return from, to
+	return m.requests[0], m.requests[len(m.requests)-1]
 }
 
 // rates are the requests and bytes a second the source served in [from, to].

@@ -226,12 +226,18 @@ func NewLimiter(bps, rps float64) *Limiter {
 // Wait books one request reading about n bytes (0: not known yet) and
 // waits until both may go.
 func (l *Limiter) Wait(ctx context.Context, n int64) error {
+	return l.WaitRequests(ctx, 1, n)
+}
+
+// WaitRequests books requests requests reading about n bytes together
+// and waits until all may go.
+func (l *Limiter) WaitRequests(ctx context.Context, requests, n int64) error {
 	if l == nil {
 		return ctx.Err()
 	}
 	var request, bytes float64
 	if l.requests != nil {
-		request = l.requests.reserve(1)
+		request = l.requests.reserve(requests)
 	}
 	if l.bytes != nil && n > 0 {
 		bytes = l.bytes.reserve(n)

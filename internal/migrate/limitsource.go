@@ -12,7 +12,9 @@ import (
 // caller expects (ReadingSize) before it is sent, a ranged read at its
 // length, so a response never lands before its bytes were booked;
 // whatever a response holds beyond that is charged when it arrives. A
-// listing's response is charged as its estimated size.
+// listing's response is charged as its estimated size, and so is the
+// answer with an object's attributes on a store whose reads ask them first
+// (objectstore.AttributesFirst: GCS), with its request.
 func LimitSource(s objectstore.Store, lim *Limiter) objectstore.Store {
 	if lim == nil {
 		return s
@@ -81,9 +83,19 @@ type limitedRangeStore struct {
 	rr objectstore.RangeReader
 }
 
+// attributes is what asking key's attributes first costs a read of it:
+// a request and its answer's bytes (none on a store that does not).
+func (l limitedStore) attributes(bucket, key string) (requests, bytes int64) {
+	if a, ok := l.inner.(objectstore.AttributesFirst); ok {
+		return 1, a.AttributesBytes(bucket, key)
+	}
+	return 0, 0
+}
+
 func (l limitedStore) Get(ctx context.Context, bucket, key string) (io.ReadCloser, objectstore.ObjectInfo, error) {
 	booked, _ := ctx.Value(readSizeKey{}).(int64)
-	if err := l.lim.Wait(ctx, booked); err != nil {
+	attrRequests, attrBytes := l.attributes(bucket, key)
+	if err := l.lim.WaitRequests(ctx, 1+attrRequests, booked+attrBytes); err != nil {
 		return nil, objectstore.ObjectInfo{}, err
 	}
 	body, info, err := l.inner.Get(ctx, bucket, key)
@@ -94,7 +106,8 @@ func (l limitedStore) Get(ctx context.Context, bucket, key string) (io.ReadClose
 }
 
 func (l limitedRangeStore) GetRange(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, objectstore.ObjectInfo, error) {
-	if err := l.lim.Wait(ctx, max(length, 0)); err != nil {
+	attrRequests, attrBytes := l.attributes(bucket, key)
+	if err := l.lim.WaitRequests(ctx, 1+attrRequests, max(length, 0)+attrBytes); err != nil {
 		return nil, objectstore.ObjectInfo{}, err
 	}
 	body, info, err := l.rr.GetRange(ctx, bucket, key, offset, length)
@@ -112,7 +125,8 @@ func (l limitedStore) Put(ctx context.Context, bucket, key string, r io.Reader, 
 }
 
 func (l limitedStore) Stat(ctx context.Context, bucket, key string) (objectstore.ObjectInfo, error) {
-	if err := l.lim.Wait(ctx, 0); err != nil {
+	_, attrBytes := l.attributes(bucket, key) // a Stat is that one request
+	if err := l.lim.Wait(ctx, attrBytes); err != nil {
 		return objectstore.ObjectInfo{}, err
 	}
 	return l.inner.Stat(ctx, bucket, key)

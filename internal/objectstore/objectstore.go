@@ -234,6 +234,16 @@ type RangeReader interface {
 	GetRange(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, ObjectInfo, error)
 }
 
+// AttributesFirst is a store whose Get and GetRange first ask the object's
+// attributes with a request of their own, answered with a document, before
+// its bytes (GCS: the JSON API's object, then the media): what a read
+// costs its server beyond the one request and the bytes a caller sees.
+type AttributesFirst interface {
+	// AttributesBytes is about how many bytes the answer with key's
+	// attributes holds (a Stat's answer too).
+	AttributesBytes(bucket, key string) int64
+}
+
 // BucketManager creates, checks, lists and removes buckets.
 type BucketManager interface {
 	// MakeBucket creates a bucket; ErrBucketExists when it exists already.
