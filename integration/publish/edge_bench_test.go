@@ -36,12 +36,13 @@ import (
 // request over the edge's: how the two compare when neither waits for a
 // core, which a machine shared with other work makes req/s say poorly).
 //
-// Two more servers give the other like-for-like comparisons: edge-p1, the
-// same edge with GOMAXPROCS=1 (one core, as nginx's one worker), and
-// nginx-auto, nginx with worker_processes auto (Debian's default: one
-// worker per core, as the edge's default GOMAXPROCS); their rows are
-// informational (edge-p1/nginx, edge/nginx-auto and the same for p99 and
-// CPU).
+// The targets' pair is one core each: nginx's one worker, and the edge
+// with GOMAXPROCS=1 (otherwise, on a 2-core machine, the edge would run
+// on both cores where nginx has one, and share them with the load
+// generator). The pair as deployed by default, edge-auto (GOMAXPROCS
+// unset: one per core) and nginx-auto (worker_processes auto, Debian's
+// default), gives informational rows: edge-auto/nginx-auto,
+// auto-added_p99_ms and cpu-nginx-auto/edge-auto.
 func BenchmarkEdgeOutOfProcess(b *testing.B) {
 	startWorkersB(b)
 	dir := b.TempDir()
@@ -51,7 +52,7 @@ func BenchmarkEdgeOutOfProcess(b *testing.B) {
 	}
 	name := fmt.Sprintf("edgebench%d", benchSeq.Add(1))
 	paths := publishHotFiles(b, name)
-	servers := []*benchServer{startEdgeProcess(b, "edge"), startEdgeProcess(b, "edge-p1", "GOMAXPROCS=1")}
+	servers := []*benchServer{startEdgeProcess(b, "edge", "GOMAXPROCS=1"), startEdgeProcess(b, "edge-auto")}
 	nginxBrotli := false
 	if bin := loadtest.NginxBinary(); bin == "" {
 		b.Log("nginx is not installed (`make bench` installs Debian's): edge rows only")
@@ -129,15 +130,22 @@ func BenchmarkEdgeOutOfProcess(b *testing.B) {
 		b.ReportMetric(loadtest.Median(t.runs, loadtest.PerSecond), t.enc+"-"+t.name+"-req/s")
 		b.ReportMetric(loadtest.Median(t.runs, loadtest.P99), t.enc+"-"+t.name+"-p99_ms")
 		b.ReportMetric(loadtest.Median(t.runs, loadtest.CPUMicros), t.enc+"-"+t.name+"-cpu_us/req")
-		b.Logf("%-10s %-8s req/s %v p99 ms %v cpu µs/req %v", t.name, t.enc, loadtest.Values(t.runs, loadtest.PerSecond),
-			loadtest.Values(t.runs, loadtest.P99), loadtest.Values(t.runs, loadtest.CPUMicros))
 	}
-	// The targets compare the edge with nginx's one worker; the other
-	// pairs are informational. prefix names a pair's rows after the
-	// encoding: "" for the targets' pair.
-	pairs := []struct{ edge, nginx, prefix string }{
-		{"edge", "nginx", ""}, {"edge-p1", "nginx", "edge-p1-"}, {"edge", "nginx-auto", "nginx-auto-"},
+	// One line per encoding: the benchmark's log keeps 10 lines.
+	for _, enc := range []string{"identity", "gzip", "br"} {
+		line := enc + ":"
+		for _, s := range servers {
+			if t := byKey[s.name+"-"+enc]; t != nil {
+				line += fmt.Sprintf(" %s req/s %.0f p99 ms %.1f cpu µs/req %.1f;", s.name, loadtest.Values(t.runs, loadtest.PerSecond),
+					loadtest.Values(t.runs, loadtest.P99), loadtest.Values(t.runs, loadtest.CPUMicros))
+			}
+		}
+		b.Log(line)
 	}
+	// The targets compare the edge with nginx, a core each; the pair as
+	// deployed by default is informational. prefix names a pair's rows
+	// after the encoding: "" for the targets' pair.
+	pairs := []struct{ edge, nginx, prefix string }{{"edge", "nginx", ""}, {"edge-auto", "nginx-auto", "auto-"}}
 	for _, enc := range []string{"identity", "gzip", "br"} {
 		for _, pair := range pairs {
 			e, n := byKey[pair.edge+"-"+enc], byKey[pair.nginx+"-"+enc]
