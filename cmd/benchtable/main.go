@@ -59,8 +59,11 @@ var targets = []target{
 	{"BenchmarkGateOutOfProcess", "added_p99_ms", true, 0.5},
 	// The edge as its own process against nginx (one worker, sendfile,
 	// gzip_static, brotli_static) serving the same published files from
-	// disk, one load generator process, hot files of 1–100 KiB, per
-	// Accept-Encoding (issue #37).
+	// disk, one core each (the edge with GOMAXPROCS=1), one load generator
+	// process, hot files of 1–100 KiB, per Accept-Encoding (issue #37).
+	// Its CPU time per request against nginx's (cpu-nginx/edge) and the
+	// pair as deployed by default (edge-auto, nginx-auto) are
+	// informational rows.
 	{"BenchmarkEdgeOutOfProcess", "identity-edge/nginx", false, 0.8},
 	{"BenchmarkEdgeOutOfProcess", "gzip-edge/nginx", false, 0.8},
 	{"BenchmarkEdgeOutOfProcess", "br-edge/nginx", false, 0.8},

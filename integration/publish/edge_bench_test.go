@@ -27,10 +27,22 @@ import (
 // disk under the same URLs. One load generator process (loadtest's:
 // edgeBenchWorkers closed-loop workers on keep-alive connections, each
 // asking for the files in turn) drives both, once without Accept-Encoding,
-// once with gzip and once with br; rounds alternate between the six in a
-// rotating order, edgeBenchRounds each. Reported per encoding are the
-// medians of req/s and p99, edge/nginx (the ratio of the req/s medians)
-// and added_p99_ms (the edge's p99 median minus nginx's).
+// once with gzip and once with br; rounds alternate between the targets in
+// a rotating order, edgeBenchRounds each. Reported per encoding are the
+// medians of req/s, p99 and each server's CPU time per request (its
+// processes' user + system time over a round, over the requests of the
+// round), edge/nginx (the ratio of the req/s medians), added_p99_ms (the
+// edge's p99 median minus nginx's) and cpu-nginx/edge (nginx's CPU per
+// request over the edge's: how the two compare when neither waits for a
+// core, which a machine shared with other work makes req/s say poorly).
+//
+// The targets' pair is one core each: nginx's one worker, and the edge
+// with GOMAXPROCS=1 (otherwise, on a 2-core machine, the edge would run
+// on both cores where nginx has one, and share them with the load
+// generator). The pair as deployed by default, edge-auto (GOMAXPROCS
+// unset: one per core) and nginx-auto (worker_processes auto, Debian's
+// default), gives informational rows: edge-auto/nginx-auto,
+// auto-added_p99_ms and cpu-nginx-auto/edge-auto.
 func BenchmarkEdgeOutOfProcess(b *testing.B) {
 	startWorkersB(b)
 	dir := b.TempDir()
@@ -40,38 +52,36 @@ func BenchmarkEdgeOutOfProcess(b *testing.B) {
 	}
 	name := fmt.Sprintf("edgebench%d", benchSeq.Add(1))
 	paths := publishHotFiles(b, name)
-	edgeURL := startEdgeProcess(b)
-
-	type target struct {
-		server, enc string
-		base        string
-		runs        []loadtest.Result
-	}
-	var targets []*target
-	nginx := ""
+	servers := []*benchServer{startEdgeProcess(b, "edge", "GOMAXPROCS=1"), startEdgeProcess(b, "edge-auto")}
+	nginxBrotli := false
 	if bin := loadtest.NginxBinary(); bin == "" {
 		b.Log("nginx is not installed (`make bench` installs Debian's): edge rows only")
 	} else {
 		www := filepath.Join(dir, "www")
 		exportPublished(b, name, paths, www)
-		nginx = startStaticNginx(b, bin, www)
-	}
-	for _, enc := range []string{"identity", "gzip", "br"} {
-		targets = append(targets, &target{server: "edge", enc: enc, base: edgeURL})
-		if nginx != "" {
-			targets = append(targets, &target{server: "nginx", enc: enc, base: nginx})
+		servers = append(servers, startStaticNginx(b, bin, www, "nginx", "1"), startStaticNginx(b, bin, www, "nginx-auto", "auto"))
+		nginxBrotli = loadtest.NginxModule(brotliStaticModule) != ""
+		if !nginxBrotli {
+			b.Log("Debian's libnginx-mod-http-brotli-static is not installed: nginx answers br requests with identity, which the br rows compare with")
 		}
 	}
-	nginxBrotli := loadtest.NginxModule(brotliStaticModule) != ""
-	if nginx != "" && !nginxBrotli {
-		b.Log("Debian's libnginx-mod-http-brotli-static is not installed: nginx answers br requests with identity, which the br rows compare with")
+	type target struct {
+		*benchServer
+		enc  string
+		runs []loadtest.Result
+	}
+	var targets []*target
+	for _, enc := range []string{"identity", "gzip", "br"} {
+		for _, s := range servers {
+			targets = append(targets, &target{benchServer: s, enc: enc})
+		}
 	}
 	// Each server's encoding for a request, checked on every file before
 	// the rounds (which also makes the files hot in the edge's cache) and
 	// counted in every round.
 	want := func(t *target) string {
 		switch {
-		case t.enc == "identity", t.enc == "br" && t.server == "nginx" && !nginxBrotli:
+		case t.enc == "identity", t.enc == "br" && t.nginx && !nginxBrotli:
 			return ""
 		}
 		return t.enc
@@ -79,6 +89,11 @@ func BenchmarkEdgeOutOfProcess(b *testing.B) {
 	for _, t := range targets {
 		for _, p := range paths {
 			checkEncodingServed(b, t.base+p, t.enc, want(t), filepath.Join(dir, "www", filepath.FromSlash(p)))
+		}
+	}
+	for _, s := range servers {
+		if err := s.findPIDs(); err != nil {
+			b.Fatal(err)
 		}
 	}
 
@@ -96,13 +111,13 @@ func BenchmarkEdgeOutOfProcess(b *testing.B) {
 				if t.enc != "identity" {
 					load.Headers = []string{"Accept-Encoding: " + t.enc}
 				}
-				r, err := loadtest.Run(loadgen, dir, t.server+"-"+t.enc, load)
+				r, err := loadtest.RunMeasured(loadgen, dir, t.name+"-"+t.enc, load, t.pids)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if r.Errors > 0 || r.Requests == 0 || r.Statuses[http.StatusOK] != r.Requests || r.Encodings[want(t)] != r.Requests {
 					b.Fatalf("%s %s: %d requests, %d errors (%s), statuses %v, encodings %v, want every one 200 %q",
-						t.server, t.enc, r.Requests, r.Errors, r.FirstError, r.Statuses, r.Encodings, want(t))
+						t.name, t.enc, r.Requests, r.Errors, r.FirstError, r.Statuses, r.Encodings, want(t))
 				}
 				t.runs = append(t.runs, r)
 			}
@@ -111,19 +126,48 @@ func BenchmarkEdgeOutOfProcess(b *testing.B) {
 
 	byKey := map[string]*target{}
 	for _, t := range targets {
-		byKey[t.server+"-"+t.enc] = t
-		b.ReportMetric(loadtest.Median(t.runs, loadtest.PerSecond), t.enc+"-"+t.server+"-req/s")
-		b.ReportMetric(loadtest.Median(t.runs, loadtest.P99), t.enc+"-"+t.server+"-p99_ms")
-		b.Logf("%-5s %-8s req/s %v p99 ms %v", t.server, t.enc, loadtest.Values(t.runs, loadtest.PerSecond), loadtest.Values(t.runs, loadtest.P99))
+		byKey[t.name+"-"+t.enc] = t
+		b.ReportMetric(loadtest.Median(t.runs, loadtest.PerSecond), t.enc+"-"+t.name+"-req/s")
+		b.ReportMetric(loadtest.Median(t.runs, loadtest.P99), t.enc+"-"+t.name+"-p99_ms")
+		b.ReportMetric(loadtest.Median(t.runs, loadtest.CPUMicros), t.enc+"-"+t.name+"-cpu_us/req")
 	}
+	// One line per encoding: the benchmark's log keeps 10 lines.
 	for _, enc := range []string{"identity", "gzip", "br"} {
-		e, n := byKey["edge-"+enc], byKey["nginx-"+enc]
-		if n == nil {
-			continue
+		line := enc + ":"
+		for _, s := range servers {
+			if t := byKey[s.name+"-"+enc]; t != nil {
+				line += fmt.Sprintf(" %s req/s %.0f p99 ms %.1f cpu µs/req %.1f;", s.name, loadtest.Values(t.runs, loadtest.PerSecond),
+					loadtest.Values(t.runs, loadtest.P99), loadtest.Values(t.runs, loadtest.CPUMicros))
+			}
 		}
-		b.ReportMetric(loadtest.Median(e.runs, loadtest.PerSecond)/loadtest.Median(n.runs, loadtest.PerSecond), enc+"-edge/nginx")
-		b.ReportMetric(loadtest.Median(e.runs, loadtest.P99)-loadtest.Median(n.runs, loadtest.P99), enc+"-added_p99_ms")
+		b.Log(line)
 	}
+	// The targets compare the edge with nginx, a core each; the pair as
+	// deployed by default is informational. prefix names a pair's rows
+	// after the encoding: "" for the targets' pair.
+	pairs := []struct{ edge, nginx, prefix string }{{"edge", "nginx", ""}, {"edge-auto", "nginx-auto", "auto-"}}
+	for _, enc := range []string{"identity", "gzip", "br"} {
+		for _, pair := range pairs {
+			e, n := byKey[pair.edge+"-"+enc], byKey[pair.nginx+"-"+enc]
+			if e == nil || n == nil {
+				continue
+			}
+			b.ReportMetric(loadtest.Median(e.runs, loadtest.PerSecond)/loadtest.Median(n.runs, loadtest.PerSecond), enc+"-"+pair.edge+"/"+pair.nginx)
+			b.ReportMetric(loadtest.Median(e.runs, loadtest.P99)-loadtest.Median(n.runs, loadtest.P99), enc+"-"+pair.prefix+"added_p99_ms")
+			b.ReportMetric(loadtest.Median(n.runs, loadtest.CPUMicros)/loadtest.Median(e.runs, loadtest.CPUMicros), enc+"-cpu-"+pair.nginx+"/"+pair.edge)
+		}
+	}
+}
+
+// benchServer is one server BenchmarkEdgeOutOfProcess measures: its base
+// URL and the processes whose CPU time it counts.
+type benchServer struct {
+	name, base string
+	nginx      bool
+	// findPIDs sets pids once the server answers (nginx forks its workers
+	// after it listens).
+	findPIDs func() error
+	pids     []int
 }
 
 const (
@@ -203,15 +247,16 @@ func exportPublished(b *testing.B, name string, paths []string, www string) {
 }
 
 // startEdgeProcess runs cmd/edge on the test MinIO and buckets, with its
-// defaults (metrics on, tracing off, info logs), until the benchmark ends.
-func startEdgeProcess(b *testing.B) string {
+// defaults (metrics on, tracing off, info logs) and extraEnv, until the
+// benchmark ends.
+func startEdgeProcess(b *testing.B, name string, extraEnv ...string) *benchServer {
 	bins := buildBinaries(b, "./cmd/edge")
 	stack := append(os.Environ(), "S3_ENDPOINT="+env.MinIO.Endpoint,
 		"S3_ACCESS_KEY="+env.MinIO.AccessKey, "S3_SECRET_KEY="+env.MinIO.SecretKey,
 		"BUCKET_FILES="+buckets.Files, "BUCKET_MIRROR="+buckets.Mirror, "BUCKET_META="+buckets.Meta,
 		"BUCKET_MIRROR_META="+buckets.MirrorMeta, "BUCKET_INCOMING="+buckets.Incoming,
 		"EDGE_ADDR=127.0.0.1:0", "EDGE_METRICS_ADDR=127.0.0.1:0")
-	logs := runProcess(b, filepath.Join(bins, "edge"), stack)
+	logs, pid := runProcessPID(b, filepath.Join(bins, "edge"), append(stack, extraEnv...))
 	listening := regexp.MustCompile(`msg="edge listening" .*?addr=(127\.0\.0\.1:\d+)`)
 	var url string
 	eventually(b, 30*time.Second, "the edge listens", func() (bool, string) {
@@ -221,7 +266,9 @@ func startEdgeProcess(b *testing.B) string {
 		}
 		return false, logs.String()
 	})
-	return url
+	s := &benchServer{name: name, base: url, pids: []int{pid}}
+	s.findPIDs = func() error { return nil }
+	return s
 }
 
 // staticNginxConf serves the exported files as a static origin of a CDN
@@ -252,8 +299,9 @@ http {
 }
 `
 
-// startStaticNginx runs nginx serving www until the benchmark ends.
-func startStaticNginx(b *testing.B, bin, www string) string {
+// startStaticNginx runs nginx serving www with worker_processes workers
+// until the benchmark ends.
+func startStaticNginx(b *testing.B, bin, www, name, workers string) *benchServer {
 	dir, err := os.MkdirTemp("", "edge-bench-nginx-")
 	if err != nil {
 		b.Fatal(err)
@@ -263,14 +311,19 @@ func startStaticNginx(b *testing.B, bin, www string) string {
 	if mod := loadtest.NginxModule(brotliStaticModule); mod != "" {
 		loadModule, brotli = "load_module "+mod+";", "brotli_static on;"
 	}
-	main, httpPaths := loadtest.NginxPreamble(dir)
+	main, httpPaths := loadtest.NginxPreambleWorkers(dir, workers)
 	ports, err := loadtest.StartNginx(b, bin, dir, 1, func(ports []int) []byte {
 		return fmt.Appendf(nil, staticNginxConf, main, loadModule, httpPaths, ports[0], www, brotli)
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	s := &benchServer{name: name, base: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), nginx: true}
+	s.findPIDs = func() (err error) {
+		s.pids, err = loadtest.NginxWorkers(dir)
+		return err
+	}
+	return s
 }
 
 // checkEncodingServed asks url for a file with Accept-Encoding enc ("identity":

@@ -228,6 +228,13 @@ func buildBinaries(t testing.TB, pkgs ...string) string {
 // and shown if the test fails.
 func runProcess(t testing.TB, bin string, env []string) *testenv.SyncBuffer {
 	t.Helper()
+	logs, _ := runProcessPID(t, bin, env)
+	return logs
+}
+
+// runProcessPID is runProcess, also returning the process's id.
+func runProcessPID(t testing.TB, bin string, env []string) (*testenv.SyncBuffer, int) {
+	t.Helper()
 	logs := &testenv.SyncBuffer{}
 	cmd := exec.Command(bin)
 	cmd.Env = env
@@ -249,5 +256,5 @@ func runProcess(t testing.TB, bin string, env []string) *testenv.SyncBuffer {
 			t.Logf("%s log:\n%s", filepath.Base(bin), logs.String())
 		}
 	})
-	return logs
+	return logs, cmd.Process.Pid
 }

@@ -59,6 +59,9 @@ type coalescingConn struct {
 	// cannot be all of a body of that length, so another write follows.
 	holdBelow int
 	held      []byte // a write held back (a copy: the caller reuses its buffer)
+	// bufs is what is held and the write it goes with, kept here so
+	// that the writev allocates nothing.
+	bufs net.Buffers
 	// writes counts the writes made to the connection (tests).
 	writes atomic.Int64
 }
@@ -88,8 +91,11 @@ func (c *coalescingConn) Write(p []byte) (int, error) {
 		return c.TCPConn.Write(p)
 	}
 	held := len(c.held)
-	bufs := net.Buffers{c.held, p}
-	n, err := bufs.WriteTo(c.TCPConn)
+	c.bufs = append(c.bufs[:0], c.held, p)
+	all := c.bufs // WriteTo consumes c.bufs, and all keeps its array
+	n, err := c.bufs.WriteTo(c.TCPConn)
+	clear(all[:cap(all)]) // not to keep the caller's buffer
+	c.bufs = all[:0]
 	c.held = c.held[:0]
 	// What was held was reported written already.
 	return int(max(n-int64(held), 0)), err

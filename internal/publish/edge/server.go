@@ -188,16 +188,23 @@ func New(cfg Config) *Server {
 }
 
 // Routes is the mux the edge's handlers are registered on. Handlers added to
-// it are served by ServeHTTP behind the same path checks.
+// it are served by ServeHTTP behind the same path checks; GET and HEAD
+// requests under /ajax/libs/ are the files' and never reach it.
 func (s *Server) Routes() *http.ServeMux { return s.mux }
 
 // ServeHTTP rejects hostile paths before the mux sees them: the mux would
 // answer a ".." path with a redirect to its cleaned form, and the edge
 // answers it with a 4xx instead. Handlers mounted on Routes get the same
-// protection.
+// protection. A file request, most of the edge's, goes straight to
+// serveFile: the mux's matching costs it allocations and a tenth of what
+// the edge does per request besides net/http's work and the system calls.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if status, reason := checkRequestPath(r); status != 0 {
 		s.rejectPath(w, r, status, reason)
+		return
+	}
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.HasPrefix(r.URL.Path, "/ajax/libs/") {
+		s.serveFile(w, r)
 		return
 	}
 	s.mux.ServeHTTP(w, r)

@@ -51,6 +51,12 @@ type Result struct {
 	P50Ms      float64        `json:"p50_ms"`
 	P99Ms      float64        `json:"p99_ms"`
 	FirstError string         `json:"first_error"`
+	// Sent is every request of the round, the warm-up's and failed ones
+	// too: what the server worked for.
+	Sent int `json:"sent"`
+	// CPUPerRequest is the server's CPU time over the round divided by
+	// Sent, when the benchmark measured it (RunMeasured).
+	CPUPerRequest time.Duration `json:"-"`
 }
 
 // Run runs one round with the load generator at bin; dir holds its input
@@ -89,9 +95,31 @@ func Run(bin, dir, name string, l Load) (Result, error) {
 	return r, nil
 }
 
-// PerSecond and P99 pick a number out of a Result.
+// RunMeasured is Run, also measuring the CPU time the server's processes
+// (pids) use over the round: Result.CPUPerRequest.
+func RunMeasured(bin, dir, name string, l Load, pids []int) (Result, error) {
+	before, err := ProcessesCPU(pids)
+	if err != nil {
+		return Result{}, err
+	}
+	r, err := Run(bin, dir, name, l)
+	if err != nil {
+		return r, err
+	}
+	after, err := ProcessesCPU(pids)
+	if err != nil {
+		return r, err
+	}
+	if r.Sent > 0 {
+		r.CPUPerRequest = (after - before) / time.Duration(r.Sent)
+	}
+	return r, nil
+}
+
+// PerSecond, P99 and CPUMicros pick a number out of a Result.
 func PerSecond(r Result) float64 { return r.PerSecond }
 func P99(r Result) float64       { return r.P99Ms }
+func CPUMicros(r Result) float64 { return float64(r.CPUPerRequest) / float64(time.Microsecond) }
 
 // Values are f of each result.
 func Values(rs []Result, f func(Result) float64) []float64 {

@@ -39,12 +39,16 @@ func NginxModule(name string) string {
 // that keeps nginx in the foreground with its pid and logs in dir (never
 // the system nginx's files), one worker like the issues' measurements,
 // and the temp paths of the http context (to be put inside it).
-func NginxPreamble(dir string) (main, httpPaths string) {
+func NginxPreamble(dir string) (main, httpPaths string) { return NginxPreambleWorkers(dir, "1") }
+
+// NginxPreambleWorkers is NginxPreamble with worker_processes workers
+// ("auto": one per core, Debian's default).
+func NginxPreambleWorkers(dir, workers string) (main, httpPaths string) {
 	user := ""
 	if os.Getuid() == 0 {
 		user = "user root;\n" // workers read the temp dir (0700) as the master does
 	}
-	main = fmt.Sprintf("daemon off;\nmaster_process on;\nworker_processes 1;\n%spid %s/nginx.pid;\nerror_log %[2]s/error.log warn;\n", user, dir)
+	main = fmt.Sprintf("daemon off;\nmaster_process on;\nworker_processes %s;\n%spid %s/nginx.pid;\nerror_log %[3]s/error.log warn;\n", workers, user, dir)
 	httpPaths = fmt.Sprintf("client_body_temp_path %[1]s/client_body;\nproxy_temp_path %[1]s/proxy;\nfastcgi_temp_path %[1]s/fastcgi;\n"+
 		"uwsgi_temp_path %[1]s/uwsgi;\nscgi_temp_path %[1]s/scgi;\n", dir)
 	return main, httpPaths

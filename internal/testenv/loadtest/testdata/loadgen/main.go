@@ -4,7 +4,8 @@
 // measures: closed-loop workers on keep-alive connections, for a fixed
 // duration, each request timed to its last byte, the body never decoded.
 // It prints one JSON object: requests, errors, statuses, responses that set
-// a cookie, bytes of bodies, req/s, p50 and p99.
+// a cookie, bytes of bodies, req/s, p50 and p99, and the requests sent in
+// all (the warm-up's too).
 //
 //	loadgen -url http://127.0.0.1:8088/ -workers 16 -duration 3s [-cookies FILE]
 //	loadgen -urls FILE -header 'Accept-Encoding: br' -workers 16 -duration 3s
@@ -41,6 +42,9 @@ type result struct {
 	P50Ms      float64        `json:"p50_ms"`
 	P99Ms      float64        `json:"p99_ms"`
 	FirstError string         `json:"first_error,omitempty"`
+	// Sent counts every request answered or failed, the warm-up's too:
+	// what the server did work for (its CPU per request).
+	Sent int `json:"sent"`
 }
 
 func main() {
@@ -80,6 +84,7 @@ func main() {
 		encodings  map[string]int
 		setCookies int
 		firstErr   string
+		sent       int
 	}
 	results := make([]workerResult, *workers)
 	begin := time.Now()
@@ -121,6 +126,7 @@ func main() {
 					resp.Body.Close()
 				}
 				t1 := time.Now()
+				res.sent++
 				if t0.Before(start) {
 					continue
 				}
@@ -148,6 +154,7 @@ func main() {
 		all = append(all, r.lat...)
 		out.Errors += r.errors
 		out.SetCookies += r.setCookies
+		out.Sent += r.sent
 		out.BodyBytes += r.bodyBytes
 		for s, n := range r.statuses {
 			out.Statuses[s] += n
