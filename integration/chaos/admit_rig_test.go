@@ -17,14 +17,7 @@ import (
 // every admission in its minute exactly.
 func gateCookieKey(t *testing.T, id string, s engine.Settings) keyring.Key {
 	t.Helper()
-	key, err := keyring.Generate(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := keyring.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, keys := newKey(t, id)
 	admissionCookies = e2echeck.CookieReader{Codec: gate.Codec{Keys: keys}, Room: s.Name, Name: gate.CookieNameFor(s.CookieSuffix)}
 	return key
 }

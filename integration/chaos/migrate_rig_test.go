@@ -27,14 +27,7 @@ type migrateRig struct {
 // bucket and starts two migrate workers named name-0 and name-1.
 func startMigrateRig(t *testing.T, name, jobsBucket string) migrateRig {
 	t.Helper()
-	key, err := keyring.Generate(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := keyring.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, keys := newKey(t, name)
 	rig := migrateRig{keys: keys, jobs: migrate.JobStore{Store: env.primaryStore, Bucket: jobsBucket}}
 	if err := rig.jobs.Ensure(context.Background()); err != nil {
 		t.Fatal(err)
