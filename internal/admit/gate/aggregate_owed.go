@@ -43,8 +43,10 @@ func (a *Aggregator) sendOwed(ctx context.Context, now time.Time, r AggregateRoo
 	from := last.Add(-r.Keep)
 	if !a.scanned[r.Name] {
 		a.scanned[r.Name] = true
+		// Kept as long as the minutes it owes itself: one that ended
+		// while no gate held the lease has only the gates' aggKeep left.
 		for m := from; m.Before(last); m = m.Add(r.Length) {
-			a.owed[aggKey{r.Name, m.UnixMilli()}] = true
+			a.owe(ctx, r, m)
 		}
 	}
 	var owed []int64

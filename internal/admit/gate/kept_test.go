@@ -169,3 +169,46 @@ func TestOwedMinutesOutliveTheGatesLateWrites(t *testing.T) {
 		}
 	}
 }
+
+// A minute that ended while no gate held the lease (every gate down across
+// the minute's end, in an outage) is owed by the next holder, which keeps
+// its counts in Redis as long as the minutes it owes itself. Before, the
+// new holder marked it owed without keeping it longer, and its counts left
+// Redis after the gates' five minutes, long before the room could take it.
+func TestANewHolderKeepsTheMinutesItFindsOwed(t *testing.T) {
+	d := newDCGates(t, 2)
+	for _, p := range d.reporters {
+		p.Sink = func(context.Context, admit.Report) error { return errors.New("temporal does not answer") }
+	}
+	d.rooms[1].tally.Add(admit.Effect{Minute: t0, NewVisitor: true, Admitted: true, Seen: true, Pool: admit.PoolNew, Scope: d.dc})
+	for d.now.Before(t0.Add(50 * time.Second)) {
+		d.step(500 * time.Millisecond)
+	}
+	key := countsKey("shop", d.dc, t0)
+	client := d.reporters[0].Aggregate.Client
+	if n, err := client.Exists(context.Background(), key).Result(); err != nil || n != 1 {
+		t.Fatalf("the minute's counts are not in Redis (%d, %v): the test shows nothing", n, err)
+	}
+	// Every gate down across the minute's end; then the second comes back.
+	d.alive[0], d.alive[1] = false, false
+	d.now = t0.Add(2 * time.Minute)
+	d.alive[1] = true
+	for range 200 {
+		if d.reporters[1].Aggregate.Holds(d.now) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // the dead holder's lease ends on Redis's clock
+		d.step(500 * time.Millisecond)
+	}
+	if !d.reporters[1].Aggregate.Holds(d.now) {
+		t.Fatal("the second gate never took the lease: the test shows nothing")
+	}
+	d.step(500 * time.Millisecond)
+	ttl, err := client.PTTL(context.Background(), key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl <= aggKeep*time.Minute {
+		t.Errorf("the minute's counts leave Redis in %s, while the room may still take them for %s", ttl, admit.LedgerMinutes*time.Minute)
+	}
+}
