@@ -79,9 +79,12 @@ func askAll(t *testing.T, a *Activities, job string, n, users int) {
 		})
 	}
 	wg.Wait()
+	// Errorf, not Fatalf: a test may call this on a goroutine of its own,
+	// where Fatalf would end the goroutine and leave the test waiting.
 	for i, u := range got {
 		if u != users {
-			t.Fatalf("page %d of %s was told %d users, want %d", i, job, u, users)
+			t.Errorf("page %d of %s was told %d users, want %d", i, job, u, users)
+			return
 		}
 	}
 }
