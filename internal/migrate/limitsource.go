@@ -92,6 +92,24 @@ func (l limitedStore) attributes(bucket, key string) (requests, bytes int64) {
 	return 0, 0
 }
 
+// chargeAttributes books what the attributes' answer held beyond the
+// estimate booked before it: the user metadata (up to some 8 KiB on GCS)
+// and the headers it names, as JSON, which the estimate leaves out.
+func (l limitedStore) chargeAttributes(info objectstore.ObjectInfo) {
+	if _, ok := l.inner.(objectstore.AttributesFirst); !ok {
+		return
+	}
+	const perField = 8 // the quotes, colon and comma of a JSON field
+	m := info.Metadata
+	n := int64(len(m.ContentType) + len(m.CacheControl) + len(m.ContentEncoding) + len(m.ContentDisposition))
+	for k, v := range m.User {
+		n += int64(len(k)+len(v)) + perField
+	}
+	if n > 0 {
+		l.lim.Charge(n)
+	}
+}
+
 func (l limitedStore) Get(ctx context.Context, bucket, key string) (io.ReadCloser, objectstore.ObjectInfo, error) {
 	booked, _ := ctx.Value(readSizeKey{}).(int64)
 	attrRequests, attrBytes := l.attributes(bucket, key)
@@ -101,6 +119,7 @@ func (l limitedStore) Get(ctx context.Context, bucket, key string) (io.ReadClose
 	body, info, err := l.inner.Get(ctx, bucket, key)
 	if err == nil {
 		l.lim.Charge(info.Size - booked)
+		l.chargeAttributes(info)
 	}
 	return body, info, err
 }
@@ -113,6 +132,9 @@ func (l limitedRangeStore) GetRange(ctx context.Context, bucket, key string, off
 	body, info, err := l.rr.GetRange(ctx, bucket, key, offset, length)
 	if err == nil && length < 0 {
 		l.lim.Charge(info.Size - offset)
+	}
+	if err == nil {
+		l.chargeAttributes(info)
 	}
 	return body, info, err
 }
@@ -129,7 +151,11 @@ func (l limitedStore) Stat(ctx context.Context, bucket, key string) (objectstore
 	if err := l.lim.Wait(ctx, attrBytes); err != nil {
 		return objectstore.ObjectInfo{}, err
 	}
-	return l.inner.Stat(ctx, bucket, key)
+	info, err := l.inner.Stat(ctx, bucket, key)
+	if err == nil {
+		l.chargeAttributes(info)
+	}
+	return info, err
 }
 
 func (l limitedStore) Delete(ctx context.Context, bucket, key string) error {

@@ -50,8 +50,9 @@ var (
 // AttributesBytes is about what GCS answers an object's attributes with
 // (the JSON API's object, projection full, as Stat, Get and GetRange ask
 // it): some 1 KiB of fields, with the key and the bucket in four of them
-// each. An estimate: user metadata, and the access control lists of a
-// bucket without uniform access, add to it.
+// each. An estimate, booked before the answer: its user metadata is
+// charged once read (migrate's limited source); the access control lists
+// of a bucket without uniform access add to it uncounted.
 func (s *Store) AttributesBytes(bucket, key string) int64 {
 	return 1<<10 + 4*int64(len(bucket)+len(key))
 }
