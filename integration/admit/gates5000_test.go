@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	engine "github.com/edgeflow/edgeflow/internal/admit"
 	gatepkg "github.com/edgeflow/edgeflow/internal/admit/gate"
 	"github.com/edgeflow/edgeflow/internal/admit/roomclient"
+	"github.com/edgeflow/edgeflow/internal/testenv/loadtest"
 	"github.com/edgeflow/edgeflow/workflows/admit/contract"
 )
 
@@ -227,13 +227,9 @@ func eventKinds(b *testing.B, id, run string, from, to int) map[enums.EventType]
 
 // temporalCPU is the dev server process's user and system CPU seconds.
 func temporalCPU(b *testing.B) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", env.Temporal.PID()))
+	t, err := loadtest.ProcessCPU(env.Temporal.PID())
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the command name (which may hold spaces), from field 3.
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // USER_HZ is 100 on Linux
+	return t.Seconds()
 }

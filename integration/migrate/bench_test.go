@@ -21,6 +21,7 @@ import (
 	"github.com/edgeflow/edgeflow/internal/migrate"
 	"github.com/edgeflow/edgeflow/internal/migrate/migratetest"
 	"github.com/edgeflow/edgeflow/internal/objectstore"
+	"github.com/edgeflow/edgeflow/internal/testenv/loadtest"
 	"github.com/edgeflow/edgeflow/workflows/migrate/contract"
 )
 
@@ -336,9 +337,10 @@ func medianCPU(cs []cpuUse) cpuUse {
 // (found by the address in their command lines) and this process.
 func readCPU(b *testing.B) cpuUse {
 	var c cpuUse
-	c.self = procCPU(b, "self") + childrenCPU(b)
+	c.self = procCPU(os.Getpid()) + childrenCPU(b)
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
 		cmdline, err := os.ReadFile(d + "/cmdline")
 		if err != nil {
 			continue
@@ -347,11 +349,11 @@ func readCPU(b *testing.B) cpuUse {
 		joined := strings.Join(args, " ")
 		switch {
 		case strings.Contains(joined, "server --quiet --address "+env.MinIO.Endpoint+" "):
-			c.source += procCPU(b, filepath.Base(d))
+			c.source += procCPU(pid)
 		case strings.Contains(joined, "server --quiet --address "+env.MinIO2.Endpoint+" "):
-			c.dest += procCPU(b, filepath.Base(d))
+			c.dest += procCPU(pid)
 		case strings.Contains(joined, "start-dev") && strings.Contains(joined, "--port "+portOf(env.Temporal.HostPort)+" "):
-			c.temporal += procCPU(b, filepath.Base(d))
+			c.temporal += procCPU(pid)
 		}
 	}
 	return c
@@ -362,35 +364,22 @@ func portOf(hostPort string) string {
 	return hostPort[i+1:]
 }
 
+// procCPU is utime+stime of a process, in seconds; 0 for one that ended
+// since it was found.
+func procCPU(pid int) float64 {
+	t, err := loadtest.ProcessCPU(pid)
+	if err != nil {
+		return 0
+	}
+	return t.Seconds()
+}
+
 // childrenCPU is the CPU time of this process's children that ended
 // (cutime+cstime): rclone's, which runs as one.
 func childrenCPU(b *testing.B) float64 {
-	f := statFields(b, "self")
-	if len(f) < 15 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[13], 64)
-	st, _ := strconv.ParseFloat(f[14], 64)
-	return (ut + st) / 100 // USER_HZ
-}
-
-// procCPU is utime+stime of a process, in seconds.
-func procCPU(b *testing.B, pid string) float64 {
-	f := statFields(b, pid)
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // USER_HZ
-}
-
-// statFields are the fields of /proc/PID/stat after the command name,
-// which is in parentheses and may hold spaces (nil if it cannot be read).
-func statFields(b *testing.B, pid string) []string {
-	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	t, err := loadtest.ChildrenCPU(os.Getpid())
 	if err != nil {
-		return nil
+		b.Fatal(err)
 	}
-	return strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	return t.Seconds()
 }

@@ -32,8 +32,27 @@ func ProcessCPU(pid int) (time.Duration, error) {
 	return t, nil
 }
 
+// ChildrenCPU is the CPU time (user + system) of pid's children that
+// ended and were waited for (cutime + cstime), e.g. a command a benchmark
+// ran to compare with.
+func ChildrenCPU(pid int) (time.Duration, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	t, err := statTicks(stat, 13)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return t, nil
+}
+
 // statCPU is utime + stime of a /proc/<pid>/stat line.
-func statCPU(stat []byte) (time.Duration, error) {
+func statCPU(stat []byte) (time.Duration, error) { return statTicks(stat, 11) }
+
+// statTicks is the sum of the two times at fields[from] and fields[from+1]
+// of a /proc/<pid>/stat line, counted from the state (field 3).
+func statTicks(stat []byte, from int) (time.Duration, error) {
 	// The command name (field 2) is in parentheses and may hold spaces
 	// and parentheses: the fields counted from the last ")" are state (3),
 	// ..., utime (14), stime (15).
@@ -42,11 +61,11 @@ func statCPU(stat []byte) (time.Duration, error) {
 		return 0, fmt.Errorf("no command name in %q", stat)
 	}
 	fields := strings.Fields(string(stat[end+1:]))
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(fields))
+	if len(fields) < from+2 {
+		return 0, fmt.Errorf("%d fields after the command name, want at least %d", len(fields), from+2)
 	}
 	var ticks int64
-	for _, f := range fields[11:13] {
+	for _, f := range fields[from : from+2] {
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
 			return 0, err

@@ -14,6 +14,11 @@ func TestStatCPUIsUserPlusSystemTime(t *testing.T) {
 	if err != nil || got != 3200*time.Millisecond {
 		t.Fatalf("statCPU = %v, %v; want 3.2s", got, err)
 	}
+	// cutime 5 and cstime 15 (fields 16 and 17): the children's 0.2 s.
+	children := []byte("4242 (x) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 70 5 15 20 0 9 0 100 1000000 500\n")
+	if got, err := statTicks(children, 13); err != nil || got != 200*time.Millisecond {
+		t.Fatalf("the children's time = %v, %v; want 0.2s", got, err)
+	}
 	for _, bad := range []string{"4242 no-name S 1", "4242 (x) S 1 2 3", "4242 (x) S 1 4242 4242 0 -1 4194560 1000 0 0 0 2x5 70 0"} {
 		if _, err := statCPU([]byte(bad)); err == nil {
 			t.Errorf("statCPU(%q): no error", bad)
