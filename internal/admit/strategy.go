@@ -243,6 +243,21 @@ func takeSlot(ctx context.Context, store Counter, req SlotRequest, split func(Sc
 	return "", false, nil
 }
 
+// CountTake adds a slot taken on other counters (a gate's even split while
+// the shared store answers again) to the shared counter takeSlot would
+// have taken it from, whatever its count: gates deciding on the shared
+// counters then see it, within the minute and in its stale remainder.
+func CountTake(ctx context.Context, store Counter, req SlotRequest, scope string) error {
+	snap := req.Snapshot
+	length := snap.MinuteLength()
+	current := MinuteOf(req.Now, length)
+	if current.Before(snap.Minute) {
+		current = snap.Minute
+	}
+	_, err := store.TakeBelow(ctx, CounterKey(snap.Room, current, req.Pool.Key(), scope), 1<<40, current.Add(2*length+snap.MaxAge()))
+	return err
+}
+
 // StaleShare is how much of a scope's limit gates may spend in the minute
 // after the snapshot's own, before a newer snapshot reaches them: a quarter,
 // rounded up. The room gives each scope of the next minute at least what

@@ -142,6 +142,7 @@ func NewCounters(dataCenter, anywhere *RedisCounter, strategy string, logger *sl
 			}
 			return errors.Join(errs...)
 		},
+		Mirror: stores,
 		Logger: logger,
 	}
 	drops := &RedisDrops{}

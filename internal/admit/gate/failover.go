@@ -45,8 +45,12 @@ var ErrCountersBusy = errors.New("shared counters slow to answer")
 type Failover struct {
 	Shared, Even admit.Strategy
 	Probe        func(context.Context) error
-	Logger       *slog.Logger
-	Now          func() time.Time // nil: time.Now
+	// Mirror is the shared counters' store: while the store answers
+	// again but the gate still spends the even split, each even take is
+	// counted there too, so the gates that never lost it see it.
+	Mirror admit.Counter
+	Logger *slog.Logger
+	Now    func() time.Time // nil: time.Now
 
 	mu          sync.Mutex
 	failedAt    time.Time // the store's last failure; zero while healthy
@@ -78,7 +82,32 @@ func (f *Failover) TakeSlot(ctx context.Context, req admit.SlotRequest) (string,
 	case useNone:
 		return "", false, ErrCountersDown
 	default:
-		return f.Even.TakeSlot(ctx, req)
+		scope, ok, err := f.Even.TakeSlot(ctx, req)
+		if ok && err == nil {
+			f.mirror(ctx, req, scope)
+		}
+		return scope, ok, err
+	}
+}
+
+// mirror counts an even take on the shared counters while their store
+// answers again (StateRecovering): a gate that never lost the store (a
+// Sentinel failover lasts seconds, and a gate that took no slot in them
+// never sees it) keeps spending the scope there, and would find none of
+// this gate's takes, in this minute or, as the stale remainder, in the
+// next. A take the store does not count now is left: the probe notices a
+// store failing again.
+func (f *Failover) mirror(ctx context.Context, req admit.SlotRequest, scope string) {
+	f.mu.Lock()
+	recovering := !f.failedAt.IsZero() && !f.recoveredAt.IsZero()
+	f.mu.Unlock()
+	if f.Mirror == nil || !recovering || admit.InOutage(req.Snapshot, req.Now) {
+		return
+	}
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	defer cancel()
+	if err := admit.CountTake(mctx, f.Mirror, req, scope); err != nil && f.Logger != nil {
+		f.Logger.Debug("cannot count the even split's take on the shared counters", "scope", scope, "err", err)
 	}
 }
 

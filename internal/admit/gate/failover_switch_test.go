@@ -210,3 +210,51 @@ func TestNoStaleSpendingAcrossACounterSwitch(t *testing.T) {
 		}
 	})
 }
+
+// A Sentinel failover lasts seconds: a gate that took a slot in them
+// falls back, while one that did not never sees the failure and stays on
+// the shared counters. Once the store answers, the first gate spends the
+// even split until the minute after next, on counters of its own; the
+// other, on the shared ones, found none of those takes there and spent its
+// scope again (within the minute) and, in the minute after, a quarter of
+// what the shared counters said the even minute left (the stale
+// remainder), beyond what the room allots for it. TestGatesThroughASentinelFailover
+// saw 12 admitted in a minute of 10. A gate on the even split while the
+// store answers counts its takes on the shared counters too.
+func TestAGateThatMissedTheFailoverSeesTheEvenSplitsTakes(t *testing.T) {
+	m0 := time.Now().UTC().Truncate(time.Minute).Add(time.Hour)
+	minute := func(k int) time.Time { return m0.Add(time.Duration(k) * time.Minute) }
+	w := newSwitchWorld(t)
+	for _, f := range w.fails {
+		f.Mirror = admit.ScopeStores{DataCenter: w.dc1, Anywhere: admit.NewMemoryCounter(nil)}
+	}
+	missed, fell := 0, 1 // dc1-1 took nothing during the failover; dc1-2 did
+	snap0 := w.snapshot(minute(0), 8, 8)
+	w.dc1.stop()
+	if a, _ := newVisitorsAt(t, w.fails[fell], snap0, minute(0).Add(10*time.Second), w.gates[fell], 1); a != 0 {
+		t.Fatalf("admitted on a store that failed: %d", a)
+	}
+	w.dc1.startEmpty() // a promoted replica
+	w.fails[fell].Now = func() time.Time { return minute(0).Add(12 * time.Second) }
+	w.fails[fell].probe(context.Background())
+	if st := w.fails[fell].State(); st != StateRecovering {
+		t.Fatalf("%s: %s, want %s", w.gates[fell].ID, st, StateRecovering)
+	}
+	if st := w.fails[missed].State(); st != StateShared {
+		t.Fatalf("%s: %s, want %s", w.gates[missed].ID, st, StateShared)
+	}
+	// m1: the gate that fell back spends its even half first, then the
+	// other asks for the whole scope on the shared counters.
+	snap1 := w.snapshot(minute(1), 8, 8)
+	even, _ := newVisitorsAt(t, w.fails[fell], snap1, minute(1).Add(5*time.Second), w.gates[fell], 8)
+	shared, _ := newVisitorsAt(t, w.fails[missed], snap1, minute(1).Add(10*time.Second), w.gates[missed], 8)
+	if even != 4 || even+shared > 8 {
+		t.Errorf("m1: %d admitted on the even split and %d on the shared counters, of dc1's 8", even, shared)
+	}
+	// m2, before m2's snapshot: the gate on the shared counters spends
+	// what the room allots for the stale snapshot, no more.
+	floor := staleFloor(snap1, even+shared)
+	if a, _ := newVisitorsAt(t, w.fails[missed], snap1, minute(2).Add(time.Second), w.gates[missed], 8); a > floor {
+		t.Errorf("m2 on m1's snapshot: %d admitted, the room allots %d for it (m1 took %d)", a, floor, even+shared)
+	}
+}
