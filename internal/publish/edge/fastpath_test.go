@@ -324,6 +324,57 @@ func TestShutdownClosesIdleFastPathConnections(t *testing.T) {
 	}
 }
 
+// TestFastPathKeepsTheReadTimeouts: a client that sends half a request
+// head, or sends nothing after an answer, is let go after the server's
+// ReadHeaderTimeout or IdleTimeout, as net/http lets it go.
+func TestFastPathKeepsTheReadTimeouts(t *testing.T) {
+	s, _, _ := newTestEdge(t, nil)
+	hs := &http.Server{Handler: s, ConnContext: ConnContext, ReadHeaderTimeout: 300 * time.Millisecond, IdleTimeout: 300 * time.Millisecond}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := s.FastListener(ln, hs)
+	go func() { _ = hs.Serve(fl) }()
+	defer hs.Close()
+	addr := ln.Addr().String()
+	exchangeOnce(t, addr, fileRequest("GET", "testlib.js"), "GET") // warm
+	closedBy := func(conn net.Conn, br *bufio.Reader) error {
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		_, err := br.ReadByte()
+		return err
+	}
+	for _, c := range []struct {
+		name       string
+		raw        string // sent after one answered request
+		answerLast bool
+	}{
+		{"half a head, first", fileRequest("GET", "testlib.js")[:30], false},
+		{"half a head, after an answer", fileRequest("GET", "testlib.js")[:30], true},
+		{"nothing after an answer", "", true},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(conn)
+		before := fl.answered.Load()
+		if c.answerLast {
+			if got := exchange(t, conn, br, fileRequest("GET", "testlib.js"), "GET")[0]; got.status != 200 || fl.answered.Load() != before+1 {
+				t.Fatalf("%s: %d, the fast path answered %d", c.name, got.status, fl.answered.Load()-before)
+			}
+		}
+		if _, err := io.WriteString(conn, c.raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := closedBy(conn, br); !errors.Is(err, io.EOF) {
+			t.Errorf("%s: %v, want the edge to close the connection", c.name, err)
+		}
+		conn.Close()
+	}
+	waitFor(t, func() bool { return fl.fastConns() == 0 })
+}
+
 // TestFastPathStandsAsideForAWrappedHandler: an http.Server whose handler
 // wraps the edge (tracing, a middleware) gets every request.
 func TestFastPathStandsAsideForAWrappedHandler(t *testing.T) {

@@ -86,8 +86,8 @@ func (fc *fastConn) serve() {
 		if !first && fc.br.Buffered() == 0 && !fc.waitIdle() {
 			return
 		}
-		head, then0 := fc.readHead(first)
-		if then = then0; then != nextRequest {
+		var head []byte
+		if head, then = fc.readHead(first); then != nextRequest {
 			return
 		}
 		req, ok := parseFastRequest(head)
@@ -139,14 +139,14 @@ func (fc *fastConn) readHead(timed bool) ([]byte, next) {
 			if i < 0 {
 				break
 			}
-			end := scanned + i
-			if end == 0 || buf[end-1] != '\r' || end-1 == 0 {
+			lf := scanned + i
+			if lf < 2 || buf[lf-1] != '\r' {
 				return nil, nextHandOver // a bare LF or an empty first line: net/http's
 			}
-			if end-1 == scanned {
-				return buf[:end+1], nextRequest
+			if lf-1 == scanned {
+				return buf[:lf+1], nextRequest // the empty line ending the head
 			}
-			scanned = end + 1
+			scanned = lf + 1
 		}
 		if len(buf) >= fc.br.Size() {
 			return nil, nextHandOver // too long for the fast path
