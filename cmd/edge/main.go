@@ -144,8 +144,6 @@ func serve(ctx context.Context, s settings, stderr io.Writer, ready func(addr st
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.addr, err)
 	}
-	// A cached file's headers and body leave in one system call.
-	ln = edge.CoalescingListener(ln)
 	metricsURL := "off"
 	if s.opsAddr != "" {
 		ops, err := metrics.ServeOps(s.opsAddr, map[string]http.Handler{
@@ -171,7 +169,16 @@ func serve(ctx context.Context, s settings, stderr io.Writer, ready func(addr st
 		ErrorLog:       slog.NewLogLogger(logHandler, slog.LevelWarn),
 		ConnContext:    edge.ConnContext,
 	}
-	return cli.ServeHTTP(ctx, server, func() error { return server.Serve(ln) }, shutdownGrace, logger, func() {
+	// Plain requests for files held in memory are answered by the edge's
+	// own loop (unless tracing wraps the handler), the rest by net/http;
+	// a cached file's headers and body leave in one system call either way.
+	fast := srv.FastListener(ln, server)
+	serveAll := func() error {
+		err := server.Serve(fast)
+		fast.Drain(shutdownGrace) // the fast path's answers under way
+		return err
+	}
+	return cli.ServeHTTP(ctx, server, serveAll, shutdownGrace, logger, func() {
 		logger.Info("edge listening", "addr", ln.Addr().String(), "primary", s.storage.Primary.String(),
 			"mirror", mirror.Config().String(), "buckets", fmt.Sprintf("%+v", s.storage.Buckets), "cache_mib", s.cacheMiB,
 			"metrics", metricsURL, "tracing", tracing.Enabled())

@@ -1,6 +1,8 @@
 package edge
 
 import (
+	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -50,3 +52,51 @@ func TestHotFileAllocations(t *testing.T) {
 // maxHotFileAllocs is 5 measured on Go 1.26, with a margin of one for the
 // runtime's map.
 const maxHotFileAllocs = 6
+
+// A hot file request answered by the fast path allocates once: the path
+// as a string, for the caches' lookups; net/http's request and header
+// maps, context and response are not made.
+func TestFastPathHotFileAllocations(t *testing.T) {
+	s, ts, _ := newTestEdge(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	go func() { _, _ = io.Copy(io.Discard, client) }()
+	server := <-accepted
+	if server == nil {
+		t.Fatal("no connection accepted")
+	}
+	defer server.Close()
+	fc := newFastConn(s.FastListener(ln, &http.Server{Handler: s}), &coalescingConn{TCPConn: server.(*net.TCPConn)})
+	for _, ae := range []string{"", "br", "gzip"} {
+		raw := fileRequest("GET", "data/info.json", "Accept-Encoding: "+ae)
+		if resp := exchangeOnce(t, ts.Listener.Addr().String(), raw, "GET")[0]; resp.status != 200 { // warming
+			t.Fatalf("warming: %d", resp.status)
+		}
+		req, ok := parseFastRequest([]byte(raw))
+		if !ok {
+			t.Fatalf("the fast path does not take %q", raw)
+		}
+		allocs := testing.AllocsPerRun(200, func() {
+			if answered, err := fc.answer(&req, false); !answered || err != nil {
+				t.Fatalf("not answered (%v)", err)
+			}
+		})
+		t.Logf("Accept-Encoding %q: %.1f allocations", ae, allocs)
+		if allocs > 1 {
+			t.Errorf("Accept-Encoding %q: %.1f allocations per request, want at most 1", ae, allocs)
+		}
+	}
+}

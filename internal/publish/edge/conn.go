@@ -64,6 +64,51 @@ type coalescingConn struct {
 	bufs net.Buffers
 	// writes counts the writes made to the connection (tests).
 	writes atomic.Int64
+	// pending is what the fast path read of the connection before handing
+	// it to net/http: its reads return it first.
+	pending []byte
+}
+
+func (c *coalescingConn) Read(p []byte) (int, error) {
+	if len(c.pending) == 0 {
+		return c.TCPConn.Read(p)
+	}
+	n := copy(p, c.pending)
+	if c.pending = c.pending[n:]; len(c.pending) == 0 {
+		c.pending = nil
+	}
+	return n, nil
+}
+
+// WriteTo keeps io.Copy from reading past pending (TCPConn has a WriteTo).
+func (c *coalescingConn) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	if len(c.pending) > 0 {
+		m, err := w.Write(c.pending)
+		n, c.pending = int64(m), nil
+		if err != nil {
+			return n, err
+		}
+	}
+	m, err := c.TCPConn.WriteTo(w)
+	return n + m, err
+}
+
+// writeTwo sends a and b in one writev, allocating nothing.
+func (c *coalescingConn) writeTwo(a, b []byte) error {
+	if len(b) == 0 {
+		_, err := c.Write(a)
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes.Add(1)
+	c.bufs = append(c.bufs[:0], a, b)
+	all := c.bufs // WriteTo consumes c.bufs, and all keeps its array
+	_, err := c.bufs.WriteTo(c.TCPConn)
+	clear(all[:cap(all)])
+	c.bufs = all[:0]
+	return err
 }
 
 // holdNextWrite makes the connection hold its next write back until the

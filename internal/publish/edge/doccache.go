@@ -83,6 +83,21 @@ func (c *docCache[T]) peek(key string) (value T, found, ok bool) {
 	return value, false, false
 }
 
+// cached is get when key is cached, fresh or not; ok is false, and
+// nothing is fetched, when it is not. fetch builds get's fetch function,
+// only for a refresh.
+func (c *docCache[T]) cached(key string, fetch func(string) func(context.Context) (T, error)) (value T, found, ok bool) {
+	e, hit := c.entries.Get(key)
+	if !hit {
+		return value, false, false
+	}
+	if !e.fresh(c.now()) {
+		f := fetch(key)
+		c.flight.DoChan(key, func() (any, error) { return c.refresh(key, f) })
+	}
+	return e.value, e.found, true
+}
+
 // refresh fetches key and stores the outcome. It runs detached from any one
 // request: the requests waiting on it may come and go.
 func (c *docCache[T]) refresh(key string, fetch func(context.Context) (T, error)) (*docEntry[T], error) {

@@ -331,12 +331,17 @@ func newTestEdge(t testing.TB, adjust func(*Config)) (*Server, *httptest.Server,
 	return s, ts, logs
 }
 
-// serveAsDeployed serves h over loopback HTTP as cmd/edge does: through
-// CoalescingListener, with ConnContext; accepted, if set, is called with
-// each connection.
+// serveAsDeployed serves h over loopback HTTP as cmd/edge does: an edge
+// through its FastListener, any other handler through CoalescingListener,
+// with ConnContext; accepted, if set, is called with each connection
+// net/http is given.
 func serveAsDeployed(h http.Handler, accepted func(net.Conn)) *httptest.Server {
 	ts := httptest.NewUnstartedServer(h)
-	ts.Listener = CoalescingListener(ts.Listener)
+	if s, ok := h.(*Server); ok {
+		ts.Listener = s.FastListener(ts.Listener, ts.Config)
+	} else {
+		ts.Listener = CoalescingListener(ts.Listener)
+	}
 	ts.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		if accepted != nil {
 			accepted(c)

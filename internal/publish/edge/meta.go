@@ -72,6 +72,16 @@ func (m *metaReader) Package(name string) (*packageInfo, bool, error) {
 	return m.packages.get(name, m.fetchPackage(name))
 }
 
+// CachedPackage is Package when the document is cached, fresh or not (a
+// stale one is refreshed in the background, as Package does); ok is false,
+// and nothing is read, when it is not.
+func (m *metaReader) CachedPackage(name string) (info *packageInfo, found, ok bool) {
+	if info, found, ok := m.packages.peek(name); ok {
+		return info, found, true
+	}
+	return m.packages.cached(name, m.fetchPackage)
+}
+
 // missRevalidateAfter is how old a cached package document may be before a
 // request for a version it does not list reads it again: a version
 // published a moment ago is served within seconds rather than after the

@@ -172,10 +172,15 @@ func contentTypeOf(f metadata.File) string {
 // notModified evaluates If-None-Match, or If-Modified-Since when there is no
 // If-None-Match (RFC 9110 §13.2.2).
 func notModified(r *http.Request, tag string, lastModified time.Time) bool {
-	if inm := r.Header.Get("If-None-Match"); inm != "" {
+	return notModifiedBy(r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since"), tag, lastModified)
+}
+
+// notModifiedBy is notModified of the two headers' values.
+func notModifiedBy(inm, ims, tag string, lastModified time.Time) bool {
+	if inm != "" {
 		return etagListMatches(inm, tag)
 	}
-	if ims := r.Header.Get("If-Modified-Since"); ims != "" && !lastModified.IsZero() {
+	if ims != "" && !lastModified.IsZero() {
 		t, err := http.ParseTime(ims)
 		return err == nil && !lastModified.After(t)
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
@@ -29,6 +30,8 @@ type servedFile struct {
 	// header values shared by all its representations (nil: not sent)
 	contentType, lastModifiedHeader []string
 	reps                            [encodingCount]servedRepresentation
+	// fast is the fast path's heads of its answers, built on first use.
+	fast atomic.Pointer[fastHeaders]
 }
 
 // servedRepresentation is one stored encoding of a served file.

@@ -218,8 +218,12 @@ const maxPathLength = 1024
 // encoded slashes or backslashes, backslashes, control bytes, and empty, "."
 // or ".." segments.
 func checkRequestPath(r *http.Request) (int, string) {
-	escaped := r.URL.EscapedPath()
-	if len(escaped) > maxPathLength || len(r.URL.Path) > maxPathLength {
+	return checkPath(r.URL.EscapedPath(), r.URL.Path)
+}
+
+// checkPath is checkRequestPath of a path and its escaped form.
+func checkPath(escaped, p string) (int, string) {
+	if len(escaped) > maxPathLength || len(p) > maxPathLength {
 		return http.StatusRequestURITooLong, "path too long"
 	}
 	lowerEscaped := strings.ToLower(escaped)
@@ -228,7 +232,6 @@ func checkRequestPath(r *http.Request) (int, string) {
 			return http.StatusBadRequest, "encoded slash, backslash or NUL in path"
 		}
 	}
-	p := r.URL.Path
 	for i := 0; i < len(p); i++ {
 		if c := p[i]; c < 0x20 || c == 0x7f || c == '\\' {
 			return http.StatusBadRequest, "control character or backslash in path"
