@@ -117,15 +117,21 @@ func (fc *fastConn) waitIdle() bool {
 	if fc.l.closed.Load() {
 		return false
 	}
-	if d := fc.l.idleTimeout; d > 0 {
+	fc.readWithin(fc.l.idleTimeout)
+	_, err := fc.br.Peek(1)
+	return err == nil
+}
+
+// readWithin sets the read deadline d from now; d <= 0 clears one set
+// before.
+func (fc *fastConn) readWithin(d time.Duration) {
+	if d > 0 {
 		_ = fc.c.SetReadDeadline(time.Now().Add(d))
 		fc.readDeadline = true
 	} else if fc.readDeadline {
 		_ = fc.c.SetReadDeadline(time.Time{})
 		fc.readDeadline = false
 	}
-	_, err := fc.br.Peek(1)
-	return err == nil
 }
 
 // readHead returns the next request's head (through the empty line) once
@@ -153,13 +159,7 @@ func (fc *fastConn) readHead(timed bool) ([]byte, next) {
 		}
 		if !timed {
 			timed = true
-			if d := fc.l.headerTimeout; d > 0 {
-				_ = fc.c.SetReadDeadline(time.Now().Add(d))
-				fc.readDeadline = true
-			} else if fc.readDeadline {
-				_ = fc.c.SetReadDeadline(time.Time{})
-				fc.readDeadline = false
-			}
+			fc.readWithin(fc.l.headerTimeout)
 		}
 		if _, err := fc.br.Peek(len(buf) + 1); err != nil {
 			var ne net.Error
