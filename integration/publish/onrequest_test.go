@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -437,5 +438,69 @@ func TestOnRequestImportsANewLibrary(t *testing.T) {
 	var window struct{ Floor string }
 	if _, err := objectstore.GetJSON(testContext(t), env.Store, buckets.Meta, metadata.ImportWindowKey(name), &window); err != nil || window.Floor != "1.0.0" {
 		t.Errorf("the first import's window: %+v (%v), want it kept from 1.0.0", window, err)
+	}
+}
+
+// The browse page of a version not published yet publishes it as a file or
+// API request does: the version's page once published, a 404 page with
+// the reason for a version the rules refuse, a 503 page that reloads
+// itself (Retry-After, kept nowhere) for one not ready, and a library never
+// imported is imported whole.
+func TestOnRequestBrowsePage(t *testing.T) {
+	const name, newLibrary = "onreq-browse", "onreq-browse-new"
+	stack := startOnRequestStack(t, onRequestPackage(name, "3.0.0-beta*"), onRequestPackage(newLibrary))
+	addRelease(name, "1.0.0", 1)
+	publishFromCatalog(t, name, "1.0.0")
+	files := addRelease(name, "1.1.0", 3)
+	addRelease(name, "1.2.0", 1)
+	addRelease(name, "3.0.0-beta.1", 1)
+	addRelease(newLibrary, "2.0.0", 1)
+	// One start a minute for the library: the second new version waits.
+	base := stack.edge(t, onrequest.Config{PerLibrary: 1}, edge.DefaultWaitForPublish)
+
+	page := get(t, base+"/browse/"+name+"/1.1.0")
+	text := html.UnescapeString(page.body)
+	if page.status != http.StatusOK || !strings.Contains(text, "/ajax/libs/"+name+"/1.1.0/file02.js") {
+		t.Fatalf("browse page of a new version: %d %s, want its page listing file02.js", page.status, page.body)
+	}
+	file := get(t, base+"/ajax/libs/"+name+"/1.1.0/file02.js")
+	checkServed(t, base, name, "1.1.0", "file02.js", file, files["file02.js"])
+	if sri := transform.SRI([]byte(file.body)); !strings.Contains(text, `integrity="`+sri+`"`) {
+		t.Errorf("the version page does not carry the served file's SRI %s", sri)
+	}
+
+	refused := get(t, base+"/browse/"+name+"/3.0.0-beta.1")
+	if refused.status != http.StatusNotFound || !strings.Contains(html.UnescapeString(refused.body), "ignoreVersions") {
+		t.Errorf("browse page of an ignored version: %d %s, want a 404 page naming ignoreVersions", refused.status, refused.body)
+	}
+	neverStarted(t, name, "3.0.0-beta.1")
+
+	busy := get(t, base+"/browse/"+name+"/1.2.0")
+	checkReloadingPage(t, name+"@1.2.0 past the library's limit", busy)
+	neverStarted(t, name, "1.2.0")
+
+	first := get(t, base+"/browse/"+newLibrary+"/2.0.0")
+	checkReloadingPage(t, "a version of a library never imported", first)
+	if !strings.Contains(html.UnescapeString(first.body), "first import") {
+		t.Errorf("the page of a library never imported does not say its first import started: %s", first.body)
+	}
+	eventually(t, 2*time.Minute, newLibrary+"'s version page", func() (bool, string) {
+		r := get(t, base+"/browse/"+newLibrary+"/2.0.0")
+		return r.status == http.StatusOK && strings.Contains(r.body, "file00.js"), fmt.Sprintf("%d %s", r.status, r.body)
+	})
+}
+
+// checkReloadingPage checks that r is the browse UI's page for a version
+// not ready: a 503 kept nowhere whose page reloads after its Retry-After.
+func checkReloadingPage(t *testing.T, what string, r response) {
+	t.Helper()
+	retry := r.header.Get("Retry-After")
+	if r.status != http.StatusServiceUnavailable || retry == "" || r.header.Get("Cache-Control") != "no-store" ||
+		!strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("%s: %d, Retry-After %q, Cache-Control %q, Content-Type %q; want a 503 HTML page with Retry-After, no-store",
+			what, r.status, retry, r.header.Get("Cache-Control"), r.header.Get("Content-Type"))
+	}
+	if want := `<meta http-equiv="refresh" content="` + retry + `">`; !strings.Contains(r.body, want) {
+		t.Errorf("%s: the page does not reload itself after Retry-After (%s): %s", what, want, r.body)
 	}
 }

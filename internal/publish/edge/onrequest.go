@@ -21,15 +21,14 @@ type OnRequest interface {
 	OnPublished(func(name, version string))
 }
 
-// publishOnRequest handles a request for name@version, which pkg (nil: no
-// package document) does not list. When the version is published within
-// the wait, it returns the package read afresh and answered false; when it
-// has answered the request itself (404 with the reason, 503 with
-// Retry-After) answered is true; with neither, the caller answers as it
-// did before publishing on request existed.
-func (s *Server) publishOnRequest(w http.ResponseWriter, r *http.Request, name, version string, pkg *packageInfo, api bool) (_ *packageInfo, answered bool) {
+// requestPublish asks the publisher on request for name@version, which pkg
+// (nil: no package document) does not list, waiting up to the edge's
+// WaitForPublish. A Published answer comes with the package read afresh;
+// when that read does not list the version yet, the answer is NotReady.
+// Without a publisher the answer is NotApplicable.
+func (s *Server) requestPublish(r *http.Request, name, version string, pkg *packageInfo) (*packageInfo, onrequest.Answer) {
 	if s.cfg.OnRequest == nil {
-		return nil, false
+		return nil, onrequest.Answer{Kind: onrequest.NotApplicable}
 	}
 	var published map[string]bool
 	if pkg != nil {
@@ -38,19 +37,32 @@ func (s *Server) publishOnRequest(w http.ResponseWriter, r *http.Request, name, 
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WaitForPublish)
 	defer cancel()
 	a := s.cfg.OnRequest.Request(ctx, name, version, published)
+	if a.Kind != onrequest.Published {
+		return nil, a
+	}
+	// OnPublished forgot the cached document; a read already under way may
+	// still bring the old one back once.
+	for range 2 {
+		fresh, found, err := s.meta.Package(name)
+		if err == nil && found && fresh.hasVersion(version) {
+			return fresh, a
+		}
+		s.meta.forgetPackage(name)
+	}
+	return nil, onrequest.Answer{Kind: onrequest.NotReady, RetryAfter: time.Second, Reason: "published; the metadata is not readable yet"}
+}
+
+// publishOnRequest handles a file or API request for name@version, which
+// pkg (nil: no package document) does not list. When the version is
+// published within the wait, it returns the package read afresh and
+// answered false; when it has answered the request itself (404 with the
+// reason, 503 with Retry-After) answered is true; with neither, the caller
+// answers as it did before publishing on request existed.
+func (s *Server) publishOnRequest(w http.ResponseWriter, r *http.Request, name, version string, pkg *packageInfo, api bool) (_ *packageInfo, answered bool) {
+	fresh, a := s.requestPublish(r, name, version, pkg)
 	switch a.Kind {
 	case onrequest.Published:
-		// OnPublished forgot the cached document; a read already under way
-		// may still bring the old one back once.
-		for range 2 {
-			fresh, found, err := s.meta.Package(name)
-			if err == nil && found && fresh.hasVersion(version) {
-				return fresh, false
-			}
-			s.meta.forgetPackage(name)
-		}
-		s.notReady(w, r, api, time.Second, "published; the metadata is not readable yet")
-		return nil, true
+		return fresh, false
 	case onrequest.Refused:
 		w.Header().Set("Cache-Control", notFoundCacheControl)
 		if api {
@@ -69,14 +81,21 @@ func (s *Server) publishOnRequest(w http.ResponseWriter, r *http.Request, name, 
 // notReady answers 503 with Retry-After, never cached: the version may be
 // there in seconds.
 func (s *Server) notReady(w http.ResponseWriter, r *http.Request, api bool, retryAfter time.Duration, reason string) {
-	h := w.Header()
-	setCommonHeaders(h)
-	h.Set("Cache-Control", "no-store")
-	h.Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(retryAfter.Seconds())))))
+	setCommonHeaders(w.Header())
+	setNotReadyHeaders(w.Header(), retryAfter)
 	s.log.Debug("version not ready", "path", r.URL.Path, "reason", reason, "retry_after", retryAfter)
 	if api {
 		writeJSONError(w, http.StatusServiceUnavailable, "Version not ready: "+reason)
 		return
 	}
 	writeTextError(w, http.StatusServiceUnavailable, "version not ready: "+reason)
+}
+
+// setNotReadyHeaders marks an answer as one to retry after retryAfter
+// (whole seconds, at least one) and to keep nowhere.
+func setNotReadyHeaders(h http.Header, retryAfter time.Duration) int {
+	seconds := max(1, int(math.Ceil(retryAfter.Seconds())))
+	h.Set("Cache-Control", "no-store")
+	h.Set("Retry-After", strconv.Itoa(seconds))
+	return seconds
 }

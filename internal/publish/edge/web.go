@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/edgeflow/edgeflow/internal/publish/metadata"
+	"github.com/edgeflow/edgeflow/internal/publish/onrequest"
 	"github.com/edgeflow/edgeflow/internal/publish/versions"
 )
 
@@ -64,7 +65,7 @@ func newWebUI(s *Server) *webUI {
 	funcs := template.FuncMap{
 		"asset": func(name string) string { return staticPrefix + name + "?v=" + ui.static[name].version },
 	}
-	for _, page := range []string{"index.html", "library.html", "version.html", "notfound.html"} {
+	for _, page := range []string{"index.html", "library.html", "version.html", "notfound.html", "publishing.html"} {
 		t, err := template.New(page).Funcs(funcs).ParseFS(webFS, "web/templates/layout.html", "web/templates/"+page)
 		if err != nil {
 			panic(fmt.Sprintf("embedded template %s: %v", page, err)) // fixed at build time; tests render every page
@@ -211,11 +212,27 @@ type fileRow struct {
 }
 
 func (ui *webUI) version(w http.ResponseWriter, r *http.Request) {
-	pkg, ok := ui.lookupPackage(w, r)
-	if !ok {
+	name, version := r.PathValue("name"), r.PathValue("version")
+	if !validName(name) {
+		ui.notFound(w, r, "Library not found", "There is no library with that name.")
 		return
 	}
-	version := r.PathValue("version")
+	pkg, found, err := ui.s.meta.Package(name)
+	if err != nil {
+		ui.unavailable(w, r, err)
+		return
+	}
+	if !found {
+		fresh, answered := ui.publishOnRequest(w, r, name, version, nil)
+		if answered {
+			return
+		}
+		if fresh == nil {
+			ui.notFound(w, r, "Library not found", fmt.Sprintf("There is no library named %q.", name))
+			return
+		}
+		pkg = fresh
+	}
 	if !pkg.hasVersion(version) {
 		if resolved, ok := versions.Resolve(pkg.doc.Versions, version); !ok || resolved == version {
 			pkg = ui.s.meta.PackageListing(pkg, version)
@@ -227,8 +244,15 @@ func (ui *webUI) version(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, browseURL(pkg.doc.Name, resolved), http.StatusFound)
 			return
 		}
-		ui.notFound(w, r, "Version not found", fmt.Sprintf("%s has no published version %q.", pkg.doc.Name, version))
-		return
+		fresh, answered := ui.publishOnRequest(w, r, name, version, pkg)
+		if answered {
+			return
+		}
+		if fresh == nil {
+			ui.notFound(w, r, "Version not found", fmt.Sprintf("%s has no published version %q.", pkg.doc.Name, version))
+			return
+		}
+		pkg = fresh
 	}
 	ver, found, err := ui.s.meta.Version(pkg, version)
 	if err != nil {
@@ -262,6 +286,36 @@ func (ui *webUI) version(w http.ResponseWriter, r *http.Request) {
 		return 1
 	})
 	ui.render(w, r, http.StatusOK, "version.html", page)
+}
+
+type publishingPageData struct {
+	Title, Name, Version, LibraryURL, Reason string
+	Reload                                   int // seconds, as Retry-After
+}
+
+// publishOnRequest is the edge's publishing on first request (see
+// Server.requestPublish) for the browse page of name@version, which pkg
+// (nil: no package document) does not list: the version page once
+// published within the wait, a 404 page with the catalog's reason, or a
+// 503 page, kept nowhere, that reloads itself after Retry-After.
+func (ui *webUI) publishOnRequest(w http.ResponseWriter, r *http.Request, name, version string, pkg *packageInfo) (_ *packageInfo, answered bool) {
+	fresh, a := ui.s.requestPublish(r, name, version, pkg)
+	switch a.Kind {
+	case onrequest.Published:
+		return fresh, false
+	case onrequest.Refused:
+		ui.notFound(w, r, "Version not found", fmt.Sprintf("%s %s is not published: %s.", name, version, a.Reason))
+		return nil, true
+	case onrequest.NotReady:
+		page := publishingPageData{Title: name + " " + version + " is being published", Name: name, Version: version, Reason: a.Reason}
+		if pkg != nil {
+			page.LibraryURL = browseURL(name)
+		}
+		page.Reload = setNotReadyHeaders(w.Header(), a.RetryAfter)
+		ui.render(w, r, http.StatusServiceUnavailable, "publishing.html", page)
+		return nil, true
+	}
+	return nil, false
 }
 
 // tagFor is the HTML that loads a file with its integrity checked, or just
